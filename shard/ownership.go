@@ -1,0 +1,36 @@
+package shard
+
+import "context"
+
+// Ownership is what work on keys sees of the ring: which slots this replica
+// holds right now. The Manager implements it.
+type Ownership interface {
+	// Slots is the ring's slot count S; SlotOf(key, Slots()) is the slot of key.
+	Slots() int
+	// SlotContext returns the context of a held slot. The context is cancelled
+	// the moment the slot is lost or the member fences itself. ok is false when
+	// the slot is not held, or is being handed over: no new work may start then.
+	SlotContext(slot int) (ctx context.Context, ok bool)
+}
+
+// Drainer is a source of in-flight work on slots, such as a Dispatcher. Before
+// a slot is handed over, the Manager stops new work on it (SlotContext reports
+// it not held) and then drains every Drainer.
+type Drainer interface {
+	// Drain returns once no work on any of the slots is in flight, or ctx is
+	// done, whichever is first. It reports whether the slots drained.
+	Drain(ctx context.Context, slots []int) bool
+}
+
+// Listener learns which slots this replica gained and lost: the cache starts
+// and stops per-slot informers with it, and controllers enqueue every key of
+// a gained slot. The Manager calls listeners from one goroutine, in order;
+// they must not block.
+type Listener interface {
+	// SlotsGained is called once the slots are held (their keys exist in etcd
+	// under this member's lease) and their contexts are live.
+	SlotsGained(slots []int)
+	// SlotsLost is called once no work on the slots runs any more on this
+	// replica: after draining on handover, at once on fencing.
+	SlotsLost(slots []int)
+}
