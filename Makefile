@@ -3,7 +3,7 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help run test unit bench build vet fmt
+.PHONY: help run test unit bench build vet fmt tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -14,9 +14,12 @@ build: ## build bin/ringfire
 run: ## run one ringfire replica on an embedded etcd (a ring of one)
 	$(GO) run ./cmd/ringfire run
 
-test: ## the whole suite under -race, as CI runs it
+tools: ## build the pinned e2e binaries (kube-apiserver, etcd, kwok, ...) into the cache
+	@e2e/tools/build.sh
+
+test: tools ## the whole suite under -race, as CI runs it
 	$(GO) vet $(PKGS)
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test $(TESTFLAGS) $(PKGS)
 
 bench: ## the Go benchmarks (ring, dispatcher, failover)
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
