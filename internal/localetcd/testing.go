@@ -1,0 +1,31 @@
+package localetcd
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// StartForTest starts a local etcd in a temporary directory, stopped when the
+// test ends.
+func StartForTest(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start(Options{Dir: t.TempDir(), LogLevel: "fatal"})
+	if err != nil {
+		t.Fatalf("local etcd: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// ClientForTest returns a client of endpoint, closed when the test ends.
+func ClientForTest(t testing.TB, endpoint string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zapNop()})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

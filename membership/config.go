@@ -1,0 +1,77 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Config configures a Member. Start from DefaultConfig.
+type Config struct {
+	// Client reaches etcd. Required.
+	Client *clientv3.Client
+	// Prefix is the ring's key prefix in etcd, e.g. "/ringfire". Several
+	// rings can share one etcd under different prefixes.
+	Prefix string
+	// ID names the member: the pod name in a StatefulSet, the hostname
+	// elsewhere. Unique within the ring.
+	ID string
+	// TTL is the lease time to live. etcd counts it in whole seconds, so it
+	// is rounded up to one.
+	TTL time.Duration
+	// KeepAliveInterval is how often the lease is renewed. Default TTL/3.
+	KeepAliveInterval time.Duration
+	// FenceMargin is how long before the lease could expire at etcd the
+	// member fences itself: the session ends at (send time of the last
+	// successful keep-alive) + TTL - FenceMargin. Default TTL/5, at least
+	// 500ms.
+	FenceMargin time.Duration
+	// Logger receives the member's logs. Default: a null logger.
+	Logger hclog.Logger
+	// Registerer, when set, receives the member's metrics.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns a Config with the defaults of DESIGN.md §3: a 5 s
+// lease renewed every TTL/3.
+func DefaultConfig() Config {
+	return Config{Prefix: "/ringfire", TTL: 5 * time.Second}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("an etcd client is required"))
+	}
+	if c.ID == "" || strings.Contains(c.ID, "/") {
+		errs = append(errs, fmt.Errorf("member id %q must be non-empty and contain no '/'", c.ID))
+	}
+	if !strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
+		errs = append(errs, fmt.Errorf("prefix %q must start with '/' and not end with one", c.Prefix))
+	}
+	if c.TTL < time.Second {
+		c.TTL = time.Second
+	}
+	c.TTL = c.TTL.Round(time.Second)
+	if c.KeepAliveInterval <= 0 {
+		c.KeepAliveInterval = c.TTL / 3
+	}
+	if c.FenceMargin <= 0 {
+		c.FenceMargin = max(c.TTL/5, 500*time.Millisecond)
+	}
+	if c.KeepAliveInterval >= c.TTL-c.FenceMargin {
+		errs = append(errs, fmt.Errorf("keep-alive interval %v leaves no room before the fence at TTL %v minus margin %v", c.KeepAliveInterval, c.TTL, c.FenceMargin))
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	return errors.Join(errs...)
+}
+
+// MembersPrefix is where the member keys of the ring at prefix live.
+func MembersPrefix(prefix string) string { return prefix + "/members/" }

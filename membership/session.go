@@ -1,0 +1,68 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Why a session ended, as context.Cause of Session.Context.
+var (
+	// ErrFenced: the lease could not be renewed in time; the member stopped
+	// before the lease could expire at etcd.
+	ErrFenced = errors.New("membership fenced: lease not renewed in time")
+	// ErrLeaseLost: etcd answered that the lease no longer exists.
+	ErrLeaseLost = errors.New("membership lost: lease expired or revoked at etcd")
+	// ErrLeft: the member left the ring on purpose.
+	ErrLeft = errors.New("membership ended: member left the ring")
+)
+
+// Session is one tenure of the member in the ring, under one lease. Work tied
+// to the session must stop when Context is done. Context is cancelled by a
+// timer at the fence deadline; a process that was paused past it (SIGSTOP, a
+// long GC pause) may wake up before that timer has run, so writers call Valid
+// right before a write as well.
+type Session struct {
+	ID    string
+	Lease clientv3.LeaseID
+	TTL   time.Duration
+
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	deadline atomic.Int64 // unix nanoseconds of the fence deadline
+}
+
+func newSession(id string, lease clientv3.LeaseID, ttl time.Duration, deadline time.Time) *Session {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &Session{ID: id, Lease: lease, TTL: ttl, ctx: ctx, cancel: cancel}
+	s.deadline.Store(deadline.UnixNano())
+	return s
+}
+
+// Context is done when the session ends; context.Cause says why.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Done is Context().Done().
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Deadline is the time by which the session ends unless the lease is renewed.
+func (s *Session) Deadline() time.Time { return time.Unix(0, s.deadline.Load()) }
+
+// Valid reports an error when the session has ended or its fence deadline has
+// passed, whether or not the timer that ends it has run yet.
+func (s *Session) Valid() error {
+	if s.ctx.Err() != nil {
+		return context.Cause(s.ctx)
+	}
+	if time.Now().UnixNano() >= s.deadline.Load() {
+		return ErrFenced
+	}
+	return nil
+}
+
+func (s *Session) extend(deadline time.Time) { s.deadline.Store(deadline.UnixNano()) }
+
+func (s *Session) end(cause error) { s.cancel(cause) }
