@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// What Volcano's admission webhooks do, ringfire does in its CRDs, so that the API server
+// refuses a bad object with a clear message and no webhook has to run. The validating webhook
+// becomes CEL rules; the mutating webhook becomes static defaults where a constant expresses it.
+//
+// Left to the controller, because no static default can express them (as Volcano's mutating
+// webhook does on create): job minAvailable = the sum of the tasks' minAvailable (or replicas),
+// a task's minAvailable = its replicas, empty task names = "default<index>", maxRetry 0 = 3 and
+// task maxRetry 0 = 3 when the user wrote an explicit 0, dnsPolicy ClusterFirstWithHostNet for
+// host-network tasks, and the svc and ssh plugins that mpi and tensorflow imply.
+//
+// Left unchecked, because CEL cannot express them or they depend on other objects: pod
+// template validity, the task dependency graph being acyclic, job, task and pod names fitting a
+// DNS label together, unknown plugins, mpi master and worker tasks existing, the queue existing
+// and being open, and which fields an update may change.
+
+// Bounds on list sizes. The API server refuses a CRD whose rules it cannot prove cheap, and a
+// rule over a list costs in proportion to the list's longest possible length, so every list a
+// rule walks needs a maxItems. They are far above anything a real Job has.
+const (
+	maxTasks         = 128 // tasks in one Job
+	maxPolicies      = 32  // policies in one list (the Job's, or one task's)
+	maxPolicyEvents  = 16  // events in one policy; there are 11 distinct events
+	maxVolumes       = 64  // volumes in one Job
+	maxEventLength   = 16  // the longest event name, CommandIssued, has 13 characters
+	maxMountPathSize = 4096
+)
+
+// policyActions are the actions a policy may take (Volcano's user-facing actions).
+var policyActions = []string{
+	"AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition",
+	"TerminateJob", "CompleteJob", "ResumeJob",
+}
+
+// commandActions are the actions a Command may ask for: those of a policy, applied to a Job,
+// and opening or closing a Queue (vcctl queue operate).
+var commandActions = append(append([]string{}, policyActions...), "OpenQueue", "CloseQueue")
+
+// events are the events of bus.volcano.sh/v1alpha1, in the order of the types' enum.
+var events = []string{
+	"*", "PodPending", "PodRunning", "PodFailed", "PodEvicted", "Unknown",
+	"TaskCompleted", "OutOfSync", "CommandIssued", "JobUpdated", "TaskFailed",
+}
+
+// internalEvents are raised by the controller itself; Volcano refuses them in a policy.
+var internalEvents = []string{"OutOfSync", "CommandIssued", "PodRunning"}
+
+// jobEdits are the edits to the Job CRD.
+func jobEdits() []edit {
+	edits := []edit{{
+		at:       "",
+		required: []string{"spec"},
+		rules: []rule{{
+			Rule:    `!has(self.metadata.name) || size(self.metadata.name) <= 63`,
+			Message: "a Job name must be at most 63 characters: its pods carry it as a label value",
+		}},
+	}}
+	return append(edits, jobSpecEdits("spec")...)
+}
+
+// cronJobEdits are the edits to the CronJob CRD: its job template obeys the Job's rules.
+func cronJobEdits() []edit {
+	edits := []edit{{
+		at: "",
+		rules: []rule{{
+			Rule:    `!has(self.metadata.name) || size(self.metadata.name) <= 52`,
+			Message: "a CronJob name must be at most 52 characters: the Jobs it creates add an 11-character suffix",
+		}},
+	}, {
+		at:       "spec.jobTemplate",
+		required: []string{"spec"},
+	}}
+	return append(edits, jobSpecEdits("spec.jobTemplate.spec")...)
+}
+
+// jobSpecEdits are the edits to a JobSpec at path spec.
+func jobSpecEdits(spec string) []edit {
+	tasks := spec + ".tasks"
+	volumes := spec + ".volumes"
+	edits := []edit{
+		{at: spec + ".schedulerName", set: map[string]any{"default": "volcano"}},
+		{at: tasks + "[].maxRetry", set: map[string]any{"default": 3}},
+		{at: tasks, set: map[string]any{"maxItems": maxTasks}},
+		{at: volumes, set: map[string]any{"maxItems": maxVolumes}},
+		{at: volumes + "[].mountPath", set: map[string]any{"maxLength": maxMountPathSize}},
+		{at: tasks + "[].template", terse: true},
+		{at: volumes + "[].volumeClaim", terse: true},
+		{at: spec, rules: []rule{{
+			Rule:    `has(self.tasks) && size(self.tasks) > 0`,
+			Message: "a Job needs at least one task in spec.tasks",
+		}, {
+			Rule: `!has(self.minAvailable) || self.minAvailable <= ` +
+				`(has(self.tasks) ? self.tasks.map(t, has(t.replicas) ? t.replicas : 0).sum() : 0)`,
+			Message:   "minAvailable must not be greater than the total replicas of all tasks",
+			FieldPath: ".minAvailable",
+		}}},
+		{at: tasks, rules: []rule{{
+			Rule:    `self.all(t, !has(t.name) || self.exists_one(u, has(u.name) && u.name == t.name))`,
+			Message: "task names must be unique within a Job",
+		}}},
+		{at: tasks + "[]", rules: []rule{{
+			Rule:      `!has(self.minAvailable) || self.minAvailable <= (has(self.replicas) ? self.replicas : 0)`,
+			Message:   "a task's minAvailable must not be greater than its replicas",
+			FieldPath: ".minAvailable",
+		}}},
+		{at: volumes, rules: []rule{{
+			Rule:    `self.all(v, self.exists_one(w, w.mountPath == v.mountPath))`,
+			Message: "volume mountPaths must be unique within a Job",
+		}}},
+		{at: volumes + "[]", rules: []rule{{
+			Rule:    `has(self.volumeClaim) || has(self.volumeClaimName) && size(self.volumeClaimName) > 0`,
+			Message: "a volume needs volumeClaimName (an existing PVC) or volumeClaim (a PVC to create)",
+		}}},
+	}
+	edits = append(edits, policyListEdits(spec+".policies")...)
+	return append(edits, policyListEdits(tasks+"[].policies")...)
+}
+
+// policyListEdits are the edits to a list of LifecyclePolicy at path list. Volcano checks the
+// Job's policies and each task's policies as separate lists, and so does ringfire.
+func policyListEdits(list string) []edit {
+	policy := list + "[]"
+	hasEvents := `(has(self.event) || has(self.events) && size(self.events) > 0)`
+	return []edit{
+		{at: list, set: map[string]any{"maxItems": maxPolicies}},
+		{at: policy + ".events", set: map[string]any{"maxItems": maxPolicyEvents}},
+		// Setting the enum the types already have checks that events lists them all.
+		{at: policy + ".event", set: map[string]any{"enum": toAny(events), "maxLength": maxEventLength}},
+		{at: policy + ".events[]", set: map[string]any{"enum": toAny(events), "maxLength": maxEventLength}},
+		{at: policy + ".action", set: map[string]any{"enum": toAny(policyActions)}},
+		{at: policy, rules: []rule{{
+			Rule:    `!(has(self.exitCode) && ` + hasEvents + `)`,
+			Message: "a policy must not set both event/events and exitCode",
+		}, {
+			Rule:    `has(self.exitCode) || ` + hasEvents,
+			Message: "a policy must set event, events or exitCode",
+		}, {
+			Rule:      `!has(self.exitCode) || self.exitCode != 0`,
+			Message:   "exitCode 0 means success and cannot trigger a policy",
+			FieldPath: ".exitCode",
+		}, {
+			Rule: fmt.Sprintf(`!(has(self.event) && self.event in %[1]s) && `+
+				`!(has(self.events) && self.events.exists(e, e in %[1]s))`, celList(internalEvents)),
+			Message: "events " + strings.Join(internalEvents, ", ") +
+				" are internal to the controller and cannot be used in a policy",
+		}, {
+			Rule:    `has(self.action) || !` + hasEvents,
+			Message: "a policy with events needs an action",
+		}}},
+		{at: list, rules: []rule{{
+			// For each event rather than for each pair of policies: the cost grows with the
+			// list's length, not with its square, which keeps task policies within budget.
+			Rule:    celList(events) + `.all(x, self.filter(q, ` + policyNames("q", "x") + `).size() <= 1)`,
+			Message: "an event must not appear in more than one policy of a list",
+		}, {
+			Rule:    `self.all(p, !has(p.exitCode) || self.exists_one(q, has(q.exitCode) && q.exitCode == p.exitCode))`,
+			Message: "an exitCode must not appear in more than one policy of a list",
+		}, {
+			Rule: `!self.exists(p, ` + policyNames("p", `'*'`) + `) || ` +
+				`self.all(p, (!has(p.event) || p.event == '*') && (!has(p.events) || p.events.all(e, e == '*')))`,
+			Message: "event * (any event) must not be combined with other events in a list of policies",
+		}}},
+	}
+}
+
+// queueEdits are the edits to the Queue CRD: Volcano's mutating webhook makes a new queue
+// reclaimable, and a Queue created without a spec still gets the defaults of its fields.
+func queueEdits() []edit {
+	return []edit{
+		{at: "spec", set: map[string]any{"default": map[string]any{}}},
+		{at: "spec.reclaimable", set: map[string]any{"default": true}},
+	}
+}
+
+// podGroupEdits are the edits to the PodGroup CRD: a PodGroup created without a spec still
+// gets the default queue.
+func podGroupEdits() []edit {
+	return []edit{{at: "spec", set: map[string]any{"default": map[string]any{}}}}
+}
+
+// commandEdits are the edits to the Command CRD: a Command must name an action ringfire knows.
+func commandEdits() []edit {
+	return []edit{
+		{at: "", required: []string{"action"}},
+		{at: "action", set: map[string]any{"enum": toAny(commandActions)}},
+	}
+}
+
+// policyNames is a CEL expression that is true when policy q names the event x, through
+// event or events.
+func policyNames(q, x string) string {
+	return fmt.Sprintf(`(has(%[1]s.event) && %[1]s.event == %[2]s || has(%[1]s.events) && %[2]s in %[1]s.events)`, q, x)
+}
+
+// celList writes words as a CEL list of strings.
+func celList(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + w + "'"
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+func toAny(words []string) []any {
+	list := make([]any, len(words))
+	for i, w := range words {
+		list[i] = w
+	}
+	return list
+}
