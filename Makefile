@@ -17,6 +17,10 @@ run: ## run one ringfire replica on an embedded etcd (a ring of one)
 tools: ## build the pinned e2e binaries (kube-apiserver, etcd, kwok, ...) into the cache
 	@e2e/tools/build.sh
 
+.PHONY: crds
+crds: ## regenerate deploy/crds/ from the volcano.sh/apis types (controller-gen, then ringfire's CEL rules and defaults)
+	$(GO) run ./deploy/crds/gen -controller-gen "$$(e2e/tools/build.sh controller-gen | tail -n 1)/controller-gen"
+
 test: tools ## the whole suite under -race, as CI runs it
 	$(GO) vet $(PKGS)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test $(TESTFLAGS) $(PKGS)
