@@ -1,0 +1,286 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Component names one process of the control plane.
+type Component string
+
+// The components, in the order Start starts them.
+const (
+	Etcd              Component = "etcd"
+	APIServer         Component = "kube-apiserver"
+	ControllerManager Component = "kube-controller-manager"
+	KWOK              Component = "kwok"
+)
+
+var components = []Component{Etcd, APIServer, ControllerManager, KWOK}
+
+// Address ranges the cluster reports but never routes: services get virtual
+// IPs from serviceCIDR, KWOK pods get IPs from podCIDR. No traffic goes there.
+const (
+	serviceCIDR = "10.96.0.0/16"
+	serviceIP   = "10.96.0.1" // the first address, the `kubernetes` Service
+	podCIDR     = "10.128.0.0/12"
+)
+
+// Cluster is a running local control plane. Start makes one; Stop ends it.
+type Cluster struct {
+	opts   Options
+	log    hclog.Logger
+	dir    string
+	ownDir bool // Dir was made by Start, so Stop removes it
+
+	etcdURL    string
+	serverURL  string
+	kubeconfig string
+	adminToken string
+	restConfig *rest.Config
+	clientset  kubernetes.Interface
+	nodeNames  []string
+
+	mu       sync.Mutex
+	argv     map[Component][]string // binary and arguments, kept for Restart
+	procs    map[Component]*process
+	stopped  bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager and kwok on
+// loopback with free ports, creates opts.Nodes fake nodes, and returns once
+// the API server is ready, the default service account exists and every node
+// is Ready without the not-ready taint. On failure it stops what it started;
+// the error carries the tail of the failing component's log.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	c := &Cluster{
+		opts:  opts,
+		log:   opts.Logger,
+		dir:   opts.Dir,
+		argv:  map[Component][]string{},
+		procs: map[Component]*process{},
+	}
+	if err := c.start(ctx); err != nil {
+		// Keep the state directory, logs included, for a look afterwards.
+		c.ownDir = false
+		_ = c.Stop()
+		return nil, fmt.Errorf("start local control plane (state and logs in %s): %w", c.dir, err)
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.prepareDir(); err != nil {
+		return err
+	}
+	for _, name := range components {
+		bin := filepath.Join(c.opts.ToolsBin, string(name))
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%s not built in %s (run `make tools`): %w", name, c.opts.ToolsBin, err)
+		}
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdPort, etcdPeerPort, serverPort := ports[0], ports[1], ports[2]
+	c.etcdURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(etcdPort))
+	c.serverURL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(serverPort))
+
+	files, err := c.writeCredentials()
+	if err != nil {
+		return err
+	}
+	c.argv[Etcd] = c.etcdArgs(etcdPeerPort)
+	c.argv[APIServer] = c.apiServerArgs(serverPort, files)
+	c.argv[ControllerManager] = c.controllerManagerArgs(files)
+	c.argv[KWOK] = c.kwokArgs(files)
+	if err := os.WriteFile(files.stages, renderStages(c.opts.DefaultPodDuration), 0o644); err != nil {
+		return err
+	}
+
+	c.log.Info("starting local control plane", "dir", c.dir, "server", c.serverURL, "etcd", c.etcdURL)
+	if err := c.launch(Etcd); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "etcd healthy", []Component{Etcd}, c.etcdHealthy); err != nil {
+		return err
+	}
+	if err := c.launch(APIServer); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "kube-apiserver ready", []Component{Etcd, APIServer}, c.apiServerReady); err != nil {
+		return err
+	}
+	for _, name := range []Component{ControllerManager, KWOK} {
+		if err := c.launch(name); err != nil {
+			return err
+		}
+	}
+	if err := c.waitFor(ctx, "default service account", components, c.defaultServiceAccountExists); err != nil {
+		return err
+	}
+	if err := c.createNodes(ctx); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "nodes ready and untainted", components, c.nodesReady); err != nil {
+		return err
+	}
+	c.log.Info("local control plane ready", "nodes", len(c.nodeNames), "kubeconfig", c.kubeconfig)
+	return nil
+}
+
+func (c *Cluster) prepareDir() error {
+	if c.dir == "" {
+		dir, err := os.MkdirTemp("", "ringfire-cluster-")
+		if err != nil {
+			return fmt.Errorf("make state directory: %w", err)
+		}
+		c.dir, c.ownDir = dir, true
+		return nil
+	}
+	abs, err := filepath.Abs(c.dir)
+	if err != nil {
+		return err
+	}
+	c.dir = abs
+	return os.MkdirAll(c.dir, 0o755)
+}
+
+// launch starts one component from its recorded command line.
+func (c *Cluster) launch(name Component) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return fmt.Errorf("start %s: cluster stopped", name)
+	}
+	argv := c.argv[name]
+	p, err := startProcess(string(name), c.LogPath(name), argv[0], argv[1:]...)
+	if err != nil {
+		return err
+	}
+	c.procs[name] = p
+	c.log.Debug("started", "component", name, "pid", p.cmd.Process.Pid, "log", p.logPath)
+	return nil
+}
+
+// Kubeconfig is the path of a kubeconfig file for a cluster admin
+// (group system:masters).
+func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
+
+// RESTConfig returns a copy of the admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// Clientset is an admin clientset for the cluster.
+func (c *Cluster) Clientset() kubernetes.Interface { return c.clientset }
+
+// EtcdEndpoint is the client URL of the control plane's etcd (plain HTTP on
+// loopback).
+func (c *Cluster) EtcdEndpoint() string { return c.etcdURL }
+
+// ServerURL is the API server's HTTPS URL.
+func (c *Cluster) ServerURL() string { return c.serverURL }
+
+// AdminToken is a static bearer token for a cluster admin, for clients that
+// take a token rather than a kubeconfig.
+func (c *Cluster) AdminToken() string { return c.adminToken }
+
+// NodeNames lists the fake nodes Start created.
+func (c *Cluster) NodeNames() []string { return append([]string(nil), c.nodeNames...) }
+
+// Dir is the state directory: certificates, kubeconfigs, etcd data, logs.
+func (c *Cluster) Dir() string { return c.dir }
+
+// LogPath is the file a component logs to.
+func (c *Cluster) LogPath(name Component) string {
+	return filepath.Join(c.dir, string(name)+".log")
+}
+
+// LogTail returns the last n lines of a component's log.
+func (c *Cluster) LogTail(name Component, n int) string {
+	return tailFile(c.LogPath(name), n)
+}
+
+// Stop ends every process the cluster started, in reverse start order, and
+// waits for each to exit. It removes the state directory if Start made it.
+// Calling it again returns the first result.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.stopped = true
+		for i := len(components) - 1; i >= 0; i-- {
+			if p := c.procs[components[i]]; p != nil {
+				p.terminate()
+			}
+		}
+		if c.ownDir {
+			if err := os.RemoveAll(c.dir); err != nil {
+				c.stopErr = fmt.Errorf("remove %s: %w", c.dir, err)
+			}
+		}
+		c.log.Info("local control plane stopped", "dir", c.dir)
+	})
+	return c.stopErr
+}
+
+// Restart stops one component (SIGTERM, or SIGKILL when kill is set, as a
+// crash would) and starts it again with the same flags, ports and data. It
+// does not wait for the component to be ready again; tests poll for what
+// they need.
+func (c *Cluster) Restart(name Component, kill bool) error {
+	c.mu.Lock()
+	p := c.procs[name]
+	c.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("restart %s: not running in this cluster", name)
+	}
+	if kill {
+		p.kill()
+	} else {
+		p.terminate()
+	}
+	if err := c.launch(name); err != nil {
+		return fmt.Errorf("restart %s: %w", name, err)
+	}
+	return nil
+}
+
+// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
+// stay open until all n are chosen, so no port is handed out twice.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

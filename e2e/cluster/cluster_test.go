@@ -1,0 +1,214 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ringfire/ringfire/e2e/cluster"
+)
+
+// shared is the one control plane every test in this package uses.
+var shared cluster.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop cluster:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func TestControlPlaneStarts(t *testing.T) {
+	c := shared.Get(t)
+	ctx := context.Background()
+
+	t.Run("server reports its real version", func(t *testing.T) {
+		v, err := c.Clientset().Discovery().ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(v.GitVersion, "v1.36.") || v.Major != "1" || v.Minor != "36" {
+			t.Errorf("server version = %q (major %q, minor %q), want v1.36.x", v.GitVersion, v.Major, v.Minor)
+		}
+	})
+
+	t.Run("nodes are Ready without the not-ready taint", func(t *testing.T) {
+		nodes, err := c.Clientset().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes.Items) != 3 {
+			t.Fatalf("got %d nodes, want 3", len(nodes.Items))
+		}
+		for _, node := range nodes.Items {
+			if !isReady(node) {
+				t.Errorf("node %s is not Ready: %+v", node.Name, node.Status.Conditions)
+			}
+			for _, taint := range node.Spec.Taints {
+				if taint.Key == corev1.TaintNodeNotReady {
+					t.Errorf("node %s still has taint %s", node.Name, taint.Key)
+				}
+			}
+			if cpu := node.Status.Allocatable.Cpu().String(); cpu != "32" {
+				t.Errorf("node %s allocatable cpu = %s, want 32", node.Name, cpu)
+			}
+		}
+	})
+
+	t.Run("kubeconfig file reaches the cluster", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Host != c.ServerURL() {
+			t.Errorf("kubeconfig server = %s, want %s", cfg.Host, c.ServerURL())
+		}
+		if !strings.HasPrefix(c.EtcdEndpoint(), "http://127.0.0.1:") {
+			t.Errorf("etcd endpoint %s is not on loopback", c.EtcdEndpoint())
+		}
+	})
+}
+
+func TestPodOnFakeNodeEndsAsAnnotated(t *testing.T) {
+	c := shared.Get(t)
+	tests := []struct {
+		name      string
+		duration  string
+		exitCode  string
+		wantPhase corev1.PodPhase
+		wantCode  int32
+	}{
+		{name: "exit 0 succeeds", duration: "2s", exitCode: "0", wantPhase: corev1.PodSucceeded, wantCode: 0},
+		{name: "exit 3 fails", duration: "2s", exitCode: "3", wantPhase: corev1.PodFailed, wantCode: 3},
+		{name: "no exit code succeeds", duration: "1s", wantPhase: corev1.PodSucceeded, wantCode: 0},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			annotations := map[string]string{cluster.PodDurationAnnotation: tt.duration}
+			if tt.exitCode != "" {
+				annotations[cluster.PodExitCodeAnnotation] = tt.exitCode
+			}
+			pod := createPod(ctx, t, c, fmt.Sprintf("annotated-%d", i), cluster.NodeName(i%3), annotations)
+
+			sawRunning := false
+			pod = waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool {
+				sawRunning = sawRunning || p.Status.Phase == corev1.PodRunning
+				return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+			})
+			if !sawRunning {
+				t.Errorf("pod never seen Running")
+			}
+			if pod.Status.Phase != tt.wantPhase {
+				t.Fatalf("phase = %s, want %s", pod.Status.Phase, tt.wantPhase)
+			}
+			if len(pod.Status.ContainerStatuses) != 1 {
+				t.Fatalf("got %d container statuses, want 1", len(pod.Status.ContainerStatuses))
+			}
+			term := pod.Status.ContainerStatuses[0].State.Terminated
+			if term == nil {
+				t.Fatalf("container not terminated: %+v", pod.Status.ContainerStatuses[0].State)
+			}
+			if term.ExitCode != tt.wantCode {
+				t.Errorf("exit code = %d, want %d", term.ExitCode, tt.wantCode)
+			}
+			wantDuration, _ := time.ParseDuration(tt.duration)
+			// Timestamps have one-second resolution.
+			if ran := term.FinishedAt.Sub(term.StartedAt.Time); ran < wantDuration-time.Second {
+				t.Errorf("container ran %v, want about %v", ran, wantDuration)
+			}
+		})
+	}
+}
+
+func TestDeletedPodDisappears(t *testing.T) {
+	c := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pod := createPod(ctx, t, c, "deleted", cluster.NodeName(0), map[string]string{cluster.PodDurationAnnotation: "1h"})
+	waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pod %s still there after delete: %v", pod.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func createPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name, node string, annotations map[string]string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			NodeName:      node,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/task:1"}},
+		},
+	}
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		err := pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete pod %s: %v", name, err)
+		}
+	})
+	return created
+}
+
+// waitForPod polls the pod until done returns true or ctx ends.
+func waitForPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name string, done func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	for {
+		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err == nil && done(pod) {
+			return pod
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pod %s: gave up waiting (last: %v, phase %s)", name, err, phaseOf(pod))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func phaseOf(pod *corev1.Pod) corev1.PodPhase {
+	if pod == nil {
+		return ""
+	}
+	return pod.Status.Phase
+}
+
+func isReady(node corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,21 @@
+// Package cluster runs a real, local Kubernetes control plane for ringfire's
+// end-to-end tests and for `ringfire dev`.
+//
+// Start launches, on 127.0.0.1 with free ports: etcd; kube-apiserver with a
+// generated CA, serving certificate, service-account keys, client-certificate
+// and static-token authentication and Node,RBAC authorization;
+// kube-controller-manager with its default controllers (garbage collector,
+// namespace, service-account tokens, node lifecycle, ...); and kwok, which
+// plays the kubelet of N fake nodes. The binaries come from the tools module
+// (e2e/tools, `make tools`), found through $RINGFIRE_TOOLS_BIN.
+//
+// Pods bound to a fake node follow the stages in stages.yaml: Running at
+// once, then after the duration in annotation ringfire.io/e2e-duration
+// (default Options.DefaultPodDuration, 1s) Succeeded, or Failed with the exit
+// code in annotation ringfire.io/e2e-exit-code. The phase is reached whatever
+// the pod's restartPolicy; there are no container restarts. Deleted pods
+// disappear once their finalizers are gone, as with a kubelet.
+//
+// Each component logs to <Dir>/<component>.log. Stop terminates every
+// process; processes also die with the test binary if it is killed.
+package cluster

@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// ToolsBinEnv names the environment variable that holds the directory of the
+// binaries built by e2e/tools/build.sh (`make tools`).
+const ToolsBinEnv = "RINGFIRE_TOOLS_BIN"
+
+// Options configures a local control plane. The zero value is usable.
+type Options struct {
+	// Nodes is the number of KWOK fake nodes to create. Default 3; a negative
+	// value creates none.
+	Nodes int
+	// Dir holds certificates, kubeconfigs, etcd data and one log file per
+	// component. Default: a new temporary directory, removed by Stop.
+	Dir string
+	// ToolsBin is the directory with etcd, kube-apiserver,
+	// kube-controller-manager and kwok. Default: $RINGFIRE_TOOLS_BIN.
+	ToolsBin string
+	// Logger receives the harness's own progress messages. Default: stderr at info.
+	Logger hclog.Logger
+
+	// NodeCPU, NodeMemory and NodePods are each fake node's capacity and
+	// allocatable. Defaults "32", "256Gi" and "110".
+	NodeCPU, NodeMemory, NodePods string
+
+	// DefaultPodDuration is how long a pod on a fake node runs before it
+	// ends, unless its annotation PodDurationAnnotation says otherwise.
+	// Default 1s.
+	DefaultPodDuration time.Duration
+
+	// StartTimeout bounds Start as a whole. Default 2 minutes.
+	StartTimeout time.Duration
+}
+
+// Annotations on a pod that drive its life on a KWOK node.
+const (
+	// PodDurationAnnotation is how long the pod runs before it ends, as a Go
+	// duration ("2s", "1h"). Without it, Options.DefaultPodDuration.
+	PodDurationAnnotation = "ringfire.io/e2e-duration"
+	// PodExitCodeAnnotation is the exit code of the pod's containers: "0"
+	// (or absent) ends the pod Succeeded, 1–255 ends it Failed with
+	// state.terminated.exitCode set to it and reason Error. Any other value
+	// leaves the pod Running.
+	PodExitCodeAnnotation = "ringfire.io/e2e-exit-code"
+)
+
+// KWOKNodeAnnotation marks the nodes KWOK manages; the harness sets it on the
+// nodes it creates and tells kwok to manage exactly those.
+const KWOKNodeAnnotation = "kwok.x-k8s.io/node"
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Nodes < 0 {
+		o.Nodes = 0
+	}
+	if o.ToolsBin == "" {
+		o.ToolsBin = os.Getenv(ToolsBinEnv)
+	}
+	if o.ToolsBin == "" {
+		return o, errors.New("no tools: set Options.ToolsBin or $" + ToolsBinEnv + " (`make tools` prints the directory)")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "cluster", Level: hclog.Info, Output: os.Stderr})
+	}
+	if o.NodeCPU == "" {
+		o.NodeCPU = "32"
+	}
+	if o.NodeMemory == "" {
+		o.NodeMemory = "256Gi"
+	}
+	if o.NodePods == "" {
+		o.NodePods = "110"
+	}
+	for name, q := range map[string]string{"NodeCPU": o.NodeCPU, "NodeMemory": o.NodeMemory, "NodePods": o.NodePods} {
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return o, fmt.Errorf("options: %s %q: %w", name, q, err)
+		}
+	}
+	if o.DefaultPodDuration == 0 {
+		o.DefaultPodDuration = time.Second
+	}
+	if o.DefaultPodDuration < 0 {
+		return o, fmt.Errorf("options: DefaultPodDuration %v is negative", o.DefaultPodDuration)
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 2 * time.Minute
+	}
+	return o, nil
+}
