@@ -46,14 +46,13 @@ func waitView(t *testing.T, w *membership.Watcher, want []string) membership.Vie
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
-		ch := w.Changed()
-		if v, ok := w.Latest(); ok && slices.Equal(v.IDs(), want) {
+		v, ok, ch := w.Latest()
+		if ok && slices.Equal(v.IDs(), want) {
 			return v
 		}
 		select {
 		case <-ch:
 		case <-deadline:
-			v, _ := w.Latest()
 			t.Fatalf("member view %v, want %v", v.IDs(), want)
 		}
 	}

@@ -37,18 +37,12 @@ type Watcher struct {
 	changed chan struct{}
 }
 
-// Changed is closed when a newer view is available than at the time of the call.
-func (w *Watcher) Changed() <-chan struct{} {
+// Latest returns the newest view, whether any view was read yet, and a
+// channel that is closed when a newer view than this one is available.
+func (w *Watcher) Latest() (v View, ok bool, changed <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.changed
-}
-
-// Latest returns the newest view and whether any view was read yet.
-func (w *Watcher) Latest() (View, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.view, w.ok
+	return w.view, w.ok, w.changed
 }
 
 func (w *Watcher) set(v View) {

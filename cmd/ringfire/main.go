@@ -1,0 +1,45 @@
+// Command ringfire is the one binary of ringfire:
+//
+//	ringfire run           a replica: joins the ring and works on its slots
+//	ringfire ring status   the members, their slots and the slots in motion
+//
+// Flags, configuration and wiring live here; the work lives in the packages.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `ringfire: a sharded batch-job controller manager serving the Volcano API.
+
+Usage:
+  ringfire run [flags]            run a replica (without --etcd-endpoints: on an embedded etcd, a ring of one)
+  ringfire ring status [flags]    print the ring: members, slots held and assigned, slots in motion
+
+Run 'ringfire <command> -h' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "run":
+		err = runCommand(args)
+	case "ring":
+		err = ringCommand(args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "ringfire: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ringfire:", err)
+		os.Exit(1)
+	}
+}

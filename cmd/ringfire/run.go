@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/opsserver"
+	"github.com/ringfire/ringfire/membership"
+	"github.com/ringfire/ringfire/shard"
+)
+
+type runFlags struct {
+	etcd         etcdFlags
+	id           string
+	slots        int
+	leaseTTL     time.Duration
+	drainTimeout time.Duration
+	listen       string
+	logFormat    string
+	logLevel     string
+}
+
+func defaultID() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "ringfire"
+	}
+	return host
+}
+
+func runCommand(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f runFlags
+	f.etcd.register(fs)
+	fs.StringVar(&f.id, "id", defaultID(), "member id in the ring: the pod name in a StatefulSet ($POD_NAME), else the hostname")
+	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
+	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, f, log)
+}
+
+func newLogger(format, level string) (hclog.Logger, error) {
+	lvl := hclog.LevelFromString(level)
+	if lvl == hclog.NoLevel {
+		return nil, fmt.Errorf("--log-level %q: use trace, debug, info, warn or error", level)
+	}
+	if format != "text" && format != "json" {
+		return nil, fmt.Errorf("--log-format %q: use text or json", format)
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "ringfire", Level: lvl, JSONFormat: format == "json", Output: os.Stderr}), nil
+}
+
+// run wires a replica: etcd (embedded unless endpoints are given), the
+// membership, the slot manager and the ops server; it returns after a
+// graceful stop once ctx is done.
+func run(ctx context.Context, f runFlags, log hclog.Logger) error {
+	endpoints := []string{}
+	if f.etcd.endpoints == "" {
+		etcd, err := localetcd.Start(localetcd.Options{Dir: f.etcd.dataDir})
+		if err != nil {
+			return fmt.Errorf("embedded etcd: %w", err)
+		}
+		defer etcd.Stop()
+		if err := os.WriteFile(f.etcd.endpointFile(), []byte(etcd.Endpoint()+"\n"), 0o600); err != nil {
+			return fmt.Errorf("record the embedded etcd endpoint: %w", err)
+		}
+		defer os.Remove(f.etcd.endpointFile())
+		log.Info("no --etcd-endpoints: running an embedded etcd, a ring of one", "endpoint", etcd.Endpoint(), "data_dir", f.etcd.dataDir)
+		endpoints = append(endpoints, etcd.Endpoint())
+	} else {
+		var err error
+		if endpoints, err = f.etcd.endpointList(); err != nil {
+			return err
+		}
+	}
+	client, err := f.etcd.client(endpoints)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mcfg := membership.DefaultConfig()
+	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.TTL = client, f.etcd.prefix, f.id, f.leaseTTL
+	mcfg.Logger, mcfg.Registerer = log, reg
+	member, err := membership.New(mcfg)
+	if err != nil {
+		return err
+	}
+	manager, err := shard.NewManager(shard.ManagerConfig{
+		Client: client, Member: member, Prefix: f.etcd.prefix, Slots: f.slots,
+		DrainTimeout: f.drainTimeout, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	opsCtx, stopOps := context.WithCancel(context.Background())
+	defer func() { stopOps(); wg.Wait() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := opsserver.Serve(opsCtx, opsserver.Config{
+			Addr: f.listen, Gatherer: reg, Logger: log, Status: manager.Status,
+			Ready: func() error {
+				if !manager.Ready() {
+					return errors.New("not a member of the ring yet: etcd unreachable or not answering (see the log)")
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			log.Error("ops server stopped", "error", err)
+		}
+	}()
+
+	log.Info("starting replica", "id", f.id, "prefix", f.etcd.prefix, "lease_ttl", f.leaseTTL)
+	if err := manager.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

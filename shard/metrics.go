@@ -1,0 +1,47 @@
+package shard
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type managerMetrics struct {
+	members      prometheus.Gauge
+	owned        prometheus.Gauge
+	orphaned     prometheus.Gauge
+	handovers    *prometheus.CounterVec
+	release      prometheus.Histogram
+	acquireLag   prometheus.Histogram
+	drainTimeout prometheus.Counter
+}
+
+func newManagerMetrics(reg prometheus.Registerer) *managerMetrics {
+	m := &managerMetrics{
+		members: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ringfire_ring_members", Help: "Members of the ring as this replica sees them.",
+		}),
+		owned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ringfire_slots_owned", Help: "Slots this replica holds.",
+		}),
+		orphaned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ringfire_slots_orphaned", Help: "Slots no member holds, as this replica sees the ring.",
+		}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ringfire_slot_handovers_total", Help: "Slots this replica acquired or released.",
+		}, []string{"direction"}),
+		release: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ringfire_slot_release_duration_seconds",
+			Help:    "From deciding to hand slots over to their keys deleted: draining in-flight work plus the delete.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		acquireLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ringfire_slot_acquire_duration_seconds",
+			Help:    "From a slot becoming free (or assigned here) to this replica holding it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		drainTimeout: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ringfire_slot_drain_timeouts_total", Help: "Handovers whose in-flight work outlived the drain timeout and was cancelled.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.members, m.owned, m.orphaned, m.handovers, m.release, m.acquireLag, m.drainTimeout)
+	}
+	return m
+}
