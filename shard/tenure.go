@@ -63,7 +63,6 @@ func newTenure(m *Manager, sess *membership.Session) *tenure {
 	}
 }
 
-
 func (t *tenure) run(ctx context.Context) {
 	defer t.end()
 	watchCtx, stopWatches := context.WithCancel(t.ctx)
