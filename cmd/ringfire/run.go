@@ -83,7 +83,7 @@ func newLogger(format, level string) (hclog.Logger, error) {
 func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	endpoints := []string{}
 	if f.etcd.endpoints == "" {
-		etcd, err := localetcd.Start(localetcd.Options{Dir: f.etcd.dataDir})
+		etcd, err := localetcd.Start(localetcd.Options{Dir: f.etcd.dataDir, Logger: log.Named("etcd"), LogLevel: "error"})
 		if err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}

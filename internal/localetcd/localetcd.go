@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -23,8 +24,10 @@ type Options struct {
 	// ClientPort and PeerPort on 127.0.0.1; 0 picks free ports once, at Start,
 	// and keeps them across restarts.
 	ClientPort, PeerPort int
-	// LogLevel of etcd's own logger (default "error").
+	// LogLevel of etcd's own logs (default "error"), sent to Logger (default:
+	// none).
 	LogLevel string
+	Logger   hclog.Logger
 }
 
 // Server is a running (or stopped) local etcd.
@@ -67,6 +70,11 @@ func (s *Server) start() error {
 	cfg.Name = "ringfire"
 	cfg.Dir = filepath.Join(s.opts.Dir, "etcd")
 	cfg.LogLevel = s.opts.LogLevel
+	log := s.opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(log, s.opts.LogLevel))
 	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", s.opts.ClientPort)}
 	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", s.opts.PeerPort)}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}

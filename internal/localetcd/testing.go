@@ -11,7 +11,7 @@ import (
 // test ends.
 func StartForTest(t testing.TB) *Server {
 	t.Helper()
-	s, err := Start(Options{Dir: t.TempDir(), LogLevel: "fatal"})
+	s, err := Start(Options{Dir: t.TempDir(), LogLevel: "error"})
 	if err != nil {
 		t.Fatalf("local etcd: %v", err)
 	}
