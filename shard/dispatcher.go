@@ -1,0 +1,873 @@
+package shard
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A Dispatcher runs a controller's requests, one key at a time and in order
+// per key, on the keys of the slots this replica holds (DESIGN.md §5).
+//
+// Every key has a mailbox: a FIFO of requests. A key with requests waits in
+// one ready queue; any of W workers takes the next ready key, hands the head
+// request to the Handler and, once it returns, puts the key back at the tail
+// of the ready queue if more requests arrived. A key is thus never in two
+// workers at once, its requests run in the order they were enqueued, and a
+// slow key holds up only itself.
+//
+// A failed request stays at the head of its mailbox and is retried after a
+// per-key exponential backoff; after MaxRetries retries it is given up
+// (OnGiveUp) and the key goes on with its next request.
+//
+// Work runs only on held slots: Enqueue drops requests for keys of slots that
+// are not held (the slot's next owner enqueues all its keys), the Handler's
+// context is the slot's context, and a request is dropped at dispatch if its
+// slot is no longer held or was lost and regained since it was enqueued.
+// Drain (shard.Drainer) waits for the handlers running on given slots.
+//
+// Enqueue, EnqueueAfter, Drain and Len are safe for concurrent use, before,
+// during and after Run.
+type Dispatcher[R any] struct {
+	name        string
+	workers     int
+	ownership   Ownership
+	handler     func(ctx context.Context, key string, req R) error
+	maxRetries  int
+	baseBackoff time.Duration
+	maxBackoff  time.Duration
+	onGiveUp    func(key string, req R, err error)
+	coalesce    func(queued, incoming R) bool
+	logger      hclog.Logger
+	metrics     *dispatchMetrics
+	timed       bool // observe latencies: the metrics are registered
+
+	// wake tells the timer goroutine that the earliest timer changed.
+	wake chan struct{}
+
+	mu       sync.Mutex
+	work     *sync.Cond // signalled when a key becomes ready, or on close
+	started  bool       // Run was called
+	closed   bool       // Run's context is done: take no more work
+	boxes    map[string]*mailbox[R]
+	spare    []*mailbox[R] // emptied mailboxes, for reuse
+	ready    readyList[R]
+	timers   timerHeap[R]
+	queued   int   // requests in mailboxes, less the heads being handled
+	running  int   // handlers in flight
+	inSlot   []int // handlers in flight, by slot
+	draining []*drainWaiter
+}
+
+// DispatcherConfig configures a Dispatcher. Start from
+// DefaultDispatcherConfig and set Name, Ownership and Handler.
+type DispatcherConfig[R any] struct {
+	// Name names the dispatcher in logs and in the "dispatcher" label of its
+	// metrics: the controller's name. Must be unique per Registerer.
+	Name string
+	// Workers is the number of handlers that run at once (W).
+	Workers int
+	// Ownership tells which slots are held and gives their contexts.
+	Ownership Ownership
+	// Handler handles one request of a key. ctx is the context of the key's
+	// slot: it is cancelled when the slot is lost or the member fences
+	// itself. A non-nil error (or a panic) retries the request.
+	Handler func(ctx context.Context, key string, req R) error
+	// MaxRetries is how many times a failed request is retried before it is
+	// given up; 0 never retries, -1 retries forever. Volcano's default is 15.
+	MaxRetries int
+	// BaseBackoff is the wait before the first retry of a request; every
+	// further failure doubles it, up to MaxBackoff.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// OnGiveUp, if set, is called with the request and its last error when
+	// the request failed MaxRetries+1 times, before the key's next request
+	// starts (like Volcano's TerminateJob at the requeue limit). It may call
+	// Enqueue. Give-ups are logged either way.
+	OnGiveUp func(key string, req R, err error)
+	// Coalesce, if set, reports whether incoming may be merged into queued,
+	// the last request waiting in the key's mailbox, which then stands for
+	// both: true for two pure "resync" requests, false for anything whose
+	// occurrence matters. It is called with the dispatcher's lock held and
+	// must be fast and must not call the Dispatcher.
+	Coalesce func(queued, incoming R) bool
+	// Logger receives the dispatcher's logs; nil discards them.
+	Logger hclog.Logger
+	// Registerer, if set, gets the dispatcher's metrics (ringfire_dispatch_*).
+	Registerer prometheus.Registerer
+}
+
+// DefaultDispatcherConfig returns a config with the defaults: 16 workers,
+// 15 retries and client-go's per-item backoff of 5ms doubling up to 1000s
+// (the rate limiter Volcano's controllers use).
+func DefaultDispatcherConfig[R any]() DispatcherConfig[R] {
+	return DispatcherConfig[R]{
+		Workers:     16,
+		MaxRetries:  15,
+		BaseBackoff: 5 * time.Millisecond,
+		MaxBackoff:  1000 * time.Second,
+	}
+}
+
+// validate reports the first thing wrong with c.
+func (c *DispatcherConfig[R]) validate() error {
+	switch {
+	case c.Name == "":
+		return errors.New("Name is empty: set it to the controller's name")
+	case c.Workers < 1:
+		return fmt.Errorf("Workers is %d: need at least 1", c.Workers)
+	case c.Ownership == nil:
+		return errors.New("Ownership is nil: pass the shard Manager")
+	case c.Handler == nil:
+		return errors.New("Handler is nil")
+	case c.MaxRetries < -1:
+		return fmt.Errorf("MaxRetries is %d: use -1 to retry forever", c.MaxRetries)
+	case c.BaseBackoff <= 0:
+		return fmt.Errorf("BaseBackoff is %v: must be positive", c.BaseBackoff)
+	case c.MaxBackoff < c.BaseBackoff:
+		return fmt.Errorf("MaxBackoff %v is below BaseBackoff %v", c.MaxBackoff, c.BaseBackoff)
+	}
+	return nil
+}
+
+// NewDispatcher checks cfg and returns a Dispatcher that runs once Run is
+// called. It registers the metrics with cfg.Registerer, if set.
+func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dispatcher config: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	d := &Dispatcher[R]{
+		name:        cfg.Name,
+		workers:     cfg.Workers,
+		ownership:   cfg.Ownership,
+		handler:     cfg.Handler,
+		maxRetries:  cfg.MaxRetries,
+		baseBackoff: cfg.BaseBackoff,
+		maxBackoff:  cfg.MaxBackoff,
+		onGiveUp:    cfg.OnGiveUp,
+		coalesce:    cfg.Coalesce,
+		logger:      logger.Named("dispatcher").With("dispatcher", cfg.Name),
+		wake:        make(chan struct{}, 1),
+		boxes:       make(map[string]*mailbox[R]),
+	}
+	d.work = sync.NewCond(&d.mu)
+	d.metrics = newDispatchMetrics(cfg.Name, d.Len, d.inFlight)
+	if cfg.Registerer != nil {
+		if err := d.metrics.register(cfg.Registerer); err != nil {
+			return nil, fmt.Errorf("dispatcher %q: register metrics: %w", cfg.Name, err)
+		}
+		d.timed = true
+	}
+	return d, nil
+}
+
+// request is one enqueued request with what dispatch needs to know of it.
+type request[R any] struct {
+	req      R
+	term     context.Context // the slot's context when the request was accepted
+	queuedAt time.Time       // zero unless the dispatcher is timed
+}
+
+// ended reports whether the ownership term the request was accepted in is
+// over: a request of an earlier term is stale even if the slot is held again.
+func (r *request[R]) ended() bool {
+	select {
+	case <-r.term.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+type keyState uint8
+
+const (
+	keyIdle    keyState = iota // in no queue: new, or between states
+	keyReady                   // in the ready queue
+	keyRunning                 // a worker handles its head request
+	keyBackoff                 // its head failed; a timer readies it again
+)
+
+// mailbox is the state of one key; it exists while the key has requests.
+type mailbox[R any] struct {
+	key      string
+	slot     int
+	reqs     fifo[R] // the front is the next request to handle, or the current
+	state    keyState
+	started  bool // the front request went to the handler at least once
+	failures int  // consecutive failures of the front request
+	next     *mailbox[R]
+}
+
+// popFront removes the front request; the next one has not failed yet.
+func (b *mailbox[R]) popFront() {
+	b.reqs.pop(1)
+	b.started, b.failures = false, 0
+}
+
+// coalesceTarget returns the last request still waiting to start for the
+// first time, or nil. A request of an ended term is no target: it is about
+// to be dropped.
+func (b *mailbox[R]) coalesceTarget() *request[R] {
+	n := b.reqs.len()
+	if n == 0 || (n == 1 && b.started) {
+		return nil
+	}
+	if last := b.reqs.back(); !last.ended() {
+		return last
+	}
+	return nil
+}
+
+// fifo is a queue of requests in a slice. The slots popped at the front are
+// reused once the queue is empty or the slice is full.
+type fifo[R any] struct {
+	buf  []request[R]
+	head int
+}
+
+func (q *fifo[R]) len() int           { return len(q.buf) - q.head }
+func (q *fifo[R]) front() *request[R] { return &q.buf[q.head] }
+func (q *fifo[R]) back() *request[R]  { return &q.buf[len(q.buf)-1] }
+
+func (q *fifo[R]) push(r request[R]) {
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		q.compact()
+	}
+	q.buf = append(q.buf, r)
+}
+
+// pop removes n requests from the front.
+func (q *fifo[R]) pop(n int) {
+	clear(q.buf[q.head : q.head+n]) // let them be collected
+	q.head += n
+	if q.head == len(q.buf) {
+		q.compact()
+	}
+}
+
+func (q *fifo[R]) compact() {
+	n := copy(q.buf, q.buf[q.head:])
+	clear(q.buf[n:])
+	q.buf, q.head = q.buf[:n], 0
+}
+
+// readyList is the ready queue: a FIFO of keys linked through their mailboxes.
+type readyList[R any] struct{ head, tail *mailbox[R] }
+
+func (l *readyList[R]) push(b *mailbox[R]) {
+	if l.tail == nil {
+		l.head = b
+	} else {
+		l.tail.next = b
+	}
+	l.tail = b
+}
+
+func (l *readyList[R]) pop() *mailbox[R] {
+	b := l.head
+	if b == nil {
+		return nil
+	}
+	l.head, b.next = b.next, nil
+	if l.head == nil {
+		l.tail = nil
+	}
+	return b
+}
+
+// Enqueue appends req to the mailbox of key. It drops req if the key's slot
+// is not held: the slot's next owner enqueues every key of the slot.
+func (d *Dispatcher[R]) Enqueue(key string, req R) {
+	slot, term, ok := d.accept(key)
+	if !ok {
+		return
+	}
+	r := request[R]{req: req, term: term}
+	if d.timed {
+		r.queuedAt = time.Now()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		d.metrics.dropped(dropStopped, 1)
+		return
+	}
+	d.enqueueLocked(key, slot, r)
+}
+
+// EnqueueAfter enqueues req for key once delay has passed. Like Enqueue it
+// drops req if the key's slot is not held, now or when the delay is over.
+// Delayed requests are not merged with each other; Coalesce applies when
+// they are due.
+func (d *Dispatcher[R]) EnqueueAfter(key string, req R, delay time.Duration) {
+	if delay <= 0 {
+		d.Enqueue(key, req)
+		return
+	}
+	slot, term, ok := d.accept(key)
+	if !ok {
+		return
+	}
+	at := time.Now().Add(delay)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		d.metrics.dropped(dropStopped, 1)
+		return
+	}
+	d.addTimerLocked(timer[R]{at: at, key: key, slot: slot, req: request[R]{req: req, term: term}})
+}
+
+// accept finds the slot of key and its context, if the slot is held. It
+// asks Ownership without holding d.mu: the Manager may hold its own lock
+// while it calls Drain.
+func (d *Dispatcher[R]) accept(key string) (slot int, term context.Context, ok bool) {
+	slots := d.ownership.Slots()
+	if slots > 0 {
+		slot = SlotOf(key, slots)
+		term, ok = d.ownership.SlotContext(slot)
+	}
+	if !ok {
+		d.metrics.dropped(dropNotOwned, 1)
+	}
+	return slot, term, ok
+}
+
+func (d *Dispatcher[R]) enqueueLocked(key string, slot int, r request[R]) {
+	b := d.boxes[key]
+	if b == nil {
+		b = d.newMailboxLocked(key, slot)
+	}
+	if d.coalesce != nil {
+		if last := b.coalesceTarget(); last != nil && d.coalesce(last.req, r.req) {
+			d.metrics.coalesced.Inc()
+			return
+		}
+	}
+	b.reqs.push(r)
+	d.queued++
+	if b.state == keyIdle {
+		d.readyLocked(b)
+	}
+}
+
+// readyLocked puts an idle key in the ready queue and wakes a worker.
+func (d *Dispatcher[R]) readyLocked(b *mailbox[R]) {
+	b.state = keyReady
+	d.ready.push(b)
+	d.work.Signal()
+}
+
+// maxSpare bounds the emptied mailboxes kept for reuse, and maxSpareCap the
+// requests a kept one has room for.
+const maxSpare, maxSpareCap = 1024, 16
+
+func (d *Dispatcher[R]) newMailboxLocked(key string, slot int) *mailbox[R] {
+	var b *mailbox[R]
+	if n := len(d.spare); n > 0 {
+		b, d.spare = d.spare[n-1], d.spare[:n-1]
+		b.key, b.slot = key, slot
+	} else {
+		b = &mailbox[R]{key: key, slot: slot, reqs: fifo[R]{buf: make([]request[R], 0, 4)}}
+	}
+	d.boxes[key] = b
+	if slot >= len(d.inSlot) {
+		d.inSlot = append(d.inSlot, make([]int, slot+1-len(d.inSlot))...)
+	}
+	return b
+}
+
+// freeMailboxLocked forgets an empty, idle key.
+func (d *Dispatcher[R]) freeMailboxLocked(b *mailbox[R]) {
+	delete(d.boxes, b.key)
+	if len(d.spare) < maxSpare && cap(b.reqs.buf) <= maxSpareCap {
+		*b = mailbox[R]{reqs: fifo[R]{buf: b.reqs.buf[:0]}}
+		d.spare = append(d.spare, b)
+	}
+}
+
+// Len returns the number of requests waiting in mailboxes, for a worker or
+// for a retry. Requests being handled and delayed requests not yet due are
+// not counted.
+func (d *Dispatcher[R]) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.queued
+}
+
+func (d *Dispatcher[R]) inFlight() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.running
+}
+
+// Run starts the workers and blocks until ctx is done. It then stops taking
+// work, waits for the running handlers to return (they end when they finish
+// or their slot's context is cancelled) and drops every request left. A
+// Dispatcher runs once; a second Run returns at once.
+func (d *Dispatcher[R]) Run(ctx context.Context) {
+	d.mu.Lock()
+	if d.started {
+		d.mu.Unlock()
+		d.logger.Error("Run called twice; the dispatcher runs once")
+		return
+	}
+	d.started = true
+	d.mu.Unlock()
+
+	d.logger.Debug("starting", "workers", d.workers)
+	var wg sync.WaitGroup
+	for range d.workers {
+		wg.Go(d.runWorker)
+	}
+	wg.Go(func() { d.runTimers(ctx) })
+
+	<-ctx.Done()
+	d.mu.Lock()
+	d.closed = true
+	d.work.Broadcast()
+	d.mu.Unlock()
+	wg.Wait()
+	d.dropAll()
+	d.logger.Debug("stopped")
+}
+
+// dropAll empties every mailbox and timer once the workers are gone.
+func (d *Dispatcher[R]) dropAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, t := range d.timers {
+		if t.box == nil { // a retry's request is counted in its mailbox
+			n++
+		}
+	}
+	for _, b := range d.boxes {
+		n += b.reqs.len()
+	}
+	d.metrics.dropped(dropStopped, n)
+	clear(d.boxes)
+	d.spare = nil
+	d.ready = readyList[R]{}
+	d.timers = nil
+	d.queued = 0
+}
+
+// runWorker takes ready keys and handles their front request until the
+// dispatcher closes. It holds d.mu except while it handles a request, and
+// settles one key and takes the next under one lock.
+func (d *Dispatcher[R]) runWorker() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		for d.ready.head == nil && !d.closed {
+			d.work.Wait()
+		}
+		if d.closed {
+			return
+		}
+		t := d.takeLocked()
+		d.mu.Unlock()
+		o := d.handle(t)
+		d.mu.Lock()
+		d.settleLocked(t.box, o)
+	}
+}
+
+// task is a key taken by a worker, with a copy of its front request.
+type task[R any] struct {
+	box      *mailbox[R]
+	req      request[R]
+	first    bool // first attempt at this request
+	failures int  // failures of this request so far
+}
+
+// takeLocked takes the next ready key.
+func (d *Dispatcher[R]) takeLocked() task[R] {
+	b := d.ready.pop()
+	b.state = keyRunning
+	d.queued--
+	// Count the key in flight before its slot is checked, so that a Drain
+	// that starts once the slot is no longer held waits for the check.
+	d.running++
+	d.inSlot[b.slot]++
+	t := task[R]{box: b, req: *b.reqs.front(), first: !b.started, failures: b.failures}
+	b.started = true
+	return t
+}
+
+// outcome is what becomes of a key's front request after a dispatch.
+type outcome uint8
+
+const (
+	handled   outcome = iota // done, or given up: go on with the next
+	retry                    // failed: retry after the key's backoff
+	slotLost                 // the handler failed as its slot was lost: drop it
+	termEnded                // it and the other requests of an ended term: drop them
+	notHeld                  // the slot is not held: drop the whole mailbox
+)
+
+// handle dispatches t's request, if its slot is still held in the term the
+// request was accepted in.
+func (d *Dispatcher[R]) handle(t task[R]) outcome {
+	ctx, held := d.ownership.SlotContext(t.box.slot)
+	switch {
+	case !held:
+		return notHeld
+	case t.req.ended():
+		return termEnded
+	}
+	var start time.Time
+	if d.timed {
+		start = time.Now()
+		if t.first {
+			d.metrics.queueLatency.Observe(start.Sub(t.req.queuedAt).Seconds())
+		}
+	}
+	err := d.call(ctx, t.box.key, t.req.req)
+	if d.timed {
+		d.metrics.handlerDuration.Observe(time.Since(start).Seconds())
+	}
+	if err == nil {
+		return handled
+	}
+	d.metrics.errors.Inc()
+	switch {
+	case ctx.Err() != nil:
+		d.logger.Debug("request failed as its slot was lost; dropping it",
+			"key", t.box.key, "slot", t.box.slot, "error", err)
+		return slotLost
+	case d.maxRetries < 0 || t.failures < d.maxRetries:
+		d.metrics.retries.Inc()
+		d.logger.Debug("request failed; will retry", "key", t.box.key,
+			"failures", t.failures+1, "error", err)
+		return retry
+	default:
+		d.metrics.giveUps.Inc()
+		d.logger.Warn("request failed too often; giving up", "key", t.box.key,
+			"failures", t.failures+1, "error", err)
+		d.giveUp(t.box.key, t.req.req, err)
+		return handled
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (d *Dispatcher[R]) call(ctx context.Context, key string, req R) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.metrics.panics.Inc()
+			d.logger.Error("handler panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panicked on key %q: %v", key, p)
+		}
+	}()
+	return d.handler(ctx, key, req)
+}
+
+// giveUp calls OnGiveUp while the worker still holds the key, so that it
+// runs before the key's next request.
+func (d *Dispatcher[R]) giveUp(key string, req R, err error) {
+	if d.onGiveUp == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			d.logger.Error("OnGiveUp panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	d.onGiveUp(key, req, err)
+}
+
+// settleLocked applies the outcome of a dispatch to the key and releases
+// it: back to the ready queue if it has requests, into backoff, or gone. It
+// signals no worker: the worker that settles takes the next key itself.
+func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
+	d.leaveSlotLocked(b.slot)
+	switch o {
+	case handled:
+		b.popFront()
+	case retry:
+		b.failures++
+		d.queued++ // the front request waits again
+		b.state = keyBackoff
+		d.addTimerLocked(timer[R]{at: time.Now().Add(d.backoff(b.failures)), box: b})
+		return
+	case slotLost:
+		b.popFront()
+		d.metrics.dropped(dropSlotLost, 1)
+	case termEnded:
+		n := 1
+		for n < b.reqs.len() && b.reqs.buf[b.reqs.head+n].ended() {
+			n++
+		}
+		d.dropFrontLocked(b, n)
+	case notHeld:
+		d.dropFrontLocked(b, b.reqs.len())
+	}
+	if b.reqs.len() == 0 {
+		d.freeMailboxLocked(b)
+		return
+	}
+	b.state = keyReady
+	d.ready.push(b)
+}
+
+// dropFrontLocked drops the front request of a key just dispatched (not
+// counted as queued) and the n-1 after it.
+func (d *Dispatcher[R]) dropFrontLocked(b *mailbox[R], n int) {
+	b.reqs.pop(n)
+	b.started, b.failures = false, 0
+	d.queued -= n - 1
+	d.metrics.dropped(dropSlotLost, n)
+}
+
+// backoff is the wait before the retry that follows the given number of
+// consecutive failures: BaseBackoff doubled per failure after the first,
+// capped at MaxBackoff.
+func (d *Dispatcher[R]) backoff(failures int) time.Duration {
+	wait := d.baseBackoff
+	for i := 1; i < failures && wait < d.maxBackoff; i++ {
+		wait *= 2
+	}
+	return min(wait, d.maxBackoff)
+}
+
+// Drain returns true once no handler runs for a key of the given slots, or
+// false if ctx is done first. Handlers that start later are not waited for:
+// the caller stops new work first by no longer holding the slots.
+func (d *Dispatcher[R]) Drain(ctx context.Context, slots []int) bool {
+	d.mu.Lock()
+	if d.idleLocked(slots) {
+		d.mu.Unlock()
+		return true
+	}
+	w := &drainWaiter{slots: slices.Clone(slots), done: make(chan struct{})}
+	d.draining = append(d.draining, w)
+	d.mu.Unlock()
+
+	select {
+	case <-w.done:
+		return true
+	case <-ctx.Done():
+	}
+	d.mu.Lock()
+	d.draining = slices.DeleteFunc(d.draining, func(x *drainWaiter) bool { return x == w })
+	d.mu.Unlock()
+	select {
+	case <-w.done: // drained as ctx ended
+		return true
+	default:
+		return false
+	}
+}
+
+// drainWaiter is a Drain call waiting for its slots to go idle.
+type drainWaiter struct {
+	slots []int
+	done  chan struct{} // closed when the slots are idle
+}
+
+func (d *Dispatcher[R]) idleLocked(slots []int) bool {
+	for _, s := range slots {
+		if s >= 0 && s < len(d.inSlot) && d.inSlot[s] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// leaveSlotLocked counts a handler of slot out and releases the Drain calls
+// that waited for the slot to go idle.
+func (d *Dispatcher[R]) leaveSlotLocked(slot int) {
+	d.running--
+	if d.inSlot[slot]--; d.inSlot[slot] > 0 || len(d.draining) == 0 {
+		return
+	}
+	d.draining = slices.DeleteFunc(d.draining, func(w *drainWaiter) bool {
+		if !d.idleLocked(w.slots) {
+			return false
+		}
+		close(w.done)
+		return true
+	})
+}
+
+// timer is a pending retry of box's head request, or, with box nil, a
+// delayed request of EnqueueAfter.
+type timer[R any] struct {
+	at   time.Time
+	box  *mailbox[R]
+	key  string
+	slot int
+	req  request[R]
+}
+
+// timerHeap orders timers by due time (container/heap).
+type timerHeap[R any] []timer[R]
+
+func (h timerHeap[R]) Len() int           { return len(h) }
+func (h timerHeap[R]) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap[R]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap[R]) Push(x any)        { *h = append(*h, x.(timer[R])) }
+func (h *timerHeap[R]) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = timer[R]{}
+	*h = old[:len(old)-1]
+	return t
+}
+
+func (d *Dispatcher[R]) addTimerLocked(t timer[R]) {
+	heap.Push(&d.timers, t)
+	if d.timers[0].at.Equal(t.at) {
+		select { // the earliest timer changed: tell runTimers
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runTimers fires retries and delayed requests when due, until ctx is done.
+// One goroutine and one time.Timer serve all timers.
+func (d *Dispatcher[R]) runTimers(ctx context.Context) {
+	clock := time.NewTimer(time.Hour)
+	defer clock.Stop()
+	for {
+		if wait, ok := d.fireDue(time.Now()); ok {
+			clock.Reset(wait)
+		} else {
+			clock.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-clock.C:
+		case <-d.wake:
+		}
+	}
+}
+
+// fireDue fires the timers due at now and returns the wait until the next.
+func (d *Dispatcher[R]) fireDue(now time.Time) (wait time.Duration, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.timers) > 0 && !d.timers[0].at.After(now) {
+		t := heap.Pop(&d.timers).(timer[R])
+		switch {
+		case t.box != nil:
+			t.box.state = keyIdle
+			d.readyLocked(t.box)
+		case t.req.ended():
+			d.metrics.dropped(dropSlotLost, 1)
+		default:
+			t.req.queuedAt = now
+			d.enqueueLocked(t.key, t.slot, t.req)
+		}
+	}
+	if len(d.timers) == 0 {
+		return 0, false
+	}
+	return d.timers[0].at.Sub(now), true
+}
+
+// Reasons a request is dropped, the "reason" label of the dropped metric.
+const (
+	dropNotOwned = "not_owned" // enqueued for a slot not held
+	dropSlotLost = "slot_lost" // its slot was lost before or while it ran
+	dropStopped  = "stopped"   // the dispatcher stopped
+)
+
+// dispatchMetrics are a Dispatcher's metrics, labelled with its name. They
+// exist, unregistered, when the config has no Registerer.
+type dispatchMetrics struct {
+	depth, inFlight prometheus.GaugeFunc
+	queueLatency    prometheus.Histogram
+	handlerDuration prometheus.Histogram
+	errors          prometheus.Counter
+	panics          prometheus.Counter
+	retries         prometheus.Counter
+	giveUps         prometheus.Counter
+	coalesced       prometheus.Counter
+	drops           *prometheus.CounterVec
+	dropsBy         map[string]prometheus.Counter
+}
+
+// latencyBuckets span 100µs to about 7 minutes, for both queue latency
+// (first attempts only, so no backoff) and handler duration.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 12)
+
+func newDispatchMetrics(name string, depth, inFlight func() int) *dispatchMetrics {
+	opts := func(metric, help string) prometheus.Opts {
+		return prometheus.Opts{
+			Namespace: "ringfire", Subsystem: "dispatch", Name: metric, Help: help,
+			ConstLabels: prometheus.Labels{"dispatcher": name},
+		}
+	}
+	histogram := func(metric, help string) prometheus.Histogram {
+		o := opts(metric, help)
+		return prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: o.Namespace, Subsystem: o.Subsystem, Name: o.Name, Help: o.Help,
+			ConstLabels: o.ConstLabels, Buckets: latencyBuckets,
+		})
+	}
+	counter := func(metric, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts(opts(metric, help)))
+	}
+	m := &dispatchMetrics{
+		depth: prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("queue_depth",
+			"Requests waiting for a worker or for a retry.")),
+			func() float64 { return float64(depth()) }),
+		inFlight: prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("in_flight",
+			"Handlers running.")),
+			func() float64 { return float64(inFlight()) }),
+		queueLatency: histogram("queue_latency_seconds",
+			"Time from enqueueing a request to the start of its first handler call."),
+		handlerDuration: histogram("handler_duration_seconds",
+			"Duration of handler calls."),
+		errors:    counter("handler_errors_total", "Handler calls that failed or panicked."),
+		panics:    counter("handler_panics_total", "Handler calls that panicked."),
+		retries:   counter("retries_total", "Failed requests scheduled for a retry."),
+		giveUps:   counter("give_ups_total", "Requests given up after the last retry failed."),
+		coalesced: counter("coalesced_total", "Requests merged into an equal queued request."),
+		drops: prometheus.NewCounterVec(prometheus.CounterOpts(opts("dropped_total",
+			"Requests dropped unhandled, by reason.")), []string{"reason"}),
+	}
+	m.dropsBy = make(map[string]prometheus.Counter)
+	for _, reason := range []string{dropNotOwned, dropSlotLost, dropStopped} {
+		m.dropsBy[reason] = m.drops.WithLabelValues(reason)
+	}
+	return m
+}
+
+func (m *dispatchMetrics) dropped(reason string, n int) {
+	if n > 0 {
+		m.dropsBy[reason].Add(float64(n))
+	}
+}
+
+// register registers every metric, or none.
+func (m *dispatchMetrics) register(r prometheus.Registerer) error {
+	all := []prometheus.Collector{m.depth, m.inFlight, m.queueLatency, m.handlerDuration,
+		m.errors, m.panics, m.retries, m.giveUps, m.coalesced, m.drops}
+	for i, c := range all {
+		if err := r.Register(c); err != nil {
+			for _, done := range all[:i] {
+				r.Unregister(done)
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,830 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// testTimeout bounds every wait of these tests; nothing should come near it.
+const testTimeout = 10 * time.Second
+
+// fakeOwnership holds every slot until told otherwise. Each holding of a slot
+// (a term) has its own context.
+type fakeOwnership struct {
+	slots int
+
+	mu      sync.Mutex
+	notHeld map[int]bool
+	terms   map[int]context.Context
+	cancels map[int]context.CancelFunc
+}
+
+func newFakeOwnership(slots int) *fakeOwnership {
+	return &fakeOwnership{
+		slots:   slots,
+		notHeld: make(map[int]bool),
+		terms:   make(map[int]context.Context),
+		cancels: make(map[int]context.CancelFunc),
+	}
+}
+
+func (f *fakeOwnership) Slots() int { return f.slots }
+
+func (f *fakeOwnership) SlotContext(slot int) (context.Context, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notHeld[slot] {
+		return nil, false
+	}
+	if f.terms[slot] == nil {
+		f.terms[slot], f.cancels[slot] = context.WithCancel(context.Background())
+	}
+	return f.terms[slot], true
+}
+
+// handOver stops new work on slot, as the Manager does before draining; the
+// slot's context stays live.
+func (f *fakeOwnership) handOver(slot int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notHeld[slot] = true
+}
+
+// lose ends the slot's term: it is not held and its context is cancelled.
+func (f *fakeOwnership) lose(slot int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notHeld[slot] = true
+	if cancel := f.cancels[slot]; cancel != nil {
+		cancel()
+	}
+	delete(f.terms, slot)
+	delete(f.cancels, slot)
+}
+
+// gain holds the slot again, in a new term.
+func (f *fakeOwnership) gain(slot int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notHeld[slot] = false
+}
+
+// keysInSlot returns n distinct keys whose slot is slot.
+func keysInSlot(slots, slot, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		if key := fmt.Sprintf("ns/job-%d", i); SlotOf(key, slots) == slot {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+func testConfig[R any](own Ownership, handler func(context.Context, string, R) error) DispatcherConfig[R] {
+	cfg := DefaultDispatcherConfig[R]()
+	cfg.Name = "test"
+	cfg.Workers = 4
+	cfg.Ownership = own
+	cfg.Handler = handler
+	cfg.BaseBackoff = time.Millisecond
+	cfg.MaxBackoff = 100 * time.Millisecond
+	return cfg
+}
+
+// startDispatcher runs a dispatcher for the test; cleanup stops it and fails
+// the test if Run does not return.
+func startDispatcher[R any](t *testing.T, cfg DispatcherConfig[R]) *Dispatcher[R] {
+	t.Helper()
+	d, err := NewDispatcher(cfg)
+	if err != nil {
+		t.Fatalf("NewDispatcher: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		d.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		waitFor(t, stopped, "Run to return")
+	})
+	return d
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(testTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// eventually waits for cond, checking it every millisecond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatalf("read counter: %v", err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func TestDispatcherKeepsOrderPerKeyAndNeverRunsAKeyTwice(t *testing.T) {
+	const keys, perKey, producers = 300, 40, 4
+	var (
+		inFlight  [keys]atomic.Int32
+		lastSeen  [keys]atomic.Int32
+		remaining atomic.Int32
+		allDone   = make(chan struct{})
+	)
+	remaining.Store(keys * perKey)
+	for i := range lastSeen {
+		lastSeen[i].Store(-1)
+	}
+	type req struct{ key, seq int }
+	handler := func(_ context.Context, _ string, r req) error {
+		if n := inFlight[r.key].Add(1); n != 1 {
+			t.Errorf("key %d: %d handlers at once", r.key, n)
+		}
+		runtime.Gosched() // widen the window for a second worker to slip in
+		if prev := lastSeen[r.key].Swap(int32(r.seq)); prev != int32(r.seq-1) {
+			t.Errorf("key %d: request %d after %d", r.key, r.seq, prev)
+		}
+		inFlight[r.key].Add(-1)
+		if remaining.Add(-1) == 0 {
+			close(allDone)
+		}
+		return nil
+	}
+	cfg := testConfig(newFakeOwnership(64), handler)
+	cfg.Workers = 16
+	d := startDispatcher(t, cfg)
+
+	// Each producer owns a share of the keys and interleaves them, so every
+	// key's requests arrive in a known order among everyone else's.
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for seq := range perKey {
+				for k := p; k < keys; k += producers {
+					d.Enqueue(fmt.Sprintf("ns/job-%d", k), req{key: k, seq: seq})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, allDone, "every request to be handled")
+	for k := range keys {
+		if got := lastSeen[k].Load(); got != perKey-1 {
+			t.Errorf("key %d: last request handled %d, want %d", k, got, perKey-1)
+		}
+	}
+	eventually(t, "an empty queue", func() bool { return d.Len() == 0 })
+}
+
+func TestDispatcherSlowKeyBlocksOnlyItself(t *testing.T) {
+	const others = 500
+	release := make(chan struct{})
+	slowStarted := make(chan struct{})
+	var slowCalls, otherCalls atomic.Int32
+	othersDone := make(chan struct{})
+	handler := func(ctx context.Context, key string, _ int) error {
+		if key == "ns/slow" {
+			if slowCalls.Add(1) == 1 {
+				close(slowStarted)
+				<-release // hold the worker for as long as the test wants
+			}
+			return nil
+		}
+		if otherCalls.Add(1) == 2*others {
+			close(othersDone)
+		}
+		return nil
+	}
+	cfg := testConfig(newFakeOwnership(64), handler)
+	cfg.Workers = 2
+	d := startDispatcher(t, cfg)
+	defer close(release)
+
+	d.Enqueue("ns/slow", 1)
+	waitFor(t, slowStarted, "the slow key to start")
+	for i := range others {
+		d.Enqueue("ns/slow", 2) // queues behind the slow head, takes no worker
+		d.Enqueue(fmt.Sprintf("ns/job-%d", i), 1)
+		d.Enqueue(fmt.Sprintf("ns/job-%d", i), 2)
+	}
+	waitFor(t, othersDone, "the other keys, while the slow key blocks")
+	if n := slowCalls.Load(); n != 1 {
+		t.Fatalf("slow key handled %d times while blocked, want 1", n)
+	}
+	if got, want := d.Len(), others; got != want {
+		t.Fatalf("Len() = %d, want %d requests waiting behind the slow key", got, want)
+	}
+}
+
+func TestDispatcherRetriesWithBackoffThenGivesUp(t *testing.T) {
+	const maxRetries = 5
+	var (
+		mu       sync.Mutex
+		attempts []time.Time
+		order    []string
+	)
+	gaveUp := make(chan struct{})
+	nextDone := make(chan struct{})
+	failure := errors.New("API server says no")
+	handler := func(_ context.Context, _ string, req int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if req == 1 {
+			attempts = append(attempts, time.Now())
+			order = append(order, "attempt")
+			return failure
+		}
+		order = append(order, "next")
+		close(nextDone)
+		return nil
+	}
+	cfg := testConfig(newFakeOwnership(64), handler)
+	cfg.MaxRetries = maxRetries
+	cfg.BaseBackoff = 2 * time.Millisecond
+	cfg.MaxBackoff = time.Second
+	cfg.OnGiveUp = func(key string, req int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if key != "ns/bad" || req != 1 || !errors.Is(err, failure) {
+			t.Errorf("OnGiveUp(%q, %d, %v), want (ns/bad, 1, %v)", key, req, err, failure)
+		}
+		order = append(order, "give up")
+		close(gaveUp)
+	}
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue("ns/bad", 1)
+	d.Enqueue("ns/bad", 2)
+	waitFor(t, gaveUp, "OnGiveUp")
+	waitFor(t, nextDone, "the request after the given-up one")
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != maxRetries+1 {
+		t.Fatalf("%d attempts, want %d (1 + %d retries)", len(attempts), maxRetries+1, maxRetries)
+	}
+	// Timers never fire early, so every gap is at least its backoff, and the
+	// backoffs double: 2ms, 4ms, 8ms, ...
+	for i := 1; i < len(attempts); i++ {
+		gap, want := attempts[i].Sub(attempts[i-1]), cfg.BaseBackoff<<(i-1)
+		if gap < want {
+			t.Errorf("retry %d came after %v, want at least %v", i, gap, want)
+		}
+	}
+	want := strings.Repeat("attempt ", maxRetries+1) + "give up next"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("order of events:\n got %s\nwant %s", got, want)
+	}
+	m := d.metrics
+	for name, c := range map[string]struct {
+		counter prometheus.Counter
+		want    float64
+	}{
+		"errors":   {m.errors, maxRetries + 1},
+		"retries":  {m.retries, maxRetries},
+		"give-ups": {m.giveUps, 1},
+	} {
+		if got := counterValue(t, c.counter); got != c.want {
+			t.Errorf("%s = %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+func TestDispatcherBackoffDoublesUpToMax(t *testing.T) {
+	cfg := testConfig(newFakeOwnership(1), func(context.Context, string, int) error { return nil })
+	cfg.BaseBackoff = 5 * time.Millisecond
+	cfg.MaxBackoff = 1000 * time.Second
+	d, err := NewDispatcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		failures int
+		want     time.Duration
+	}{
+		{1, 5 * time.Millisecond},
+		{2, 10 * time.Millisecond},
+		{3, 20 * time.Millisecond},
+		{15, 5 * time.Millisecond << 14},
+		{18, 5 * time.Millisecond << 17},
+		{19, 1000 * time.Second},
+		{1000, 1000 * time.Second},
+	} {
+		if got := d.backoff(tc.failures); got != tc.want {
+			t.Errorf("backoff(%d) = %v, want %v", tc.failures, got, tc.want)
+		}
+	}
+}
+
+func TestDispatcherSuccessResetsBackoff(t *testing.T) {
+	// Request 1 fails twice, then succeeds; request 2 must start with no
+	// failures counted, or its first retry would wait 4 base backoffs.
+	var d *Dispatcher[int]
+	var calls atomic.Int32
+	failuresAtStart := make(chan int, 1)
+	done := make(chan struct{})
+	handler := func(_ context.Context, key string, req int) error {
+		n := calls.Add(1)
+		if req == 1 && n <= 2 {
+			return errors.New("not yet")
+		}
+		if req == 2 {
+			d.mu.Lock()
+			failuresAtStart <- d.boxes[key].failures
+			d.mu.Unlock()
+			close(done)
+		}
+		return nil
+	}
+	d = startDispatcher(t, testConfig(newFakeOwnership(1), handler))
+	d.Enqueue("ns/a", 1)
+	d.Enqueue("ns/a", 2)
+	waitFor(t, done, "both requests")
+	if n := <-failuresAtStart; n != 0 {
+		t.Errorf("request 2 started with %d failures counted, want 0", n)
+	}
+	eventually(t, "the idle key to be forgotten", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.boxes) == 0
+	})
+}
+
+func TestDispatcherMailboxKeepsOrderWhileReusingItsSlice(t *testing.T) {
+	// Push and pop in waves that wrap around the slice many times.
+	var q fifo[int]
+	next, want := 0, 0
+	for round := range 200 {
+		for range round%7 + 1 {
+			q.push(request[int]{req: next})
+			next++
+		}
+		for range round%5 + 1 {
+			if q.len() == 0 {
+				break
+			}
+			if got := q.front().req; got != want {
+				t.Fatalf("round %d: front %d, want %d", round, got, want)
+			}
+			q.pop(1)
+			want++
+		}
+		if q.len() > 0 && q.back().req != next-1 {
+			t.Fatalf("round %d: back %d, want %d", round, q.back().req, next-1)
+		}
+	}
+	if q.len() != next-want {
+		t.Fatalf("len %d, want %d", q.len(), next-want)
+	}
+	if cap(q.buf) > 2*(next-want)+16 {
+		t.Fatalf("slice of cap %d for %d requests: popped room is not reused", cap(q.buf), q.len())
+	}
+}
+
+func TestDispatcherCoalescesWaitingResyncs(t *testing.T) {
+	const resync = 0 // a pure out-of-sync request; others are events
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var handled []int
+	done := make(chan struct{})
+	handler := func(_ context.Context, _ string, req int) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		mu.Lock()
+		defer mu.Unlock()
+		handled = append(handled, req)
+		if len(handled) == 4 {
+			close(done)
+		}
+		return nil
+	}
+	cfg := testConfig(newFakeOwnership(1), handler)
+	cfg.Coalesce = func(queued, incoming int) bool { return queued == resync && incoming == resync }
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue("ns/a", resync)
+	<-started // the running resync must not absorb the ones that follow
+	for _, req := range []int{resync, resync, resync, 7, resync, resync} {
+		d.Enqueue("ns/a", req)
+	}
+	if got := d.Len(); got != 3 {
+		t.Errorf("Len() = %d, want 3 (resync, 7, resync)", got)
+	}
+	close(release)
+	waitFor(t, done, "the coalesced requests")
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := fmt.Sprint(handled), "[0 0 7 0]"; got != want {
+		t.Errorf("handled %s, want %s", got, want)
+	}
+	if got := counterValue(t, d.metrics.coalesced); got != 3 {
+		t.Errorf("coalesced = %v, want 3", got)
+	}
+}
+
+func TestDispatcherDropsRequestsOfSlotsNotHeld(t *testing.T) {
+	own := newFakeOwnership(16)
+	handled := make(chan string, 10)
+	cfg := testConfig(own, func(_ context.Context, key string, _ int) error {
+		handled <- key
+		return nil
+	})
+	d := startDispatcher(t, cfg)
+
+	keys := keysInSlot(16, 3, 1)
+	own.handOver(3)
+	d.Enqueue(keys[0], 1)
+	d.EnqueueAfter(keys[0], 2, time.Millisecond)
+	if got := d.Len(); got != 0 {
+		t.Fatalf("Len() = %d after enqueueing for a slot not held, want 0", got)
+	}
+	if got := counterValue(t, d.metrics.dropsBy[dropNotOwned]); got != 2 {
+		t.Fatalf("dropped not_owned = %v, want 2", got)
+	}
+	d.mu.Lock()
+	timers := len(d.timers)
+	d.mu.Unlock()
+	if timers != 0 {
+		t.Fatalf("%d timers for dropped delayed requests", timers)
+	}
+	own.gain(3)
+	d.Enqueue(keys[0], 3)
+	select {
+	case key := <-handled:
+		if key != keys[0] {
+			t.Fatalf("handled %q", key)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("timed out waiting for the request once the slot is held")
+	}
+}
+
+func TestDispatcherSlotLossCancelsHandlerAndDropsItsQueue(t *testing.T) {
+	own := newFakeOwnership(16)
+	key := keysInSlot(16, 5, 1)[0]
+	started := make(chan struct{})
+	var calls atomic.Int32
+	handlerErr := make(chan error, 1)
+	cfg := testConfig(own, func(ctx context.Context, _ string, _ int) error {
+		calls.Add(1)
+		close(started)
+		select {
+		case <-ctx.Done():
+			handlerErr <- ctx.Err()
+			return ctx.Err()
+		case <-time.After(testTimeout):
+			return errors.New("slot context never cancelled")
+		}
+	})
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue(key, 1)
+	waitFor(t, started, "the handler")
+	d.Enqueue(key, 2)
+	d.Enqueue(key, 3)
+	own.lose(5)
+	select {
+	case err := <-handlerErr:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler saw %v, want context.Canceled", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the slot's cancellation did not reach the handler")
+	}
+	eventually(t, "the mailbox to be dropped", func() bool {
+		return d.Len() == 0 && counterValue(t, d.metrics.dropsBy[dropSlotLost]) == 3
+	})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("handler called %d times, want 1", n)
+	}
+	if got := counterValue(t, d.metrics.retries); got != 0 {
+		t.Fatalf("retries = %v: a request failed by slot loss must not be retried", got)
+	}
+}
+
+func TestDispatcherDropsRequestsOfAnEndedTerm(t *testing.T) {
+	// Requests queued while the slot was held, then lost and regained, belong
+	// to the earlier term: the new term enqueues its own.
+	own := newFakeOwnership(16)
+	blocker, key := keysInSlot(16, 1, 1)[0], keysInSlot(16, 2, 1)[0]
+	release := make(chan struct{})
+	blocking := make(chan struct{})
+	handled := make(chan int, 10)
+	cfg := testConfig(own, func(_ context.Context, k string, req int) error {
+		if k == blocker {
+			close(blocking)
+			<-release
+			return nil
+		}
+		handled <- req
+		return nil
+	})
+	cfg.Workers = 1
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue(blocker, 0)
+	waitFor(t, blocking, "the only worker to be busy")
+	d.Enqueue(key, 1)
+	d.Enqueue(key, 2)
+	own.lose(2)
+	own.gain(2)
+	d.Enqueue(key, 3)
+	close(release)
+	select {
+	case req := <-handled:
+		if req != 3 {
+			t.Fatalf("handled request %d of the ended term", req)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("timed out waiting for the new term's request")
+	}
+	if got := counterValue(t, d.metrics.dropsBy[dropSlotLost]); got != 2 {
+		t.Fatalf("dropped slot_lost = %v, want 2", got)
+	}
+}
+
+func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
+	own := newFakeOwnership(16)
+	busyKey, idleKey := keysInSlot(16, 4, 1)[0], keysInSlot(16, 9, 1)[0]
+	release := make(chan struct{})
+	started := make(chan struct{})
+	cfg := testConfig(own, func(_ context.Context, key string, _ int) error {
+		if key == busyKey {
+			close(started)
+			<-release
+		}
+		return nil
+	})
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue(busyKey, 1)
+	waitFor(t, started, "the handler of slot 4")
+	own.handOver(4)
+	d.Enqueue(idleKey, 1)
+
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if !d.Drain(ctx, []int{9, 10}) {
+		t.Fatal("Drain of slots with nothing in flight did not drain")
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelShort()
+	if d.Drain(short, []int{4, 9}) {
+		t.Fatal("Drain reported slot 4 drained while its handler runs")
+	}
+
+	drained := make(chan bool, 1)
+	go func() { drained <- d.Drain(ctx, []int{9, 4}) }()
+	close(release)
+	select {
+	case ok := <-drained:
+		if !ok {
+			t.Fatal("Drain returned false once the handler returned")
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Drain did not return after the handler did")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.draining) != 0 {
+		t.Fatalf("%d Drain waiters left behind", len(d.draining))
+	}
+}
+
+func TestDispatcherRecoversHandlerPanic(t *testing.T) {
+	var logs syncBuffer
+	gaveUp := make(chan error, 1)
+	nextDone := make(chan struct{})
+	cfg := testConfig(newFakeOwnership(16), func(_ context.Context, _ string, req int) error {
+		if req == 1 {
+			panic("nil map somewhere")
+		}
+		close(nextDone)
+		return nil
+	})
+	cfg.MaxRetries = 0
+	cfg.OnGiveUp = func(_ string, _ int, err error) { gaveUp <- err }
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Error})
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue("ns/boom", 1)
+	d.Enqueue("ns/boom", 2)
+	select {
+	case err := <-gaveUp:
+		if err == nil || !strings.Contains(err.Error(), "nil map somewhere") {
+			t.Fatalf("OnGiveUp got %v, want the panic as an error", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("timed out waiting for the panicking request to be given up")
+	}
+	waitFor(t, nextDone, "the request after the panic")
+	if got := counterValue(t, d.metrics.panics); got != 1 {
+		t.Errorf("panics = %v, want 1", got)
+	}
+	if out := logs.String(); !strings.Contains(out, "ns/boom") || !strings.Contains(out, "panicked") {
+		t.Errorf("log does not name the key of the panic:\n%s", out)
+	}
+}
+
+func TestDispatcherEnqueueAfterDelays(t *testing.T) {
+	handled := make(chan int, 2)
+	cfg := testConfig(newFakeOwnership(16), func(_ context.Context, _ string, req int) error {
+		handled <- req
+		return nil
+	})
+	d := startDispatcher(t, cfg)
+	start := time.Now()
+	d.EnqueueAfter("ns/a", 1, 30*time.Millisecond)
+	d.Enqueue("ns/a", 2)
+	for _, want := range []int{2, 1} {
+		select {
+		case got := <-handled:
+			if got != want {
+				t.Fatalf("handled %d, want %d", got, want)
+			}
+		case <-time.After(testTimeout):
+			t.Fatalf("timed out waiting for request %d", want)
+		}
+	}
+	if elapsed := time.Since(start); elapsed < 30*time.Millisecond {
+		t.Fatalf("delayed request handled after %v, want at least 30ms", elapsed)
+	}
+}
+
+func TestDispatcherRunStopsAllGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	own := newFakeOwnership(16)
+	blocked := keysInSlot(16, 7, 1)[0]
+	started := make(chan struct{})
+	cfg := testConfig(own, func(ctx context.Context, key string, req int) error {
+		switch {
+		case key == blocked:
+			close(started)
+			<-ctx.Done() // returns only once its slot is lost
+			return nil
+		case req == 1:
+			return errors.New("fails, then waits out a long backoff")
+		}
+		return nil
+	})
+	cfg.Workers = 8
+	cfg.BaseBackoff = time.Hour
+	cfg.MaxBackoff = time.Hour
+	d, err := NewDispatcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		d.Run(ctx)
+	}()
+	d.Enqueue(blocked, 0)
+	waitFor(t, started, "the blocking handler")
+	for i := range 50 {
+		d.Enqueue(fmt.Sprintf("ns/failing-%d", i), 1)
+		d.EnqueueAfter(fmt.Sprintf("ns/later-%d", i), 2, time.Hour)
+	}
+	eventually(t, "the failing keys to back off", func() bool {
+		return counterValue(t, d.metrics.retries) == 50
+	})
+
+	cancel()
+	select {
+	case <-stopped:
+		t.Fatal("Run returned while a handler was still running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	own.lose(7)
+	waitFor(t, stopped, "Run to return")
+	if got := d.Len(); got != 0 {
+		t.Errorf("Len() = %d after Run returned, want 0", got)
+	}
+	if got := counterValue(t, d.metrics.dropsBy[dropStopped]); got != 100 {
+		t.Errorf("dropped stopped = %v, want 100 (50 in backoff, 50 delayed)", got)
+	}
+	d.Enqueue("ns/late", 3)
+	if got := d.Len(); got != 0 {
+		t.Errorf("Len() = %d after Enqueue on a stopped dispatcher, want 0", got)
+	}
+	eventually(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestNewDispatcherRejectsBadConfig(t *testing.T) {
+	good := testConfig(newFakeOwnership(1), func(context.Context, string, int) error { return nil })
+	for name, mutate := range map[string]func(*DispatcherConfig[int]){
+		"no name":            func(c *DispatcherConfig[int]) { c.Name = "" },
+		"no workers":         func(c *DispatcherConfig[int]) { c.Workers = 0 },
+		"no ownership":       func(c *DispatcherConfig[int]) { c.Ownership = nil },
+		"no handler":         func(c *DispatcherConfig[int]) { c.Handler = nil },
+		"retries below -1":   func(c *DispatcherConfig[int]) { c.MaxRetries = -2 },
+		"no base backoff":    func(c *DispatcherConfig[int]) { c.BaseBackoff = 0 },
+		"max below base":     func(c *DispatcherConfig[int]) { c.MaxBackoff = c.BaseBackoff / 2 },
+		"zero-value config:": func(c *DispatcherConfig[int]) { *c = DispatcherConfig[int]{} },
+	} {
+		cfg := good
+		mutate(&cfg)
+		if _, err := NewDispatcher(cfg); err == nil {
+			t.Errorf("%s: NewDispatcher accepted it", name)
+		}
+	}
+	if _, err := NewDispatcher(good); err != nil {
+		t.Errorf("NewDispatcher rejected a good config: %v", err)
+	}
+}
+
+func TestDispatcherRegistersMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(newFakeOwnership(1), func(context.Context, string, int) error { return nil })
+	cfg.Registerer = reg
+	if _, err := NewDispatcher(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewDispatcher(cfg); err == nil {
+		t.Error("a second dispatcher of the same name registered its metrics")
+	}
+	cfg.Name = "other"
+	if _, err := NewDispatcher(cfg); err != nil {
+		t.Errorf("a dispatcher of another name: %v", err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(families) == 0 {
+		t.Fatal("no metrics gathered")
+	}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "ringfire_dispatch_") {
+			t.Errorf("metric %s lacks the ringfire_dispatch_ prefix", f.GetName())
+		}
+		for _, m := range f.GetMetric() {
+			if !hasLabel(m, "dispatcher") {
+				t.Errorf("metric %s has no dispatcher label", f.GetName())
+			}
+		}
+	}
+}
+
+func hasLabel(m *dto.Metric, name string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
