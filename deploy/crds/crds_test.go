@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -164,6 +166,23 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		_, err = vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{})
 		checkInvalid(t, err, "spec.weight: Invalid value: -1")
 
+		// Written as YAML without a spec (the typed client always sends one).
+		dc := dynamic.NewForConfigOrDie(c.RESTConfig())
+		bare := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+			"metadata": map[string]any{"name": "bare"},
+		}}
+		created, err := dc.Resource(schedulingv1beta1.SchemeGroupVersion.WithResource("queues")).
+			Create(ctx, bare, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		weight, _, _ := unstructured.NestedInt64(created.Object, "spec", "weight")
+		reclaimable, _, _ := unstructured.NestedBool(created.Object, "spec", "reclaimable")
+		if weight != 1 || !reclaimable {
+			t.Errorf("queue without spec: weight %d, reclaimable %v; want 1, true", weight, reclaimable)
+		}
+
 		pg, err := vc.SchedulingV1beta1().PodGroups(namespace).Create(ctx,
 			&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{})
 		if err != nil {
@@ -251,7 +270,7 @@ func badJobs() []badJob {
 			"task names must be unique within a Job"},
 		{"minAvailable greater than total replicas",
 			func(j *batchv1alpha1.Job) { j.Spec.MinAvailable = 4 },
-			"spec.minAvailable: Invalid value: \"integer\": minAvailable must not be greater than the total replicas of all tasks"},
+			"spec.minAvailable: Invalid value: minAvailable must not be greater than the total replicas of all tasks"},
 		{"no tasks",
 			func(j *batchv1alpha1.Job) { j.Spec.Tasks = nil },
 			"a Job needs at least one task in spec.tasks"},
@@ -266,7 +285,7 @@ func badJobs() []badJob {
 			"spec.tasks[1].minAvailable: Invalid value: -1: spec.tasks[1].minAvailable in body should be greater than or equal to 0"},
 		{"task minAvailable greater than replicas",
 			func(j *batchv1alpha1.Job) { j.Spec.Tasks[1].MinAvailable = ptr.To[int32](3) },
-			"spec.tasks[1].minAvailable: Invalid value: \"integer\": a task's minAvailable must not be greater than its replicas"},
+			"spec.tasks[1].minAvailable: Invalid value: a task's minAvailable must not be greater than its replicas"},
 		{"negative maxRetry",
 			func(j *batchv1alpha1.Job) { j.Spec.MaxRetry = -1 },
 			"spec.maxRetry: Invalid value: -1: spec.maxRetry in body should be greater than or equal to 0"},
@@ -340,6 +359,8 @@ func checkInvalid(t *testing.T, err error, want string) {
 		t.Errorf("refused with %v; want an Invalid error", err)
 	case !strings.Contains(err.Error(), want):
 		t.Errorf("refused with %q; want a message containing %q", err, want)
+	default:
+		t.Logf("refused: %v", err)
 	}
 }
 

@@ -51,14 +51,21 @@ var events = []string{
 // internalEvents are raised by the controller itself; Volcano refuses them in a policy.
 var internalEvents = []string{"OutOfSync", "CommandIssued", "PodRunning"}
 
+// declareName declares metadata.name in the schema, so that a rule on the name can name the
+// field in its error (fieldPath must be a path the schema declares).
+var declareName = edit{at: "metadata", set: map[string]any{
+	"properties": map[string]any{"name": map[string]any{"type": "string"}},
+}}
+
 // jobEdits are the edits to the Job CRD.
 func jobEdits() []edit {
-	edits := []edit{{
+	edits := []edit{declareName, {
 		at:       "",
 		required: []string{"spec"},
 		rules: []rule{{
-			Rule:    `!has(self.metadata.name) || size(self.metadata.name) <= 63`,
-			Message: "a Job name must be at most 63 characters: its pods carry it as a label value",
+			Rule:      `!has(self.metadata.name) || size(self.metadata.name) <= 63`,
+			Message:   "a Job name must be at most 63 characters: its pods carry it as a label value",
+			FieldPath: ".metadata.name",
 		}},
 	}}
 	return append(edits, jobSpecEdits("spec")...)
@@ -66,11 +73,12 @@ func jobEdits() []edit {
 
 // cronJobEdits are the edits to the CronJob CRD: its job template obeys the Job's rules.
 func cronJobEdits() []edit {
-	edits := []edit{{
+	edits := []edit{declareName, {
 		at: "",
 		rules: []rule{{
-			Rule:    `!has(self.metadata.name) || size(self.metadata.name) <= 52`,
-			Message: "a CronJob name must be at most 52 characters: the Jobs it creates add an 11-character suffix",
+			Rule:      `!has(self.metadata.name) || size(self.metadata.name) <= 52`,
+			Message:   "a CronJob name must be at most 52 characters: the Jobs it creates add an 11-character suffix",
+			FieldPath: ".metadata.name",
 		}},
 	}, {
 		at:       "spec.jobTemplate",
