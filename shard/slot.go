@@ -1,0 +1,20 @@
+package shard
+
+import "github.com/cespare/xxhash/v2"
+
+// DefaultSlots is the slot count S of a new ring. S is fixed when the ring is
+// created and never changes: every object a Job owns is labelled with its slot.
+const DefaultSlots = 1024
+
+// SlotOf returns the slot of key among slots slots: xxhash64(key) mod slots.
+// The key is "namespace/name", or the bare name of a cluster-scoped object
+// (a Queue). The result is in [0, slots) and stays the same across versions
+// of ringfire, because it is stored in the ringfire.io/slot label of objects.
+// A slots value of zero or less has no valid slot; SlotOf then returns 0
+// rather than panic.
+func SlotOf(key string, slots int) int {
+	if slots <= 0 {
+		return 0
+	}
+	return int(xxhash.Sum64String(key) % uint64(slots))
+}
