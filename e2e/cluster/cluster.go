@@ -264,6 +264,15 @@ func (c *Cluster) Restart(name Component, kill bool) error {
 	return nil
 }
 
+// WaitReady waits until the API server is ready again and every fake node is
+// Ready and untainted, e.g. after Restart. It fails early if a component exits.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	if err := c.waitFor(ctx, "kube-apiserver ready", components, c.apiServerReady); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "nodes ready and untainted", components, c.nodesReady)
+}
+
 // freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
 // stay open until all n are chosen, so no port is handed out twice.
 func freePorts(n int) ([]int, error) {

@@ -90,18 +90,22 @@ func TestPodOnFakeNodeEndsAsAnnotated(t *testing.T) {
 	}{
 		{name: "exit 0 succeeds", duration: "2s", exitCode: "0", wantPhase: corev1.PodSucceeded, wantCode: 0},
 		{name: "exit 3 fails", duration: "2s", exitCode: "3", wantPhase: corev1.PodFailed, wantCode: 3},
-		{name: "no exit code succeeds", duration: "1s", wantPhase: corev1.PodSucceeded, wantCode: 0},
+		{name: "no annotations: default duration, succeeds", wantPhase: corev1.PodSucceeded, wantCode: 0},
+		{name: "exit 255 fails", duration: "1s", exitCode: "255", wantPhase: corev1.PodFailed, wantCode: 255},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			annotations := map[string]string{cluster.PodDurationAnnotation: tt.duration}
+			annotations := map[string]string{}
+			if tt.duration != "" {
+				annotations[cluster.PodDurationAnnotation] = tt.duration
+			}
 			if tt.exitCode != "" {
 				annotations[cluster.PodExitCodeAnnotation] = tt.exitCode
 			}
-			pod := createPod(ctx, t, c, fmt.Sprintf("annotated-%d", i), cluster.NodeName(i%3), annotations)
+			pod := createPod(ctx, t, c, fmt.Sprintf("annotated-%d", i), cluster.NodeName(i%len(c.NodeNames())), annotations)
 
 			sawRunning := false
 			pod = waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool {
@@ -124,7 +128,10 @@ func TestPodOnFakeNodeEndsAsAnnotated(t *testing.T) {
 			if term.ExitCode != tt.wantCode {
 				t.Errorf("exit code = %d, want %d", term.ExitCode, tt.wantCode)
 			}
-			wantDuration, _ := time.ParseDuration(tt.duration)
+			wantDuration := time.Second // Options.DefaultPodDuration's default
+			if tt.duration != "" {
+				wantDuration, _ = time.ParseDuration(tt.duration)
+			}
 			// Timestamps have one-second resolution.
 			if ran := term.FinishedAt.Sub(term.StartedAt.Time); ran < wantDuration-time.Second {
 				t.Errorf("container ran %v, want about %v", ran, wantDuration)
@@ -211,4 +218,19 @@ func isReady(node corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+func TestAPIServerRestart(t *testing.T) {
+	c := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Restart(cluster.APIServer, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Clientset().CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
+		t.Errorf("after restart: %v", err)
+	}
 }

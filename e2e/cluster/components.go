@@ -155,6 +155,9 @@ func (c *Cluster) apiServerArgs(port int, f credentialFiles) []string {
 		"--etcd-servers=" + c.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The `kubernetes` Service may not point at loopback, and nothing in
+		// this cluster dials it: leave its endpoints alone.
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + f.servingCert,
 		"--tls-private-key-file=" + f.servingKey,

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// fakeTools writes stand-ins for the four binaries; etcd runs etcdScript.
+// These tests need no built tools, so they run everywhere.
+func fakeTools(t *testing.T, etcdScript string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range components {
+		script := "#!/bin/sh\nexit 0\n"
+		if name == Etcd {
+			script = "#!/bin/sh\n" + etcdScript + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, string(name)), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestStartReportsComponentThatExits(t *testing.T) {
+	tools := fakeTools(t, "echo 'etcd: data dir is corrupt' >&2; exit 3")
+	dir := t.TempDir()
+	start := time.Now()
+	_, err := Start(context.Background(), Options{ToolsBin: tools, Dir: dir, Logger: hclog.NewNullLogger()})
+	if err == nil {
+		t.Fatal("Start succeeded with an etcd that exits")
+	}
+	for _, want := range []string{"etcd exit status 3", "data dir is corrupt", dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Start took %v to notice etcd exited", took)
+	}
+}
+
+func TestStartGivesUpAfterTimeout(t *testing.T) {
+	tools := fakeTools(t, "echo 'etcd: waiting for peers'; exec sleep 600")
+	_, err := Start(context.Background(), Options{
+		ToolsBin:     tools,
+		Dir:          t.TempDir(),
+		Logger:       hclog.NewNullLogger(),
+		StartTimeout: time.Second,
+	})
+	if err == nil {
+		t.Fatal("Start succeeded with an etcd that never gets healthy")
+	}
+	for _, want := range []string{"waiting for etcd healthy", "gave up", "waiting for peers"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestStartWithoutTools(t *testing.T) {
+	t.Setenv(ToolsBinEnv, "")
+	_, err := Start(context.Background(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "make tools") {
+		t.Errorf("Start without tools: got %v, want an error pointing at `make tools`", err)
+	}
+}
+
+func TestStageFileGetsDefaultDuration(t *testing.T) {
+	stages := string(renderStages(2500 * time.Millisecond))
+	if strings.Contains(stages, "__DEFAULT_DURATION_MS__") {
+		t.Error("placeholder left in the stage file")
+	}
+	if got := strings.Count(stages, "durationMilliseconds: 2500"); got != 2 {
+		t.Errorf("default duration appears %d times, want 2 (succeeded and failed stages)", got)
+	}
+}
