@@ -18,13 +18,13 @@ import (
 // per key, on the keys of the slots this replica holds (DESIGN.md §5).
 //
 // Every key has a mailbox: a FIFO of requests. A key with requests waits in
-// one ready queue; any of W workers takes the next ready key, hands the head
+// one ready queue; any of W workers takes the next ready key, hands its front
 // request to the Handler and, once it returns, puts the key back at the tail
 // of the ready queue if more requests arrived. A key is thus never in two
 // workers at once, its requests run in the order they were enqueued, and a
 // slow key holds up only itself.
 //
-// A failed request stays at the head of its mailbox and is retried after a
+// A failed request stays at the front of its mailbox and is retried after a
 // per-key exponential backoff; after MaxRetries retries it is given up
 // (OnGiveUp) and the key goes on with its next request.
 //
@@ -37,7 +37,6 @@ import (
 // Enqueue, EnqueueAfter, Drain and Len are safe for concurrent use, before,
 // during and after Run.
 type Dispatcher[R any] struct {
-	name        string
 	workers     int
 	ownership   Ownership
 	handler     func(ctx context.Context, key string, req R) error
@@ -61,7 +60,7 @@ type Dispatcher[R any] struct {
 	spare    []*mailbox[R] // emptied mailboxes, for reuse
 	ready    readyList[R]
 	timers   timerHeap[R]
-	queued   int   // requests in mailboxes, less the heads being handled
+	queued   int   // requests in mailboxes, less the ones being handled
 	running  int   // handlers in flight
 	inSlot   []int // handlers in flight, by slot
 	draining []*drainWaiter
@@ -149,7 +148,6 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		logger = hclog.NewNullLogger()
 	}
 	d := &Dispatcher[R]{
-		name:        cfg.Name,
 		workers:     cfg.Workers,
 		ownership:   cfg.Ownership,
 		handler:     cfg.Handler,
@@ -196,8 +194,8 @@ type keyState uint8
 const (
 	keyIdle    keyState = iota // in no queue: new, or between states
 	keyReady                   // in the ready queue
-	keyRunning                 // a worker handles its head request
-	keyBackoff                 // its head failed; a timer readies it again
+	keyRunning                 // a worker handles its front request
+	keyBackoff                 // its front request failed; a timer readies it again
 )
 
 // mailbox is the state of one key; it exists while the key has requests.
@@ -206,8 +204,9 @@ type mailbox[R any] struct {
 	slot     int
 	reqs     fifo[R] // the front is the next request to handle, or the current
 	state    keyState
-	started  bool // the front request went to the handler at least once
-	failures int  // consecutive failures of the front request
+	started  bool   // the front request went to the handler at least once
+	failures int    // consecutive failures of the front request
+	backoffs uint64 // times in backoff, to tell a stale retry timer; kept on reuse
 	next     *mailbox[R]
 }
 
@@ -238,9 +237,10 @@ type fifo[R any] struct {
 	head int
 }
 
-func (q *fifo[R]) len() int           { return len(q.buf) - q.head }
-func (q *fifo[R]) front() *request[R] { return &q.buf[q.head] }
-func (q *fifo[R]) back() *request[R]  { return &q.buf[len(q.buf)-1] }
+func (q *fifo[R]) len() int             { return len(q.buf) - q.head }
+func (q *fifo[R]) at(i int) *request[R] { return &q.buf[q.head+i] }
+func (q *fifo[R]) front() *request[R]   { return q.at(0) }
+func (q *fifo[R]) back() *request[R]    { return q.at(q.len() - 1) }
 
 func (q *fifo[R]) push(r request[R]) {
 	if q.head > 0 && len(q.buf) == cap(q.buf) {
@@ -359,7 +359,13 @@ func (d *Dispatcher[R]) enqueueLocked(key string, slot int, r request[R]) {
 	}
 	b.reqs.push(r)
 	d.queued++
-	if b.state == keyIdle {
+	switch {
+	case b.state == keyIdle:
+		d.readyLocked(b)
+	case b.state == keyBackoff && b.reqs.front().ended():
+		// The failing request is of an ended term and will be dropped: the
+		// new term's requests need not wait out its backoff.
+		b.backoffs++ // the retry timer is void
 		d.readyLocked(b)
 	}
 }
@@ -394,7 +400,7 @@ func (d *Dispatcher[R]) newMailboxLocked(key string, slot int) *mailbox[R] {
 func (d *Dispatcher[R]) freeMailboxLocked(b *mailbox[R]) {
 	delete(d.boxes, b.key)
 	if len(d.spare) < maxSpare && cap(b.reqs.buf) <= maxSpareCap {
-		*b = mailbox[R]{reqs: fifo[R]{buf: b.reqs.buf[:0]}}
+		*b = mailbox[R]{reqs: fifo[R]{buf: b.reqs.buf[:0]}, backoffs: b.backoffs}
 		d.spare = append(d.spare, b)
 	}
 }
@@ -600,16 +606,17 @@ func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
 		b.popFront()
 	case retry:
 		b.failures++
+		b.backoffs++
 		d.queued++ // the front request waits again
 		b.state = keyBackoff
-		d.addTimerLocked(timer[R]{at: time.Now().Add(d.backoff(b.failures)), box: b})
+		d.addTimerLocked(timer[R]{at: time.Now().Add(d.backoff(b.failures)), box: b, backoff: b.backoffs})
 		return
 	case slotLost:
 		b.popFront()
 		d.metrics.dropped(dropSlotLost, 1)
 	case termEnded:
 		n := 1
-		for n < b.reqs.len() && b.reqs.buf[b.reqs.head+n].ended() {
+		for n < b.reqs.len() && b.reqs.at(n).ended() {
 			n++
 		}
 		d.dropFrontLocked(b, n)
@@ -638,10 +645,13 @@ func (d *Dispatcher[R]) dropFrontLocked(b *mailbox[R], n int) {
 // capped at MaxBackoff.
 func (d *Dispatcher[R]) backoff(failures int) time.Duration {
 	wait := d.baseBackoff
-	for i := 1; i < failures && wait < d.maxBackoff; i++ {
+	for i := 1; i < failures; i++ {
+		if wait > d.maxBackoff/2 {
+			return d.maxBackoff
+		}
 		wait *= 2
 	}
-	return min(wait, d.maxBackoff)
+	return wait
 }
 
 // Drain returns true once no handler runs for a key of the given slots, or
@@ -704,14 +714,15 @@ func (d *Dispatcher[R]) leaveSlotLocked(slot int) {
 	})
 }
 
-// timer is a pending retry of box's head request, or, with box nil, a
+// timer is a pending retry of box's front request, or, with box nil, a
 // delayed request of EnqueueAfter.
 type timer[R any] struct {
-	at   time.Time
-	box  *mailbox[R]
-	key  string
-	slot int
-	req  request[R]
+	at      time.Time
+	box     *mailbox[R]
+	backoff uint64 // box.backoffs when the timer was set
+	key     string
+	slot    int
+	req     request[R]
 }
 
 // timerHeap orders timers by due time (container/heap).
@@ -767,8 +778,9 @@ func (d *Dispatcher[R]) fireDue(now time.Time) (wait time.Duration, ok bool) {
 		t := heap.Pop(&d.timers).(timer[R])
 		switch {
 		case t.box != nil:
-			t.box.state = keyIdle
-			d.readyLocked(t.box)
+			if t.box.state == keyBackoff && t.box.backoffs == t.backoff {
+				d.readyLocked(t.box)
+			}
 		case t.req.ended():
 			d.metrics.dropped(dropSlotLost, 1)
 		default:

@@ -578,6 +578,83 @@ func TestDispatcherDropsRequestsOfAnEndedTerm(t *testing.T) {
 	}
 }
 
+func TestDispatcherNewTermSkipsTheBackoffOfAnEndedOne(t *testing.T) {
+	own := newFakeOwnership(16)
+	key := keysInSlot(16, 6, 1)[0]
+	handled := make(chan int, 1)
+	cfg := testConfig(own, func(_ context.Context, _ string, req int) error {
+		if req == 1 {
+			return errors.New("fails, then waits out an hour of backoff")
+		}
+		handled <- req
+		return nil
+	})
+	cfg.BaseBackoff = time.Hour
+	cfg.MaxBackoff = time.Hour
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue(key, 1)
+	eventually(t, "the request to back off", func() bool {
+		return counterValue(t, d.metrics.retries) == 1
+	})
+	own.lose(6)
+	own.gain(6)
+	d.Enqueue(key, 2)
+	select {
+	case req := <-handled:
+		if req != 2 {
+			t.Fatalf("handled %d, want the new term's 2", req)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the new term's request waited out the ended term's backoff")
+	}
+	if got := counterValue(t, d.metrics.dropsBy[dropSlotLost]); got != 1 {
+		t.Fatalf("dropped slot_lost = %v, want 1", got)
+	}
+}
+
+func TestDispatcherIgnoresAVoidRetryTimer(t *testing.T) {
+	// Step the dispatcher by hand, without Run: a retry timer voided by a new
+	// term must not ready the key once it is back in a later backoff.
+	own := newFakeOwnership(16)
+	key := keysInSlot(16, 8, 1)[0]
+	cfg := testConfig(own, func(context.Context, string, int) error { return nil })
+	cfg.BaseBackoff, cfg.MaxBackoff = time.Hour, 100*time.Hour
+	d, err := NewDispatcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dispatch := func(o outcome) *mailbox[int] {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.ready.head == nil {
+			t.Fatal("no key ready")
+		}
+		task := d.takeLocked()
+		d.settleLocked(task.box, o)
+		return task.box
+	}
+
+	d.Enqueue(key, 1)
+	dispatch(retry) // an hour of backoff
+	void := d.timers[0].at
+	own.lose(8)
+	own.gain(8)
+	d.Enqueue(key, 2) // readies the key at once, voiding the timer
+	dispatch(termEnded)
+	dispatch(handled)
+	d.Enqueue(key, 3)
+	d.baseBackoff = 10 * time.Hour
+	box := dispatch(retry) // ten hours of backoff
+
+	if _, ok := d.fireDue(void.Add(time.Second)); !ok {
+		t.Fatal("the ten-hour timer fired with the void one")
+	}
+	if box.state != keyBackoff || d.ready.head != nil {
+		t.Fatalf("the void timer readied the key (state %d)", box.state)
+	}
+}
+
 func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
 	own := newFakeOwnership(16)
 	busyKey, idleKey := keysInSlot(16, 4, 1)[0], keysInSlot(16, 9, 1)[0]
