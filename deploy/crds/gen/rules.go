@@ -15,10 +15,13 @@ import (
 // task maxRetry 0 = 3 when the user wrote an explicit 0, dnsPolicy ClusterFirstWithHostNet for
 // host-network tasks, and the svc and ssh plugins that mpi and tensorflow imply.
 //
+// Negative replicas, minAvailable, maxRetry and ttlSecondsAfterFinished need no rule: the
+// types' minimum markers already refuse them.
+//
 // Left unchecked, because CEL cannot express them or they depend on other objects: pod
 // template validity, the task dependency graph being acyclic, job, task and pod names fitting a
 // DNS label together, unknown plugins, mpi master and worker tasks existing, the queue existing
-// and being open, and which fields an update may change.
+// and being open, which fields an update may change, and deleting the default Queue.
 
 // Bounds on list sizes. The API server refuses a CRD whose rules it cannot prove cheap, and a
 // rule over a list costs in proportion to the list's longest possible length, so every list a
@@ -32,7 +35,9 @@ const (
 	maxMountPathSize = 4096
 )
 
-// policyActions are the actions a policy may take (Volcano's user-facing actions).
+// policyActions are the actions a policy may take: Volcano's user-facing actions. Volcano's
+// webhook checks the action of event policies only and does not list RestartPartition, which
+// its controller handles; ringfire checks every policy's action and allows RestartPartition.
 var policyActions = []string{
 	"AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition",
 	"TerminateJob", "CompleteJob", "ResumeJob",
@@ -166,6 +171,10 @@ func policyListEdits(list string) []edit {
 			// list's length, not with its square, which keeps task policies within budget.
 			Rule:    celList(events) + `.all(x, self.filter(q, ` + policyNames("q", "x") + `).size() <= 1)`,
 			Message: "an event must not appear in more than one policy of a list",
+			// Naming the event costs one more pass; naming a task or an exit code would cost
+			// more than the API server allows.
+			MessageExpression: `'event ' + ` + celList(events) + `.filter(x, self.filter(q, ` + policyNames("q", "x") +
+				`).size() > 1)[0] + ' appears in more than one policy of the list'`,
 		}, {
 			Rule:    `self.all(p, !has(p.exitCode) || self.exists_one(q, has(q.exitCode) && q.exitCode == p.exitCode))`,
 			Message: "an exitCode must not appear in more than one policy of a list",

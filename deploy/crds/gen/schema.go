@@ -11,11 +11,13 @@ type schema = map[string]any
 
 // A rule is one entry of x-kubernetes-validations: a CEL expression over self that must hold,
 // the message the API server returns when it does not, and optionally the field (relative to
-// self) that the error names.
+// self) that the error names, and a CEL expression for a message naming the culprit (the API
+// server falls back to message if it fails).
 type rule struct {
-	Rule      string `json:"rule"`
-	Message   string `json:"message"`
-	FieldPath string `json:"fieldPath,omitempty"`
+	Rule              string `json:"rule"`
+	Message           string `json:"message"`
+	MessageExpression string `json:"messageExpression,omitempty"`
+	FieldPath         string `json:"fieldPath,omitempty"`
 }
 
 // An edit changes the schema node at a path: it adds validation rules, sets keywords
