@@ -93,7 +93,7 @@ type node struct {
 }
 
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	mu       sync.Mutex // guards nodes and cut against the load goroutine
 	etcd     *localetcd.Server
 	endpoint string
@@ -105,7 +105,7 @@ type cluster struct {
 	log      hclog.Logger
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	etcd := localetcd.StartForTest(t)
 	c := &cluster{t: t, etcd: etcd, endpoint: etcd.Endpoint(), rec: &recorder{}, nodes: map[string]*node{}, cut: map[string]bool{},
 		log: hclog.New(&hclog.LoggerOptions{Name: "ringtest", Level: hclog.Warn, Output: testWriter{t}})}
@@ -117,7 +117,7 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
