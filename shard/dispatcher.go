@@ -381,13 +381,24 @@ func (d *Dispatcher[R]) readyLocked(b *mailbox[R]) {
 // requests a kept one has room for.
 const maxSpare, maxSpareCap = 1024, 16
 
+// newMailbox allocates a mailbox and room for its first requests at once.
+func newMailbox[R any]() *mailbox[R] {
+	m := new(struct {
+		box  mailbox[R]
+		room [4]request[R]
+	})
+	m.box.reqs.buf = m.room[:0]
+	return &m.box
+}
+
 func (d *Dispatcher[R]) newMailboxLocked(key string, slot int) *mailbox[R] {
 	var b *mailbox[R]
 	if n := len(d.spare); n > 0 {
 		b, d.spare = d.spare[n-1], d.spare[:n-1]
 		b.key, b.slot = key, slot
 	} else {
-		b = &mailbox[R]{key: key, slot: slot, reqs: fifo[R]{buf: make([]request[R], 0, 4)}}
+		b = newMailbox[R]()
+		b.key, b.slot = key, slot
 	}
 	d.boxes[key] = b
 	if slot >= len(d.inSlot) {
