@@ -18,7 +18,7 @@
 // changes the cap shifts by about 1.1·S/N², but what such a member loses to a
 // newcomer (or gains from a leaver) is random, and each difference moves a
 // slot. Taking pairs rank by rank, the greedy stops as soon as every slot is
-// taken, after about (S/N)·ln S ranks: 1.2 ms for N=128, S=16384.
+// taken, after about (S/N)·ln S ranks: 1.5 ms for N=128, S=16384.
 //
 // Measured at S=1024, N=2..32 (4 name families, 13 member sets, every join
 // and 3 random leaves per N): worst moved/ideal, where ideal = S/max(N before,
@@ -30,7 +30,7 @@
 //	global greedy, independent pair hashes                             1.70
 //	the same with ε = 0.05 / ε = 0 (max/mean 1.05 / 1.03)        1.99 / 2.59
 //	Maglev-style round robin (max/mean 1.03)                           2.67
-//	sequential two-choice with the cap                             2.6–6.3
+//	sequential two-choice with the cap                             2.5–6.3
 //	global greedy, per-member permutations (Assign)                    1.47
 //
 // The target of 1.25 holds while members have many slots each, and for
