@@ -6,8 +6,8 @@
 //
 // Volcano runs one state object per Job phase. Its Execute(action) calls killJob, killTarget or
 // syncJob and hands them a callback; after deleting or creating pods and counting them, they call
-// the callback on the new counts, and the callback may set the next phase. ringfire splits that
-// into two pure halves around the I/O:
+// the callback on the new counts, and the callback may set the next phase. ringfire keeps the I/O
+// in the controller and the decisions here, before and after it:
 //
 //  1. ApplyPolicies turns a Request (an event, or a Command's action) into the action to run, and
 //     the policy's timeout if it asks to wait.

@@ -46,8 +46,9 @@ const (
 // Choice is the action a request leads to.
 type Choice struct {
 	Action bus.Action
-	// Timeout is the matched policy's timeout: wait this long before running the action, and
-	// drop it if the pod starts running or a newer action for the Job arrives first. Zero: now.
+	// Timeout is the matched policy's timeout: wait this long before running the action. Volcano
+	// drops the waiting action when the pod recovers (runs again, or stops pending) or when an
+	// action of the same scope (job, task, pod, partition) runs first. Zero: run it now.
 	Timeout time.Duration
 	Reason  Reason
 }
