@@ -42,6 +42,7 @@ if [[ $# -gt 0 ]]; then
 else
 	wanted=("${all_tools[@]}")
 	if [[ -f "$stamp" ]]; then
+		touch "$stamp" # marks the set as recently used, see prune_old_sets
 		echo "$bin"
 		exit 0
 	fi
@@ -66,7 +67,8 @@ kube_ldflags() {
 	local pkg
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-		flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+		# The module zip carries no commit; an empty one beats the placeholder.
+		flags+=" -X $pkg.gitCommit= -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 	done
 	echo "$flags"
 }
@@ -79,7 +81,20 @@ ldflags_for() {
 }
 
 export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-p=2 -mod=readonly"
+# Two cores here: two compile jobs at a time, and never touch go.mod.
+GOFLAGS="$(go env GOFLAGS) -p=2 -mod=readonly"
+export GOFLAGS
+
+# prune_old_sets keeps the three most recently used tool sets (other pins,
+# other branches) and removes older ones; each set is a few hundred MB.
+prune_old_sets() {
+	local parent old
+	parent="$(dirname "$root")"
+	# shellcheck disable=SC2012 # names are our own hex keys
+	for old in $(ls -1t "$parent"/*/stamp 2>/dev/null | tail -n +4); do
+		rm -rf "$(dirname "$old")"
+	done
+}
 
 start=$SECONDS
 for name in "${wanted[@]}"; do
@@ -110,6 +125,7 @@ if [[ $complete == 1 && ! -f "$stamp" ]]; then
 		done
 	} >"$stamp.tmp.$$"
 	mv -f "$stamp.tmp.$$" "$stamp"
+	prune_old_sets
 fi
 
 echo "$bin"
