@@ -1,0 +1,419 @@
+package scheduler
+
+import (
+	"container/heap"
+	"fmt"
+
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// Options tune a cycle.
+type Options struct {
+	// OvercommitFactor lets admission reserve this multiple of the cluster's
+	// (and of each queue's deserved) resources for gangs whose pods are not
+	// placed yet, so that pods are ready to go when room appears. Volcano's
+	// overcommit plugin defaults to 1.2; values below 1 count as 1.
+	OvercommitFactor float64
+}
+
+// DefaultOptions are Volcano's defaults.
+func DefaultOptions() Options {
+	return Options{OvercommitFactor: 1.2}
+}
+
+// Allocate runs one scheduling cycle over snap: admission (PodGroups Pending
+// → Inqueue), then gang placement of the pending pods of admitted jobs. It
+// reads snap only, does no I/O, and returns the same Result for the same
+// snapshot.
+func Allocate(snap Snapshot, opts Options) Result {
+	opts.OvercommitFactor = max(opts.OvercommitFactor, 1)
+	c := newCycle(snap, opts)
+	c.enqueue()
+	c.allocate()
+	return c.result()
+}
+
+// allocate deals turns: the queue with the lowest share gives a turn to its
+// first job. A gang still short of minMember places its tasks tentatively
+// and keeps them only if it reaches minMember (and each task's
+// minTaskMember); a job that has reached it places one more pod per turn,
+// as Volcano does, so that other queues and gangs get their turns between
+// a large job's extra pods.
+func (c *cycle) allocate() {
+	for _, j := range c.jobs {
+		if !admitted(j.phase) {
+			continue
+		}
+		q := j.queue
+		if q == nil || !q.open {
+			if !j.ready {
+				j.cond = queueNotOpen(j)
+			}
+			continue
+		}
+		if !j.ready && !c.valid(j) {
+			continue
+		}
+		if c.unplaced(j) > 0 {
+			heap.Push(&q.jobs, j)
+		}
+	}
+	exhausted := make([]bool, len(c.queues))
+	for {
+		qi := -1
+		for i, q := range c.queues {
+			if exhausted[i] || q.jobs.Len() == 0 {
+				continue
+			}
+			if q.overused() {
+				exhausted[i] = true
+				continue
+			}
+			if qi < 0 || compareQueues(q, c.queues[qi]) < 0 {
+				qi = i
+			}
+		}
+		if qi < 0 {
+			break
+		}
+		q := c.queues[qi]
+		j := heap.Pop(&q.jobs).(*jobState)
+		if j.ready {
+			c.extraTurn(q, j)
+		} else {
+			c.gangTurn(q, j)
+		}
+	}
+	// Gangs their queue never came back to: it reached its deserved amount.
+	for _, q := range c.queues {
+		for _, j := range q.jobs {
+			if !j.ready {
+				f := &taskFailures{}
+				f.add(fmt.Sprintf("queue %s is overused: it holds its deserved resources", q.name), c.unplaced(j))
+				j.cond = &Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: gangMessage(j, 0, f)}
+			}
+		}
+	}
+}
+
+// admitted: the phase of a job whose pods may be placed.
+func admitted(phase vcv1beta1.PodGroupPhase) bool {
+	switch phase {
+	case vcv1beta1.PodGroupInqueue, vcv1beta1.PodGroupRunning, vcv1beta1.PodGroupUnknown:
+		return true
+	}
+	return false
+}
+
+func (c *cycle) unplaced(j *jobState) int {
+	n := 0
+	for _, t := range j.tasks {
+		if !t.placed {
+			n++
+		}
+	}
+	return n
+}
+
+// valid is Volcano's gang validity: enough pods exist to ever reach
+// minMember and each minTaskMember. When not, it says so on the job.
+func (c *cycle) valid(j *jobState) bool {
+	have := int(j.placed) + c.unplaced(j)
+	if have < int(j.job.MinMember) {
+		j.cond = &Condition{
+			Reason:  vcv1beta1.NotEnoughPodsReason,
+			Message: fmt.Sprintf("Not enough valid tasks for gang-scheduling, valid: %d, min: %d", have, j.job.MinMember),
+		}
+		return false
+	}
+	if j.minTask == nil {
+		return true
+	}
+	pending := map[string]int32{}
+	for _, t := range j.tasks {
+		pending[t.task.Name]++
+	}
+	for name, n := range j.minTask {
+		if j.placedByTask[name]+pending[name] < n {
+			j.cond = &Condition{
+				Reason:  vcv1beta1.NotEnoughPodsOfTaskReason,
+				Message: fmt.Sprintf("Not enough valid pods of task %s for gang-scheduling, valid: %d, min: %d", name, j.placedByTask[name]+pending[name], n),
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// statement is a gang's tentative placements: committed together or undone.
+type statement struct {
+	placed []placement
+	// byShape counts the placements per task shape; only is their shape
+	// while they all share one (-1 empty, -2 mixed).
+	byShape map[int32]int
+	only    int32
+}
+
+type placement struct {
+	task *taskState
+	node int
+}
+
+func newStatement() *statement { return &statement{byShape: map[int32]int{}, only: -1} }
+
+// gangTurn tries to complete the gang in one go.
+func (c *cycle) gangTurn(q *queueState, j *jobState) {
+	if c.rejectFast(q, j) {
+		return
+	}
+	st := newStatement()
+	failed := map[int32]string{} // shapes that failed in this turn, and why
+	f := &taskFailures{}
+	for _, t := range c.gangOrder(j) {
+		if j.isReady() {
+			break
+		}
+		if why, ok := failed[t.shape]; ok {
+			f.add(why, 1)
+			continue
+		}
+		if ok, d := q.roomFor(t.req); !ok {
+			why := q.fullReason(d, c.ix)
+			failed[t.shape] = why
+			f.add(why, 1)
+			continue
+		}
+		node, why := c.findNode(t, st)
+		if node < 0 {
+			failed[t.shape] = why
+			f.add(why, 1)
+			continue
+		}
+		c.place(q, j, st, t, node)
+	}
+	if !j.isReady() {
+		placeable := len(st.placed)
+		c.discard(q, j, st)
+		j.cond = &Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: gangMessage(j, placeable, f)}
+		return
+	}
+	c.commit(q, j, st)
+	j.ready = true
+	c.stats.GangsPlaced++
+	if c.unplaced(j) > 0 {
+		heap.Push(&q.jobs, j)
+	}
+}
+
+// gangOrder lists the gang's unplaced tasks: first, per task name, those
+// still needed for its minTaskMember; then the rest.
+func (c *cycle) gangOrder(j *jobState) []*taskState {
+	order := make([]*taskState, 0, len(j.tasks))
+	var rest []*taskState
+	taken := map[string]int32{}
+	for _, t := range j.tasks {
+		if t.placed {
+			continue
+		}
+		name := t.task.Name
+		if j.placedByTask[name]+taken[name] < j.minTask[name] {
+			taken[name]++
+			order = append(order, t)
+			continue
+		}
+		rest = append(rest, t)
+	}
+	return append(order, rest...)
+}
+
+// rejectFast turns a gang down without a search when the cycle already
+// knows it cannot be completed: all its pods are alike (one request, or one
+// shape) and fewer than it needs fit its queue's deserved room or the
+// cluster's capacity for that shape.
+func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
+	var first *taskState
+	sameReq, sameShape := true, true
+	pending := 0
+	for _, t := range j.tasks {
+		if t.placed {
+			continue
+		}
+		pending++
+		if first == nil {
+			first = t
+			continue
+		}
+		if t.shape != first.shape {
+			sameShape = false
+			if !equalInts(t.req, first.req) {
+				sameReq = false
+				break
+			}
+		}
+	}
+	if first == nil || !sameReq {
+		return false
+	}
+	need := j.needed()
+	f := &taskFailures{}
+	placeable := 0
+	if room, d := q.tasksWithin(first.req); room < need {
+		placeable = min(room, pending)
+		f.add(q.fullReason(d, c.ix), pending-placeable)
+	} else if capacity := c.capacity[first.shape]; sameShape && capacity >= 0 && capacity < need {
+		placeable = min(capacity, pending)
+		f.add(c.capacityWhy[first.shape], pending-placeable)
+	} else {
+		return false
+	}
+	j.cond = &Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: gangMessage(j, placeable, f)}
+	c.stats.FastRejects++
+	return true
+}
+
+// extraTurn places one more pod of a job that has reached minMember.
+func (c *cycle) extraTurn(q *queueState, j *jobState) {
+	for j.cursor < len(j.tasks) {
+		t := j.tasks[j.cursor]
+		j.cursor++
+		if t.placed {
+			continue
+		}
+		if ok, _ := q.roomFor(t.req); !ok {
+			continue
+		}
+		st := newStatement()
+		node, _ := c.findNode(t, st)
+		if node < 0 {
+			j.cursor = len(j.tasks)
+			return
+		}
+		c.place(q, j, st, t, node)
+		c.commit(q, j, st)
+		if j.cursor < len(j.tasks) {
+			heap.Push(&q.jobs, j)
+		}
+		return
+	}
+}
+
+// findNode picks the node for t, or says why there is none. st holds the
+// placements made so far in this turn.
+func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
+	if limit := c.capacity[t.shape]; limit >= 0 && st.byShape[t.shape] >= limit {
+		return -1, c.capacityWhy[t.shape]
+	}
+	node := -1
+	if t.missing == "" {
+		node = c.nodes.bestFit(t.req, t.dim, c.signatureOf(t.sig).eligible)
+	}
+	if node >= 0 {
+		return node, ""
+	}
+	why := c.fitError(t)
+	// With nothing but tasks of this shape placed in this turn, the cluster
+	// as it was before the turn holds exactly that many of them: identical
+	// tasks fill each node up to its own limit whatever the order.
+	if st.only == t.shape || st.only == -1 {
+		if n := st.byShape[t.shape]; c.capacity[t.shape] < 0 || n < c.capacity[t.shape] {
+			c.capacity[t.shape] = n
+			c.capacityWhy[t.shape] = why
+		}
+	}
+	return -1, why
+}
+
+func (c *cycle) place(q *queueState, j *jobState, st *statement, t *taskState, node int) {
+	c.nodes.take(node, t.req)
+	q.add(t.req, 1)
+	t.placed = true
+	j.placed++
+	j.placedByTask[t.task.Name]++
+	st.placed = append(st.placed, placement{task: t, node: node})
+	st.byShape[t.shape]++
+	switch st.only {
+	case -1:
+		st.only = t.shape
+	case t.shape:
+	default:
+		st.only = -2
+	}
+}
+
+func (c *cycle) commit(q *queueState, j *jobState, st *statement) {
+	for _, p := range st.placed {
+		c.bindings = append(c.bindings, Binding{Pod: p.task.task.Key, Node: c.nodes.nodes[p.node].Name, PodGroup: j.key})
+		j.bound++
+	}
+	for shape, n := range st.byShape {
+		if c.capacity[shape] >= 0 {
+			c.capacity[shape] = max(0, c.capacity[shape]-n)
+		}
+	}
+	q.updateShare()
+}
+
+func (c *cycle) discard(q *queueState, j *jobState, st *statement) {
+	for i := len(st.placed) - 1; i >= 0; i-- {
+		p := st.placed[i]
+		c.nodes.give(p.node, p.task.req)
+		q.add(p.task.req, -1)
+		p.task.placed = false
+		j.placed--
+		j.placedByTask[p.task.task.Name]--
+	}
+	c.stats.TasksDiscarded += len(st.placed)
+}
+
+// result writes every job's new phase: Running once minMember pods are
+// placed; otherwise Inqueue stays Inqueue and anything else goes back to
+// Pending (Volcano's rule, so that a gang that lost pods is admitted anew).
+func (c *cycle) result() Result {
+	r := Result{Bindings: c.bindings, PodGroups: make(map[string]GroupStatus, len(c.jobs))}
+	for _, j := range c.jobs {
+		s := GroupStatus{Phase: j.phase, Bound: j.bound, Unschedulable: j.cond}
+		switch j.phase {
+		case vcv1beta1.PodGroupPending, vcv1beta1.PodGroupInqueue, vcv1beta1.PodGroupRunning, vcv1beta1.PodGroupUnknown:
+			if j.isReady() {
+				s.Phase = vcv1beta1.PodGroupRunning
+				s.Unschedulable = nil
+			} else if j.phase != vcv1beta1.PodGroupInqueue {
+				s.Phase = vcv1beta1.PodGroupPending
+			}
+		}
+		if s.Unschedulable != nil {
+			r.Stats.Unschedulable++
+		}
+		r.PodGroups[j.key] = s
+	}
+	r.Stats.Nodes, r.Stats.Jobs = c.stats.Nodes, c.stats.Jobs
+	r.Stats.Admitted = c.stats.Admitted
+	r.Stats.GangsPlaced = c.stats.GangsPlaced
+	r.Stats.TasksBound = len(c.bindings)
+	r.Stats.TasksDiscarded = c.stats.TasksDiscarded
+	r.Stats.FastRejects = c.stats.FastRejects
+	return r
+}
+
+func equalInts(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// jobHeap orders a queue's jobs by compareJobs.
+type jobHeap []*jobState
+
+func (h jobHeap) Len() int           { return len(h) }
+func (h jobHeap) Less(a, b int) bool { return compareJobs(h[a], h[b]) < 0 }
+func (h jobHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *jobHeap) Push(x any)        { *h = append(*h, x.(*jobState)) }
+func (h *jobHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return j
+}

@@ -1,0 +1,345 @@
+package scheduler
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// cycle is one run of Allocate: the snapshot turned into mutable state, and
+// the caches that live as long as the cycle.
+type cycle struct {
+	opts    Options
+	ix      *resourceIndex
+	nodes   *nodeSet
+	queues  []*queueState // by name; only queues some job names
+	queueOf map[string]*queueState
+	jobs    []*jobState // by key
+	tasks   []taskState // all pending tasks, job by job
+
+	// sigs interns node-constraint signatures; their node checks are
+	// computed on first use.
+	sigIDs map[string]int32
+	sigs   []*signature
+	// shapes interns (signature, request): tasks of one shape are
+	// interchangeable. capacity[s] is an upper bound on how many more tasks
+	// of shape s fit the cluster (-1 unknown), capacityWhy the failure that
+	// set it. Tentative placements leave the bound valid; each committed
+	// placement of the shape lowers it by one.
+	shapeIDs    map[string]int32
+	capacity    []int
+	capacityWhy []string
+
+	bindings []Binding
+	stats    Stats
+}
+
+// signature is one distinct set of node constraints.
+type signature struct {
+	task     *Task // the first task seen with it
+	checked  bool
+	eligible []bool   // by node index
+	reasons  []string // why not, by node index
+}
+
+// jobState is one job during the cycle.
+type jobState struct {
+	job   *Job
+	key   string
+	queue *queueState // nil when the queue does not exist
+	phase vcv1beta1.PodGroupPhase
+	// minTask is MinTaskMember when it is enforced (MinMember at least its sum).
+	minTask      map[string]int32
+	placed       int32            // pods on nodes, including this cycle's
+	placedByTask map[string]int32 // the same, per task name
+	minRes       []int64
+	minResGap    corev1.ResourceName // a resource of minResources no node offers
+	request      []float64           // what the job holds and wants, for fair share
+	tasks        []*taskState        // pending, by task name then index
+	cursor       int                 // next task an extra turn looks at
+	ready        bool
+	cond         *Condition
+	bound        int32 // bindings this cycle
+}
+
+// taskState is one pending pod during the cycle.
+type taskState struct {
+	task    *Task
+	req     []int64
+	missing corev1.ResourceName // a requested resource no node offers
+	sig     int32
+	shape   int32
+	dim     int // dominant resource, the best-fit order it searches
+	placed  bool
+}
+
+func newCycle(snap Snapshot, opts Options) *cycle {
+	ix := newResourceIndex(snap.Nodes)
+	c := &cycle{
+		opts:     opts,
+		ix:       ix,
+		nodes:    newNodeSet(snap.Nodes, ix),
+		queueOf:  map[string]*queueState{},
+		sigIDs:   map[string]int32{},
+		shapeIDs: map[string]int32{},
+	}
+	c.stats.Nodes = len(snap.Nodes)
+	c.stats.Jobs = len(snap.Jobs)
+	total := floats(c.nodes.total)
+
+	queueSpec := map[string]*Queue{}
+	for i := range snap.Queues {
+		queueSpec[snap.Queues[i].Name] = &snap.Queues[i]
+	}
+	ntasks := 0
+	for i := range snap.Jobs {
+		ntasks += len(snap.Jobs[i].Pending)
+	}
+	c.tasks = make([]taskState, 0, ntasks)
+	reqs := make([]int64, ntasks*ix.dims())
+	var keyBuf []byte
+	for i := range snap.Jobs {
+		j := c.newJob(&snap.Jobs[i], queueSpec, total)
+		for k := range j.job.Pending {
+			t := &j.job.Pending[k]
+			ts := taskState{task: t, req: reqs[:ix.dims():ix.dims()]}
+			reqs = reqs[ix.dims():]
+			ts.missing = ix.vector(t.Requests, ts.req)
+			ts.req[dimPods] = 1
+			ts.sig = c.internSignature(t)
+			keyBuf = shapeKey(keyBuf[:0], ts.sig, ts.req, ts.missing)
+			ts.shape = c.internShape(keyBuf)
+			ts.dim = c.nodes.dominant(ts.req)
+			c.tasks = append(c.tasks, ts)
+		}
+		c.jobs = append(c.jobs, j)
+	}
+	// Tasks are linked only now: appending may have moved c.tasks.
+	at := 0
+	for _, j := range c.jobs {
+		for range j.job.Pending {
+			t := &c.tasks[at]
+			at++
+			j.tasks = append(j.tasks, t)
+			if j.queue != nil && j.queue.open && j.phase != vcv1beta1.PodGroupCompleted {
+				for d, x := range t.req {
+					if d != dimPods {
+						j.request[d] += float64(x)
+					}
+				}
+			}
+		}
+		slices.SortFunc(j.tasks, compareTasks)
+		if j.queue != nil {
+			for d := range j.request {
+				j.queue.request[d] += j.request[d]
+			}
+		}
+	}
+	slices.SortFunc(c.jobs, func(a, b *jobState) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(c.queues, func(a, b *queueState) int { return strings.Compare(a.name, b.name) })
+	deserve(c.queues, total)
+	return c
+}
+
+// newJob builds a job's state and charges its queue with what it holds.
+func (c *cycle) newJob(job *Job, queueSpec map[string]*Queue, total []float64) *jobState {
+	j := &jobState{
+		job:          job,
+		key:          job.JobKey(),
+		phase:        job.Phase,
+		placedByTask: map[string]int32{},
+		minRes:       make([]int64, c.ix.dims()),
+		request:      make([]float64, c.ix.dims()),
+	}
+	if j.phase == "" {
+		j.phase = vcv1beta1.PodGroupPending
+	}
+	for name, n := range job.Bound {
+		j.placedByTask[name] = n
+		j.placed += n
+	}
+	var sum int32
+	for _, n := range job.MinTaskMember {
+		sum += n
+	}
+	if len(job.MinTaskMember) > 0 && job.MinMember >= sum {
+		j.minTask = job.MinTaskMember
+	}
+	j.minResGap = c.ix.quotaVector(job.MinResources, j.minRes)
+	j.ready = j.isReady()
+
+	spec, ok := queueSpec[job.Queue]
+	if !ok {
+		return j
+	}
+	q := c.queueOf[job.Queue]
+	if q == nil {
+		q = c.newQueue(spec, total)
+		c.queueOf[q.name] = q
+		c.queues = append(c.queues, q)
+	}
+	j.queue = q
+	alloc := make([]int64, c.ix.dims())
+	c.ix.vector(job.Allocated, alloc)
+	for d, x := range alloc {
+		if d != dimPods {
+			q.allocated[d] += float64(x)
+			j.request[d] += float64(x)
+		}
+	}
+	// A gang not yet running asks for at least its minResources, whether
+	// or not its pods exist yet; a closed queue asks for nothing new.
+	if j.phase == vcv1beta1.PodGroupPending || j.phase == vcv1beta1.PodGroupInqueue {
+		for d, x := range j.minRes {
+			if d != dimPods {
+				j.request[d] = max(j.request[d], float64(x))
+			}
+		}
+		if j.phase == vcv1beta1.PodGroupInqueue {
+			for d, x := range j.minRes {
+				if d != dimPods {
+					q.inqueue[d] += max(0, float64(x)-float64(alloc[d]))
+				}
+			}
+		}
+	}
+	if !q.open {
+		copy(j.request, floats(alloc))
+	}
+	return j
+}
+
+func (c *cycle) newQueue(spec *Queue, total []float64) *queueState {
+	r := c.ix.dims()
+	q := &queueState{
+		name:       spec.Name,
+		weight:     max(spec.Weight, 1),
+		state:      spec.State,
+		open:       spec.State == "" || spec.State == vcv1beta1.QueueStateOpen,
+		capability: c.ix.capabilityVector(spec.Capability),
+		realCap:    make([]float64, r),
+		request:    make([]float64, r),
+		allocated:  make([]float64, r),
+		deserved:   make([]float64, r),
+		inqueue:    make([]float64, r),
+	}
+	for d := range q.realCap {
+		q.realCap[d] = min(q.capability[d], total[d])
+	}
+	return q
+}
+
+// isReady: minMember pods placed, and minTaskMember of each task if enforced.
+func (j *jobState) isReady() bool {
+	if j.placed < j.job.MinMember {
+		return false
+	}
+	for name, n := range j.minTask {
+		if j.placedByTask[name] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// needed is how many more pods the gang must place to be ready.
+func (j *jobState) needed() int {
+	need := int(j.job.MinMember - j.placed)
+	byTask := 0
+	for name, n := range j.minTask {
+		byTask += int(max(0, n-j.placedByTask[name]))
+	}
+	return max(need, byTask, 0)
+}
+
+// compareTasks orders a job's tasks by task name, then by pod name with
+// shorter names first, which puts <job>-<task>-<index> in index order.
+func compareTasks(a, b *taskState) int {
+	return cmp.Or(
+		strings.Compare(a.task.Name, b.task.Name),
+		cmp.Compare(len(a.task.Key), len(b.task.Key)),
+		strings.Compare(a.task.Key, b.task.Key),
+	)
+}
+
+// compareJobs is the order of jobs within a queue: higher priority first,
+// then gangs still waiting for minMember before jobs placing extra pods
+// (Volcano's gang job order), then older first, then by name.
+func compareJobs(a, b *jobState) int {
+	if a.job.Priority != b.job.Priority {
+		return cmp.Compare(b.job.Priority, a.job.Priority)
+	}
+	if a.ready != b.ready {
+		if b.ready {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(
+		compareTime(a.job.CreationTime, b.job.CreationTime),
+		strings.Compare(a.key, b.key),
+	)
+}
+
+func compareTime(a, b time.Time) int { return a.Compare(b) }
+
+// compareQueues: lowest share first, then higher weight, then by name.
+func compareQueues(a, b *queueState) int {
+	return cmp.Or(
+		cmp.Compare(a.share, b.share),
+		cmp.Compare(b.weight, a.weight),
+		strings.Compare(a.name, b.name),
+	)
+}
+
+func (c *cycle) internSignature(t *Task) int32 {
+	key := constraintKey(t)
+	if id, ok := c.sigIDs[key]; ok {
+		return id
+	}
+	id := int32(len(c.sigs))
+	c.sigIDs[key] = id
+	c.sigs = append(c.sigs, &signature{task: t})
+	return id
+}
+
+// signatureOf returns signature id with its node checks done.
+func (c *cycle) signatureOf(id int32) *signature {
+	s := c.sigs[id]
+	if s.checked {
+		return s
+	}
+	s.checked = true
+	s.eligible = make([]bool, len(c.nodes.nodes))
+	s.reasons = make([]string, len(c.nodes.nodes))
+	for i, n := range c.nodes.nodes {
+		s.reasons[i] = staticReason(s.task, n)
+		s.eligible[i] = s.reasons[i] == ""
+	}
+	return s
+}
+
+func shapeKey(buf []byte, sig int32, req []int64, missing corev1.ResourceName) []byte {
+	buf = binary.AppendVarint(buf, int64(sig))
+	for _, x := range req {
+		buf = binary.AppendVarint(buf, x)
+	}
+	return append(buf, missing...)
+}
+
+func (c *cycle) internShape(key []byte) int32 {
+	if id, ok := c.shapeIDs[string(key)]; ok {
+		return id
+	}
+	id := int32(len(c.capacity))
+	c.shapeIDs[string(key)] = id
+	c.capacity = append(c.capacity, -1)
+	c.capacityWhy = append(c.capacityWhy, "")
+	return id
+}
