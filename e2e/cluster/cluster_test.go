@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ringfire/ringfire/e2e/cluster"
@@ -151,22 +152,55 @@ func TestDeletedPodDisappears(t *testing.T) {
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	waitForPodGone(ctx, t, c, pod.Name)
+}
+
+func waitForPodGone(ctx context.Context, t *testing.T, c *cluster.Cluster, name string) {
+	t.Helper()
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
 	for {
-		_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		_, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("pod %s still there after delete: %v", pod.Name, err)
+			t.Fatalf("pod %s still there after delete: %v", name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func createPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name, node string, annotations map[string]string) *corev1.Pod {
+func TestDeletedPodWaitsForItsFinalizer(t *testing.T) {
+	c := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const finalizer = "ringfire.io/e2e-test"
+	pod := createPod(ctx, t, c, "finalized", cluster.NodeName(0), map[string]string{cluster.PodDurationAnnotation: "1h"}, finalizer)
+	waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// kwok deletes at once; the finalizer keeps the pod until it is removed.
+	pod = waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool {
+		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+	})
+	time.Sleep(500 * time.Millisecond)
+	if _, err := pods.Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("pod with a finalizer went away: %v", err)
+	}
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := pods.Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPodGone(ctx, t, c, pod.Name)
+}
+
+func createPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name, node string, annotations map[string]string, finalizers ...string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations, Finalizers: finalizers},
 		Spec: corev1.PodSpec{
 			NodeName:      node,
 			RestartPolicy: corev1.RestartPolicyNever,
