@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// The benchmarks push benchKeys keys × benchPerKey requests through a queue
-// and W workers with a trivial handler, from one producer (like an informer's
-// event handler) interleaving the keys, and time it until every key's last
-// request is handled. One op is one such run; req/s is requests enqueued per
+// The benchmarks push 10,000 keys × 5 requests through a queue and W workers
+// with a trivial handler, from one producer (like an informer's event
+// handler) interleaving the keys, and time it until every key's last request
+// is handled. One op is one such run; req/s is requests enqueued per
 // second of it.
 //
 // client-go's workqueue keeps a set, not a FIFO: a key added while it waits
@@ -25,40 +25,41 @@ import (
 // clock reads per request), or merges waiting requests ("coalesced", what the
 // workqueue does to every request).
 const (
-	benchKeys   = 10_000
-	benchPerKey = 5
+	dispatchBenchKeys   = 10_000
+	dispatchBenchPerKey = 5
 )
 
-var benchWorkers = []int{1, 4, 16}
+var dispatchBenchWorkers = []int{1, 4, 16}
 
-// allHeld holds every slot, for ever; its SlotContext costs nothing.
-type allHeld struct{}
+// allSlotsHeld holds every slot, for ever; its SlotContext costs nothing.
+type allSlotsHeld struct{}
 
-func (allHeld) Slots() int                              { return 1024 }
-func (allHeld) SlotContext(int) (context.Context, bool) { return context.Background(), true }
-func benchKeyNames() []string {
-	keys := make([]string, benchKeys)
+func (allSlotsHeld) Slots() int                              { return 1024 }
+func (allSlotsHeld) SlotContext(int) (context.Context, bool) { return context.Background(), true }
+
+func dispatchBenchKeyNames() []string {
+	keys := make([]string, dispatchBenchKeys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("namespace-%d/job-%d", i%100, i)
 	}
 	return keys
 }
 
-// benchMode is a way to run the Dispatcher.
-type benchMode struct {
+// dispatchBenchMode is a way to run the Dispatcher.
+type dispatchBenchMode struct {
 	name     string
 	coalesce bool // merge every waiting request, as the workqueue does
 	metrics  bool // register the metrics, which adds clock reads
 }
 
 func BenchmarkDispatcher(b *testing.B) {
-	keys := benchKeyNames()
-	for _, mode := range []benchMode{
+	keys := dispatchBenchKeyNames()
+	for _, mode := range []dispatchBenchMode{
 		{name: "ordered"},
 		{name: "ordered+metrics", metrics: true},
 		{name: "coalesced", coalesce: true},
 	} {
-		for _, w := range benchWorkers {
+		for _, w := range dispatchBenchWorkers {
 			b.Run(fmt.Sprintf("%s/W=%d", mode.name, w), func(b *testing.B) {
 				benchmarkDispatcher(b, keys, w, mode)
 			})
@@ -66,20 +67,20 @@ func BenchmarkDispatcher(b *testing.B) {
 	}
 }
 
-func benchmarkDispatcher(b *testing.B, keys []string, workers int, mode benchMode) {
+func benchmarkDispatcher(b *testing.B, keys []string, workers int, mode dispatchBenchMode) {
 	var calls atomic.Int64
 	var elapsed time.Duration
 	for range b.N {
-		run := newBenchRun(keys)
+		run := newDispatchBenchRun(keys)
 		cfg := DefaultDispatcherConfig[int]()
 		cfg.Name = "bench"
 		cfg.Workers = workers
-		cfg.Ownership = allHeld{}
+		cfg.Ownership = allSlotsHeld{}
 		cfg.Handler = func(_ context.Context, key string, seq int) error {
 			calls.Add(1)
 			if mode.coalesce {
 				run.handlerStarted(key)
-			} else if seq == benchPerKey-1 {
+			} else if seq == dispatchBenchPerKey-1 {
 				run.lastHandled(key)
 			}
 			return nil
@@ -105,12 +106,12 @@ func benchmarkDispatcher(b *testing.B, keys []string, workers int, mode benchMod
 		cancel()
 		wg.Wait()
 	}
-	report(b, elapsed, calls.Load())
+	reportThroughput(b, elapsed, calls.Load())
 }
 
 func BenchmarkWorkqueue(b *testing.B) {
-	keys := benchKeyNames()
-	for _, w := range benchWorkers {
+	keys := dispatchBenchKeyNames()
+	for _, w := range dispatchBenchWorkers {
 		b.Run(fmt.Sprintf("W=%d", w), func(b *testing.B) {
 			benchmarkWorkqueue(b, keys, w)
 		})
@@ -124,7 +125,7 @@ func benchmarkWorkqueue(b *testing.B, keys []string, workers int) {
 	var calls atomic.Int64
 	var elapsed time.Duration
 	for range b.N {
-		run := newBenchRun(keys)
+		run := newDispatchBenchRun(keys)
 		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 		var wg sync.WaitGroup
 		for range workers {
@@ -149,12 +150,12 @@ func benchmarkWorkqueue(b *testing.B, keys []string, workers int) {
 		queue.ShutDown()
 		wg.Wait()
 	}
-	report(b, elapsed, calls.Load())
+	reportThroughput(b, elapsed, calls.Load())
 }
 
-// benchRun tracks one run: it is done once every key's last request has
+// dispatchBenchRun tracks one run: it is done once every key's last request has
 // been handled.
-type benchRun struct {
+type dispatchBenchRun struct {
 	keys      []string
 	index     map[string]int
 	latest    []atomic.Int32 // seq of each key's last request enqueued
@@ -163,8 +164,8 @@ type benchRun struct {
 	done      chan struct{}
 }
 
-func newBenchRun(keys []string) *benchRun {
-	r := &benchRun{
+func newDispatchBenchRun(keys []string) *dispatchBenchRun {
+	r := &dispatchBenchRun{
 		keys:     keys,
 		index:    make(map[string]int, len(keys)),
 		latest:   make([]atomic.Int32, len(keys)),
@@ -179,8 +180,8 @@ func newBenchRun(keys []string) *benchRun {
 }
 
 // produce enqueues every key's requests, the keys interleaved.
-func (r *benchRun) produce(enqueue func(key string, seq int)) {
-	for seq := range benchPerKey {
+func (r *dispatchBenchRun) produce(enqueue func(key string, seq int)) {
+	for seq := range dispatchBenchPerKey {
 		for i, key := range r.keys {
 			r.latest[i].Store(int32(seq))
 			enqueue(key, seq)
@@ -190,20 +191,20 @@ func (r *benchRun) produce(enqueue func(key string, seq int)) {
 
 // handlerStarted is for queues that merge requests: a handler call that
 // starts after a key's last request was enqueued covers it.
-func (r *benchRun) handlerStarted(key string) {
-	if r.latest[r.index[key]].Load() == benchPerKey-1 {
+func (r *dispatchBenchRun) handlerStarted(key string) {
+	if r.latest[r.index[key]].Load() == dispatchBenchPerKey-1 {
 		r.lastHandled(key)
 	}
 }
 
-func (r *benchRun) lastHandled(key string) {
+func (r *dispatchBenchRun) lastHandled(key string) {
 	if !r.finished[r.index[key]].Swap(true) && r.remaining.Add(-1) == 0 {
 		close(r.done)
 	}
 }
 
-func report(b *testing.B, elapsed time.Duration, calls int64) {
-	reqs := float64(b.N) * benchKeys * benchPerKey
+func reportThroughput(b *testing.B, elapsed time.Duration, calls int64) {
+	reqs := float64(b.N) * dispatchBenchKeys * dispatchBenchPerKey
 	b.ReportMetric(reqs/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(calls)/reqs, "calls/req")
 }

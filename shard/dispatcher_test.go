@@ -17,12 +17,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// testTimeout bounds every wait of these tests; nothing should come near it.
-const testTimeout = 10 * time.Second
+// dispatchTimeout bounds every wait of these tests; nothing should come near it.
+const dispatchTimeout = 10 * time.Second
 
-// fakeOwnership holds every slot until told otherwise. Each holding of a slot
+// toggleOwnership holds every slot until told otherwise. Each holding of a slot
 // (a term) has its own context.
-type fakeOwnership struct {
+type toggleOwnership struct {
 	slots int
 
 	mu      sync.Mutex
@@ -31,8 +31,8 @@ type fakeOwnership struct {
 	cancels map[int]context.CancelFunc
 }
 
-func newFakeOwnership(slots int) *fakeOwnership {
-	return &fakeOwnership{
+func newToggleOwnership(slots int) *toggleOwnership {
+	return &toggleOwnership{
 		slots:   slots,
 		notHeld: make(map[int]bool),
 		terms:   make(map[int]context.Context),
@@ -40,9 +40,9 @@ func newFakeOwnership(slots int) *fakeOwnership {
 	}
 }
 
-func (f *fakeOwnership) Slots() int { return f.slots }
+func (f *toggleOwnership) Slots() int { return f.slots }
 
-func (f *fakeOwnership) SlotContext(slot int) (context.Context, bool) {
+func (f *toggleOwnership) SlotContext(slot int) (context.Context, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.notHeld[slot] {
@@ -56,14 +56,14 @@ func (f *fakeOwnership) SlotContext(slot int) (context.Context, bool) {
 
 // handOver stops new work on slot, as the Manager does before draining; the
 // slot's context stays live.
-func (f *fakeOwnership) handOver(slot int) {
+func (f *toggleOwnership) handOver(slot int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notHeld[slot] = true
 }
 
 // lose ends the slot's term: it is not held and its context is cancelled.
-func (f *fakeOwnership) lose(slot int) {
+func (f *toggleOwnership) lose(slot int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notHeld[slot] = true
@@ -75,14 +75,14 @@ func (f *fakeOwnership) lose(slot int) {
 }
 
 // gain holds the slot again, in a new term.
-func (f *fakeOwnership) gain(slot int) {
+func (f *toggleOwnership) gain(slot int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notHeld[slot] = false
 }
 
-// keysInSlot returns n distinct keys whose slot is slot.
-func keysInSlot(slots, slot, n int) []string {
+// keysHashingTo returns n distinct keys whose slot is slot.
+func keysHashingTo(slots, slot, n int) []string {
 	var keys []string
 	for i := 0; len(keys) < n; i++ {
 		if key := fmt.Sprintf("ns/job-%d", i); SlotOf(key, slots) == slot {
@@ -92,7 +92,8 @@ func keysInSlot(slots, slot, n int) []string {
 	return keys
 }
 
-func testConfig[R any](own Ownership, handler func(context.Context, string, R) error) DispatcherConfig[R] {
+// dispatcherTestConfig is a config for tests: 4 workers, backoff 1ms to 100ms.
+func dispatcherTestConfig[R any](own Ownership, handler func(context.Context, string, R) error) DispatcherConfig[R] {
 	cfg := DefaultDispatcherConfig[R]()
 	cfg.Name = "test"
 	cfg.Workers = 4
@@ -119,24 +120,24 @@ func startDispatcher[R any](t *testing.T, cfg DispatcherConfig[R]) *Dispatcher[R
 	}()
 	t.Cleanup(func() {
 		cancel()
-		waitFor(t, stopped, "Run to return")
+		awaitClosed(t, stopped, "Run to return")
 	})
 	return d
 }
 
-func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
-// eventually waits for cond, checking it every millisecond.
-func eventually(t *testing.T, what string, cond func() bool) {
+// awaitCondition waits for cond, checking it every millisecond.
+func awaitCondition(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(dispatchTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -181,7 +182,7 @@ func TestDispatcherKeepsOrderPerKeyAndNeverRunsAKeyTwice(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := testConfig(newFakeOwnership(64), handler)
+	cfg := dispatcherTestConfig(newToggleOwnership(64), handler)
 	cfg.Workers = 16
 	d := startDispatcher(t, cfg)
 
@@ -198,13 +199,13 @@ func TestDispatcherKeepsOrderPerKeyAndNeverRunsAKeyTwice(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, allDone, "every request to be handled")
+	awaitClosed(t, allDone, "every request to be handled")
 	for k := range keys {
 		if got := lastSeen[k].Load(); got != perKey-1 {
 			t.Errorf("key %d: last request handled %d, want %d", k, got, perKey-1)
 		}
 	}
-	eventually(t, "an empty queue", func() bool { return d.Len() == 0 })
+	awaitCondition(t, "an empty queue", func() bool { return d.Len() == 0 })
 }
 
 func TestDispatcherSlowKeyBlocksOnlyItself(t *testing.T) {
@@ -226,19 +227,19 @@ func TestDispatcherSlowKeyBlocksOnlyItself(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := testConfig(newFakeOwnership(64), handler)
+	cfg := dispatcherTestConfig(newToggleOwnership(64), handler)
 	cfg.Workers = 2
 	d := startDispatcher(t, cfg)
 	defer close(release)
 
 	d.Enqueue("ns/slow", 1)
-	waitFor(t, slowStarted, "the slow key to start")
+	awaitClosed(t, slowStarted, "the slow key to start")
 	for i := range others {
 		d.Enqueue("ns/slow", 2) // queues behind the slow head, takes no worker
 		d.Enqueue(fmt.Sprintf("ns/job-%d", i), 1)
 		d.Enqueue(fmt.Sprintf("ns/job-%d", i), 2)
 	}
-	waitFor(t, othersDone, "the other keys, while the slow key blocks")
+	awaitClosed(t, othersDone, "the other keys, while the slow key blocks")
 	if n := slowCalls.Load(); n != 1 {
 		t.Fatalf("slow key handled %d times while blocked, want 1", n)
 	}
@@ -269,7 +270,7 @@ func TestDispatcherRetriesWithBackoffThenGivesUp(t *testing.T) {
 		close(nextDone)
 		return nil
 	}
-	cfg := testConfig(newFakeOwnership(64), handler)
+	cfg := dispatcherTestConfig(newToggleOwnership(64), handler)
 	cfg.MaxRetries = maxRetries
 	cfg.BaseBackoff = 2 * time.Millisecond
 	cfg.MaxBackoff = time.Second
@@ -286,8 +287,8 @@ func TestDispatcherRetriesWithBackoffThenGivesUp(t *testing.T) {
 
 	d.Enqueue("ns/bad", 1)
 	d.Enqueue("ns/bad", 2)
-	waitFor(t, gaveUp, "OnGiveUp")
-	waitFor(t, nextDone, "the request after the given-up one")
+	awaitClosed(t, gaveUp, "OnGiveUp")
+	awaitClosed(t, nextDone, "the request after the given-up one")
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -322,7 +323,7 @@ func TestDispatcherRetriesWithBackoffThenGivesUp(t *testing.T) {
 }
 
 func TestDispatcherBackoffDoublesUpToMax(t *testing.T) {
-	cfg := testConfig(newFakeOwnership(1), func(context.Context, string, int) error { return nil })
+	cfg := dispatcherTestConfig(newToggleOwnership(1), func(context.Context, string, int) error { return nil })
 	cfg.BaseBackoff = 5 * time.Millisecond
 	cfg.MaxBackoff = 1000 * time.Second
 	d, err := NewDispatcher(cfg)
@@ -367,14 +368,14 @@ func TestDispatcherSuccessResetsBackoff(t *testing.T) {
 		}
 		return nil
 	}
-	d = startDispatcher(t, testConfig(newFakeOwnership(1), handler))
+	d = startDispatcher(t, dispatcherTestConfig(newToggleOwnership(1), handler))
 	d.Enqueue("ns/a", 1)
 	d.Enqueue("ns/a", 2)
-	waitFor(t, done, "both requests")
+	awaitClosed(t, done, "both requests")
 	if n := <-failuresAtStart; n != 0 {
 		t.Errorf("request 2 started with %d failures counted, want 0", n)
 	}
-	eventually(t, "the idle key to be forgotten", func() bool {
+	awaitCondition(t, "the idle key to be forgotten", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return len(d.boxes) == 0
@@ -433,7 +434,7 @@ func TestDispatcherCoalescesWaitingResyncs(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := testConfig(newFakeOwnership(1), handler)
+	cfg := dispatcherTestConfig(newToggleOwnership(1), handler)
 	cfg.Coalesce = func(queued, incoming int) bool { return queued == resync && incoming == resync }
 	d := startDispatcher(t, cfg)
 
@@ -446,7 +447,7 @@ func TestDispatcherCoalescesWaitingResyncs(t *testing.T) {
 		t.Errorf("Len() = %d, want 3 (resync, 7, resync)", got)
 	}
 	close(release)
-	waitFor(t, done, "the coalesced requests")
+	awaitClosed(t, done, "the coalesced requests")
 	mu.Lock()
 	defer mu.Unlock()
 	if got, want := fmt.Sprint(handled), "[0 0 7 0]"; got != want {
@@ -458,15 +459,15 @@ func TestDispatcherCoalescesWaitingResyncs(t *testing.T) {
 }
 
 func TestDispatcherDropsRequestsOfSlotsNotHeld(t *testing.T) {
-	own := newFakeOwnership(16)
+	own := newToggleOwnership(16)
 	handled := make(chan string, 10)
-	cfg := testConfig(own, func(_ context.Context, key string, _ int) error {
+	cfg := dispatcherTestConfig(own, func(_ context.Context, key string, _ int) error {
 		handled <- key
 		return nil
 	})
 	d := startDispatcher(t, cfg)
 
-	keys := keysInSlot(16, 3, 1)
+	keys := keysHashingTo(16, 3, 1)
 	own.handOver(3)
 	d.Enqueue(keys[0], 1)
 	d.EnqueueAfter(keys[0], 2, time.Millisecond)
@@ -489,32 +490,32 @@ func TestDispatcherDropsRequestsOfSlotsNotHeld(t *testing.T) {
 		if key != keys[0] {
 			t.Fatalf("handled %q", key)
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatal("timed out waiting for the request once the slot is held")
 	}
 }
 
 func TestDispatcherSlotLossCancelsHandlerAndDropsItsQueue(t *testing.T) {
-	own := newFakeOwnership(16)
-	key := keysInSlot(16, 5, 1)[0]
+	own := newToggleOwnership(16)
+	key := keysHashingTo(16, 5, 1)[0]
 	started := make(chan struct{})
 	var calls atomic.Int32
 	handlerErr := make(chan error, 1)
-	cfg := testConfig(own, func(ctx context.Context, _ string, _ int) error {
+	cfg := dispatcherTestConfig(own, func(ctx context.Context, _ string, _ int) error {
 		calls.Add(1)
 		close(started)
 		select {
 		case <-ctx.Done():
 			handlerErr <- ctx.Err()
 			return ctx.Err()
-		case <-time.After(testTimeout):
+		case <-time.After(dispatchTimeout):
 			return errors.New("slot context never cancelled")
 		}
 	})
 	d := startDispatcher(t, cfg)
 
 	d.Enqueue(key, 1)
-	waitFor(t, started, "the handler")
+	awaitClosed(t, started, "the handler")
 	d.Enqueue(key, 2)
 	d.Enqueue(key, 3)
 	own.lose(5)
@@ -523,10 +524,10 @@ func TestDispatcherSlotLossCancelsHandlerAndDropsItsQueue(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("handler saw %v, want context.Canceled", err)
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatal("the slot's cancellation did not reach the handler")
 	}
-	eventually(t, "the mailbox to be dropped", func() bool {
+	awaitCondition(t, "the mailbox to be dropped", func() bool {
 		return d.Len() == 0 && counterValue(t, d.metrics.dropsBy[dropSlotLost]) == 3
 	})
 	if n := calls.Load(); n != 1 {
@@ -540,12 +541,12 @@ func TestDispatcherSlotLossCancelsHandlerAndDropsItsQueue(t *testing.T) {
 func TestDispatcherDropsRequestsOfAnEndedTerm(t *testing.T) {
 	// Requests queued while the slot was held, then lost and regained, belong
 	// to the earlier term: the new term enqueues its own.
-	own := newFakeOwnership(16)
-	blocker, key := keysInSlot(16, 1, 1)[0], keysInSlot(16, 2, 1)[0]
+	own := newToggleOwnership(16)
+	blocker, key := keysHashingTo(16, 1, 1)[0], keysHashingTo(16, 2, 1)[0]
 	release := make(chan struct{})
 	blocking := make(chan struct{})
 	handled := make(chan int, 10)
-	cfg := testConfig(own, func(_ context.Context, k string, req int) error {
+	cfg := dispatcherTestConfig(own, func(_ context.Context, k string, req int) error {
 		if k == blocker {
 			close(blocking)
 			<-release
@@ -558,7 +559,7 @@ func TestDispatcherDropsRequestsOfAnEndedTerm(t *testing.T) {
 	d := startDispatcher(t, cfg)
 
 	d.Enqueue(blocker, 0)
-	waitFor(t, blocking, "the only worker to be busy")
+	awaitClosed(t, blocking, "the only worker to be busy")
 	d.Enqueue(key, 1)
 	d.Enqueue(key, 2)
 	own.lose(2)
@@ -570,7 +571,7 @@ func TestDispatcherDropsRequestsOfAnEndedTerm(t *testing.T) {
 		if req != 3 {
 			t.Fatalf("handled request %d of the ended term", req)
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatal("timed out waiting for the new term's request")
 	}
 	if got := counterValue(t, d.metrics.dropsBy[dropSlotLost]); got != 2 {
@@ -579,10 +580,10 @@ func TestDispatcherDropsRequestsOfAnEndedTerm(t *testing.T) {
 }
 
 func TestDispatcherNewTermSkipsTheBackoffOfAnEndedOne(t *testing.T) {
-	own := newFakeOwnership(16)
-	key := keysInSlot(16, 6, 1)[0]
+	own := newToggleOwnership(16)
+	key := keysHashingTo(16, 6, 1)[0]
 	handled := make(chan int, 1)
-	cfg := testConfig(own, func(_ context.Context, _ string, req int) error {
+	cfg := dispatcherTestConfig(own, func(_ context.Context, _ string, req int) error {
 		if req == 1 {
 			return errors.New("fails, then waits out an hour of backoff")
 		}
@@ -594,7 +595,7 @@ func TestDispatcherNewTermSkipsTheBackoffOfAnEndedOne(t *testing.T) {
 	d := startDispatcher(t, cfg)
 
 	d.Enqueue(key, 1)
-	eventually(t, "the request to back off", func() bool {
+	awaitCondition(t, "the request to back off", func() bool {
 		return counterValue(t, d.metrics.retries) == 1
 	})
 	own.lose(6)
@@ -605,7 +606,7 @@ func TestDispatcherNewTermSkipsTheBackoffOfAnEndedOne(t *testing.T) {
 		if req != 2 {
 			t.Fatalf("handled %d, want the new term's 2", req)
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatal("the new term's request waited out the ended term's backoff")
 	}
 	if got := counterValue(t, d.metrics.dropsBy[dropSlotLost]); got != 1 {
@@ -616,9 +617,9 @@ func TestDispatcherNewTermSkipsTheBackoffOfAnEndedOne(t *testing.T) {
 func TestDispatcherIgnoresAVoidRetryTimer(t *testing.T) {
 	// Step the dispatcher by hand, without Run: a retry timer voided by a new
 	// term must not ready the key once it is back in a later backoff.
-	own := newFakeOwnership(16)
-	key := keysInSlot(16, 8, 1)[0]
-	cfg := testConfig(own, func(context.Context, string, int) error { return nil })
+	own := newToggleOwnership(16)
+	key := keysHashingTo(16, 8, 1)[0]
+	cfg := dispatcherTestConfig(own, func(context.Context, string, int) error { return nil })
 	cfg.BaseBackoff, cfg.MaxBackoff = time.Hour, 100*time.Hour
 	d, err := NewDispatcher(cfg)
 	if err != nil {
@@ -656,11 +657,11 @@ func TestDispatcherIgnoresAVoidRetryTimer(t *testing.T) {
 }
 
 func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
-	own := newFakeOwnership(16)
-	busyKey, idleKey := keysInSlot(16, 4, 1)[0], keysInSlot(16, 9, 1)[0]
+	own := newToggleOwnership(16)
+	busyKey, idleKey := keysHashingTo(16, 4, 1)[0], keysHashingTo(16, 9, 1)[0]
 	release := make(chan struct{})
 	started := make(chan struct{})
-	cfg := testConfig(own, func(_ context.Context, key string, _ int) error {
+	cfg := dispatcherTestConfig(own, func(_ context.Context, key string, _ int) error {
 		if key == busyKey {
 			close(started)
 			<-release
@@ -670,11 +671,11 @@ func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
 	d := startDispatcher(t, cfg)
 
 	d.Enqueue(busyKey, 1)
-	waitFor(t, started, "the handler of slot 4")
+	awaitClosed(t, started, "the handler of slot 4")
 	own.handOver(4)
 	d.Enqueue(idleKey, 1)
 
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), dispatchTimeout)
 	defer cancel()
 	if !d.Drain(ctx, []int{9, 10}) {
 		t.Fatal("Drain of slots with nothing in flight did not drain")
@@ -693,7 +694,7 @@ func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
 		if !ok {
 			t.Fatal("Drain returned false once the handler returned")
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatal("Drain did not return after the handler did")
 	}
 	d.mu.Lock()
@@ -704,10 +705,10 @@ func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
 }
 
 func TestDispatcherRecoversHandlerPanic(t *testing.T) {
-	var logs syncBuffer
+	var logs lockedBuffer
 	gaveUp := make(chan error, 1)
 	nextDone := make(chan struct{})
-	cfg := testConfig(newFakeOwnership(16), func(_ context.Context, _ string, req int) error {
+	cfg := dispatcherTestConfig(newToggleOwnership(16), func(_ context.Context, _ string, req int) error {
 		if req == 1 {
 			panic("nil map somewhere")
 		}
@@ -726,10 +727,10 @@ func TestDispatcherRecoversHandlerPanic(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "nil map somewhere") {
 			t.Fatalf("OnGiveUp got %v, want the panic as an error", err)
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(dispatchTimeout):
 		t.Fatal("timed out waiting for the panicking request to be given up")
 	}
-	waitFor(t, nextDone, "the request after the panic")
+	awaitClosed(t, nextDone, "the request after the panic")
 	if got := counterValue(t, d.metrics.panics); got != 1 {
 		t.Errorf("panics = %v, want 1", got)
 	}
@@ -740,7 +741,7 @@ func TestDispatcherRecoversHandlerPanic(t *testing.T) {
 
 func TestDispatcherEnqueueAfterDelays(t *testing.T) {
 	handled := make(chan int, 2)
-	cfg := testConfig(newFakeOwnership(16), func(_ context.Context, _ string, req int) error {
+	cfg := dispatcherTestConfig(newToggleOwnership(16), func(_ context.Context, _ string, req int) error {
 		handled <- req
 		return nil
 	})
@@ -754,7 +755,7 @@ func TestDispatcherEnqueueAfterDelays(t *testing.T) {
 			if got != want {
 				t.Fatalf("handled %d, want %d", got, want)
 			}
-		case <-time.After(testTimeout):
+		case <-time.After(dispatchTimeout):
 			t.Fatalf("timed out waiting for request %d", want)
 		}
 	}
@@ -765,10 +766,10 @@ func TestDispatcherEnqueueAfterDelays(t *testing.T) {
 
 func TestDispatcherRunStopsAllGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	own := newFakeOwnership(16)
-	blocked := keysInSlot(16, 7, 1)[0]
+	own := newToggleOwnership(16)
+	blocked := keysHashingTo(16, 7, 1)[0]
 	started := make(chan struct{})
-	cfg := testConfig(own, func(ctx context.Context, key string, req int) error {
+	cfg := dispatcherTestConfig(own, func(ctx context.Context, key string, req int) error {
 		switch {
 		case key == blocked:
 			close(started)
@@ -793,12 +794,12 @@ func TestDispatcherRunStopsAllGoroutines(t *testing.T) {
 		d.Run(ctx)
 	}()
 	d.Enqueue(blocked, 0)
-	waitFor(t, started, "the blocking handler")
+	awaitClosed(t, started, "the blocking handler")
 	for i := range 50 {
 		d.Enqueue(fmt.Sprintf("ns/failing-%d", i), 1)
 		d.EnqueueAfter(fmt.Sprintf("ns/later-%d", i), 2, time.Hour)
 	}
-	eventually(t, "the failing keys to back off", func() bool {
+	awaitCondition(t, "the failing keys to back off", func() bool {
 		return counterValue(t, d.metrics.retries) == 50
 	})
 
@@ -809,7 +810,7 @@ func TestDispatcherRunStopsAllGoroutines(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	own.lose(7)
-	waitFor(t, stopped, "Run to return")
+	awaitClosed(t, stopped, "Run to return")
 	if got := d.Len(); got != 0 {
 		t.Errorf("Len() = %d after Run returned, want 0", got)
 	}
@@ -820,11 +821,11 @@ func TestDispatcherRunStopsAllGoroutines(t *testing.T) {
 	if got := d.Len(); got != 0 {
 		t.Errorf("Len() = %d after Enqueue on a stopped dispatcher, want 0", got)
 	}
-	eventually(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before })
+	awaitCondition(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestNewDispatcherRejectsBadConfig(t *testing.T) {
-	good := testConfig(newFakeOwnership(1), func(context.Context, string, int) error { return nil })
+	good := dispatcherTestConfig(newToggleOwnership(1), func(context.Context, string, int) error { return nil })
 	for name, mutate := range map[string]func(*DispatcherConfig[int]){
 		"no name":            func(c *DispatcherConfig[int]) { c.Name = "" },
 		"no workers":         func(c *DispatcherConfig[int]) { c.Workers = 0 },
@@ -848,7 +849,7 @@ func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 
 func TestDispatcherRegistersMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	cfg := testConfig(newFakeOwnership(1), func(context.Context, string, int) error { return nil })
+	cfg := dispatcherTestConfig(newToggleOwnership(1), func(context.Context, string, int) error { return nil })
 	cfg.Registerer = reg
 	if _, err := NewDispatcher(cfg); err != nil {
 		t.Fatal(err)
@@ -888,19 +889,19 @@ func hasLabel(m *dto.Metric, name string) bool {
 	return false
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
+// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
