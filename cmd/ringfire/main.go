@@ -2,6 +2,7 @@
 //
 //	ringfire run           a replica: joins the ring and works on its slots
 //	ringfire ring status   the members, their slots and the slots in motion
+//	ringfire dev up|down   a local cluster for trying it out
 //
 // Flags, configuration and wiring live here; the work lives in the packages.
 package main
@@ -16,6 +17,7 @@ const usage = `ringfire: a sharded batch-job controller manager serving the Volc
 Usage:
   ringfire run [flags]            run a replica (without --etcd-endpoints: on an embedded etcd, a ring of one)
   ringfire ring status [flags]    print the ring: members, slots held and assigned, slots in motion
+  ringfire dev up|down [flags]    a local cluster to try ringfire: control plane, fake nodes, replicas, sample jobs
 
 Run 'ringfire <command> -h' for a command's flags.
 `
@@ -31,6 +33,8 @@ func main() {
 		err = runCommand(args)
 	case "ring":
 		err = ringCommand(args)
+	case "dev":
+		err = devCommand(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

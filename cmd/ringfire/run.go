@@ -23,6 +23,7 @@ import (
 
 type runFlags struct {
 	etcd         etcdFlags
+	kube         kubeFlags
 	id           string
 	slots        int
 	leaseTTL     time.Duration
@@ -47,6 +48,7 @@ func runCommand(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var f runFlags
 	f.etcd.register(fs)
+	f.kube.register(fs)
 	fs.StringVar(&f.id, "id", defaultID(), "member id in the ring: the pod name in a StatefulSet ($POD_NAME), else the hostname")
 	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
@@ -61,6 +63,7 @@ func runCommand(args []string) error {
 	if err != nil {
 		return err
 	}
+	routeKlog(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, f, log)
@@ -126,6 +129,16 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	var wg sync.WaitGroup
 	opsCtx, stopOps := context.WithCancel(context.Background())
 	defer func() { stopOps(); wg.Wait() }()
+
+	kubeCfg, err := f.kube.restConfig(log)
+	if err != nil {
+		return err
+	}
+	var api apiHealth
+	if kubeCfg != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); api.run(opsCtx, kubeCfg, log) }()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -134,6 +147,9 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 			Ready: func() error {
 				if !manager.Ready() {
 					return errors.New("not a member of the ring yet: etcd unreachable or not answering (see the log)")
+				}
+				if kubeCfg != nil {
+					return api.Err()
 				}
 				return nil
 			},

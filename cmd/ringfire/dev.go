@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/ringfire/ringfire/deploy/crds"
+	"github.com/ringfire/ringfire/deploy/examples"
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/shard"
+)
+
+type devFlags struct {
+	dir      string
+	replicas int
+	nodes    int
+	examples bool
+}
+
+func devCommand(args []string) error {
+	if len(args) == 0 || (args[0] != "up" && args[0] != "down") {
+		return errors.New("usage: ringfire dev up|down [flags]")
+	}
+	fs := flag.NewFlagSet("dev "+args[0], flag.ContinueOnError)
+	var f devFlags
+	fs.StringVar(&f.dir, "dir", ".ringfire/dev", "state directory of the local cluster: certificates, data, one log per process")
+	fs.IntVar(&f.replicas, "replicas", 3, "ringfire replicas to start")
+	fs.IntVar(&f.nodes, "nodes", 4, "KWOK fake nodes")
+	fs.BoolVar(&f.examples, "examples", true, "submit the sample jobs of deploy/examples")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if args[0] == "down" {
+		return devDown(f)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "dev", Level: hclog.Info, Output: os.Stderr})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return devUp(ctx, f, log)
+}
+
+func (f devFlags) pidFile() string { return filepath.Join(f.dir, "dev.pid") }
+
+// devUp starts a local control plane, an etcd for the ring and the
+// replicas, submits the samples, and shows progress until ctx is done.
+func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
+	if pid, alive := livePID(f.pidFile()); alive {
+		return fmt.Errorf("a dev cluster is already running (pid %d); stop it with `ringfire dev down --dir %s`", pid, f.dir)
+	}
+	if err := os.RemoveAll(f.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.pidFile(), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(f.pidFile())
+
+	tools, err := toolsBin(ctx, log)
+	if err != nil {
+		return err
+	}
+	log.Info("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kwok)", "nodes", f.nodes)
+	c, err := cluster.Start(ctx, cluster.Options{Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster")})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	if err := crds.Install(ctx, c.RESTConfig()); err != nil {
+		return err
+	}
+	log.Info("installed the Volcano CRDs and the default Queue", "kubeconfig", c.Kubeconfig())
+
+	ringEtcd, err := localetcd.Start(localetcd.Options{Dir: filepath.Join(f.dir, "ring-etcd"), Logger: log.Named("ring-etcd")})
+	if err != nil {
+		return err
+	}
+	defer ringEtcd.Stop()
+
+	replicas, err := startReplicas(f, c.Kubeconfig(), ringEtcd.Endpoint(), log)
+	if err != nil {
+		return err
+	}
+	defer stopReplicas(replicas, log)
+
+	if f.examples {
+		if err := applyExamples(ctx, c.RESTConfig()); err != nil {
+			return err
+		}
+		log.Info("submitted the sample jobs of deploy/examples")
+	}
+	fmt.Printf("\nringfire dev cluster is up. Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  go run ./cmd/ringfire ring status --etcd-endpoints %s\n", c.Kubeconfig(), ringEtcd.Endpoint())
+	for i := range replicas {
+		fmt.Printf("  status page of replica %d: http://127.0.0.1:%d/\n", i, replicaPort(i))
+	}
+	fmt.Printf("Logs: %s. Ctrl-C stops everything.\n\n", f.dir)
+	return showProgress(ctx, c.RESTConfig(), ringEtcd.Endpoint())
+}
+
+// toolsBin finds the control-plane binaries: $RINGFIRE_TOOLS_BIN, else the
+// cache that e2e/tools/build.sh fills (building it the first time).
+func toolsBin(ctx context.Context, log hclog.Logger) (string, error) {
+	if dir := os.Getenv(cluster.ToolsBinEnv); dir != "" {
+		return dir, nil
+	}
+	script := filepath.Join("e2e", "tools", "build.sh")
+	if _, err := os.Stat(script); err != nil {
+		return "", fmt.Errorf("no %s here: run `ringfire dev up` from the ringfire repository, or set $%s to the tools directory", script, cluster.ToolsBinEnv)
+	}
+	log.Info("building or reusing the pinned tools (the first time takes several minutes)")
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("build the tools with %s: %w", script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
+}
+
+func replicaPort(i int) int { return 18080 + i }
+
+type replica struct {
+	id  string
+	cmd *exec.Cmd
+}
+
+// startReplicas runs the replicas as processes of this same binary, each
+// logging to a file of its own, and dying with this process.
+func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]replica, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var out []replica
+	for i := range f.replicas {
+		id := fmt.Sprintf("ringfire-%d", i)
+		logFile, err := os.Create(filepath.Join(f.dir, id+".log"))
+		if err != nil {
+			return out, err
+		}
+		cmd := exec.Command(self, "run", "--id", id, "--etcd-endpoints", etcd, "--kubeconfig", kubeconfig,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", replicaPort(i)), "--data-dir", filepath.Join(f.dir, id))
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			return out, fmt.Errorf("start replica %s: %w", id, err)
+		}
+		logFile.Close()
+		out = append(out, replica{id: id, cmd: cmd})
+		log.Info("started replica", "id", id, "pid", cmd.Process.Pid, "log", logFile.Name())
+	}
+	return out, nil
+}
+
+// stopReplicas stops the replicas gracefully (SIGTERM), killing what is
+// still running after 15 s.
+func stopReplicas(rs []replica, log hclog.Logger) {
+	for _, r := range rs {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, r := range rs {
+		done := make(chan struct{})
+		go func() { r.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			log.Warn("replica did not stop within 15s; killing it", "id", r.id)
+			r.cmd.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// applyExamples applies every sample manifest by server-side apply.
+func applyExamples(ctx context.Context, cfg *rest.Config) error {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return fs.WalkDir(examples.Files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		data, err := examples.Files.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var obj unstructured.Unstructured
+			if err := dec.Decode(&obj.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			gvk := obj.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", path, gvk, err)
+			}
+			var ri dynamic.ResourceInterface = client.Resource(m.Resource)
+			if ns := obj.GetNamespace(); ns != "" {
+				ri = client.Resource(m.Resource).Namespace(ns)
+			}
+			if _, err := ri.Apply(ctx, obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "ringfire-dev", Force: true}); err != nil {
+				return fmt.Errorf("apply %s %s from %s: %w", gvk.Kind, obj.GetName(), path, err)
+			}
+		}
+	})
+}
+
+var vcjobs = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
+
+// showProgress prints, every two seconds, the jobs by phase and the slots
+// held per replica, until ctx is done.
+func showProgress(ctx context.Context, cfg *rest.Config, ringEndpoint string) error {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var ef etcdFlags
+	ef.prefix = "/ringfire"
+	etcd, err := ef.client([]string{ringEndpoint})
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	finished := false
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		line, done := progressLine(ctx, client, etcd, ef.prefix)
+		fmt.Println(time.Now().Format("15:04:05"), line)
+		if done && !finished {
+			finished = true
+			fmt.Println("all sample jobs have finished; still serving until Ctrl-C")
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Println("stopping the dev cluster")
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func progressLine(ctx context.Context, client dynamic.Interface, etcd *clientv3.Client, prefix string) (string, bool) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var b strings.Builder
+	jobs, err := client.Resource(vcjobs).List(rctx, metav1.ListOptions{})
+	allDone := false
+	if err != nil {
+		fmt.Fprintf(&b, "jobs: %v", err)
+	} else {
+		phases := map[string]int{}
+		allDone = len(jobs.Items) > 0
+		for _, j := range jobs.Items {
+			phase, _, _ := unstructured.NestedString(j.Object, "status", "state", "phase")
+			if phase == "" {
+				phase = "Pending"
+			}
+			phases[phase]++
+			switch phase {
+			case "Completed", "Failed", "Terminated", "Aborted":
+			default:
+				allDone = false
+			}
+		}
+		fmt.Fprintf(&b, "jobs %d:%s", len(jobs.Items), counts(phases))
+	}
+	snap, err := shard.ReadSnapshot(rctx, etcd, prefix)
+	if err != nil {
+		fmt.Fprintf(&b, " | ring: %v", err)
+		return b.String(), allDone
+	}
+	held := map[string]int{}
+	for _, s := range snap.Summary() {
+		held[s.ID] = s.Held
+	}
+	fmt.Fprintf(&b, " | slots held:%s, in motion %d", counts(held), len(snap.InMotion()))
+	return b.String(), allDone
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, m[k])
+	}
+	return b.String()
+}
+
+// devDown stops a dev cluster left running by `ringfire dev up`: its
+// processes die with it.
+func devDown(f devFlags) error {
+	pid, alive := livePID(f.pidFile())
+	if !alive {
+		fmt.Println("no dev cluster running in", f.dir)
+		return os.RemoveAll(f.dir)
+	}
+	p, _ := os.FindProcess(pid)
+	p.Signal(syscall.SIGTERM)
+	for range 120 {
+		if _, alive := livePID(f.pidFile()); !alive {
+			fmt.Println("stopped the dev cluster")
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	p.Signal(syscall.SIGKILL)
+	fmt.Println("the dev cluster did not stop within 30s; killed it")
+	return os.RemoveAll(f.dir)
+}
+
+// livePID reads a pid file and reports whether that process still runs.
+func livePID(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+)
+
+// kubeFlags reach the Kubernetes API server.
+type kubeFlags struct {
+	kubeconfig string
+	qps        float64
+	burst      int
+}
+
+func (f *kubeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to manage; empty: $KUBECONFIG, else the in-cluster config, else no cluster (the ring only)")
+	fs.Float64Var(&f.qps, "kube-api-qps", 50, "queries per second to the API server")
+	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of queries to the API server")
+}
+
+// restConfig returns the API server's config, or nil when there is none to
+// use (no kubeconfig and not in a cluster).
+func (f *kubeFlags) restConfig(log hclog.Logger) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if f.kubeconfig == "" && clientcmd.IsEmptyConfig(err) {
+			if cfg, err = rest.InClusterConfig(); err == nil {
+				return f.tune(cfg), nil
+			}
+			log.Warn("no kubeconfig and not in a cluster: running the ring only, no controllers")
+			return nil, nil
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return f.tune(cfg), nil
+}
+
+func (f *kubeFlags) tune(cfg *rest.Config) *rest.Config {
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	cfg.UserAgent = "ringfire"
+	return cfg
+}
+
+// routeKlog sends client-go's klog output to the replica's logger.
+func routeKlog(log hclog.Logger) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	klog.SetOutput(log.Named("client-go").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+}
+
+// apiHealth checks the API server every period and remembers the last error.
+type apiHealth struct {
+	err atomic.Pointer[error]
+}
+
+func (h *apiHealth) run(ctx context.Context, cfg *rest.Config, log hclog.Logger) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		h.set(err)
+		return
+	}
+	var wasDown bool
+	for {
+		_, err := dc.ServerVersion()
+		h.set(err)
+		switch {
+		case err != nil && !wasDown:
+			log.Error("API server unreachable; not ready until it answers", "host", cfg.Host, "error", err)
+		case err == nil && wasDown:
+			log.Info("API server reachable again", "host", cfg.Host)
+		}
+		wasDown = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+func (h *apiHealth) set(err error) {
+	if err != nil {
+		err = fmt.Errorf("API server unreachable: %w", err)
+	}
+	h.err.Store(&err)
+}
+
+// Err is nil while the API server answers.
+func (h *apiHealth) Err() error {
+	if p := h.err.Load(); p != nil {
+		return *p
+	}
+	return errors.New("API server not checked yet")
+}
