@@ -3,13 +3,16 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help run test unit bench build vet fmt tools
+.PHONY: help dev run test unit bench build vet fmt tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/ringfire
 	$(GO) build -o bin/ringfire ./cmd/ringfire
+
+dev: ## try ringfire: local control plane, fake nodes, 3 replicas, sample jobs (Ctrl-C stops)
+	$(GO) run ./cmd/ringfire dev up
 
 run: ## run one ringfire replica on an embedded etcd (a ring of one)
 	$(GO) run ./cmd/ringfire run
