@@ -161,31 +161,32 @@ type placement struct {
 
 func newStatement() *statement { return &statement{byShape: map[int32]int{}, only: -1} }
 
-// gangTurn tries to complete the gang in one go.
+// gangTurn tries to complete the gang in one go. Each task is checked
+// against the nodes first and the queue's room second, so that a gang the
+// cluster cannot hold is told so, rather than that its queue is full.
 func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	if c.rejectFast(q, j) {
 		return
 	}
 	st := newStatement()
-	failed := map[int32]string{} // shapes that failed in this turn, and why
 	f := &taskFailures{}
 	for _, t := range c.gangOrder(j) {
 		if j.isReady() {
 			break
 		}
-		if why, ok := failed[t.shape]; ok {
-			f.add(why, 1)
-			continue
-		}
-		if ok, d := q.roomFor(t.req); !ok {
-			why := q.fullReason(d, c.ix)
-			failed[t.shape] = why
+		if why, ok := j.failed[t.shape]; ok {
 			f.add(why, 1)
 			continue
 		}
 		node, why := c.findNode(t, st)
 		if node < 0 {
-			failed[t.shape] = why
+			j.fail(t, why)
+			f.add(why, 1)
+			continue
+		}
+		if ok, d := q.roomFor(t.req); !ok {
+			why := q.fullReason(d, c.ix)
+			j.fail(t, why)
 			f.add(why, 1)
 			continue
 		}
@@ -227,9 +228,9 @@ func (c *cycle) gangOrder(j *jobState) []*taskState {
 }
 
 // rejectFast turns a gang down without a search when the cycle already
-// knows it cannot be completed: all its pods are alike (one request, or one
-// shape) and fewer than it needs fit its queue's deserved room or the
-// cluster's capacity for that shape.
+// knows it cannot be completed: all its pods are alike, and fewer than it
+// needs fit the cluster (a known bound for their shape) or its queue's
+// deserved room while the cluster as a whole would have the room.
 func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
 	var first *taskState
 	sameReq, sameShape := true, true
@@ -257,12 +258,12 @@ func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
 	need := j.needed()
 	f := &taskFailures{}
 	placeable := 0
-	if room, d := q.tasksWithin(first.req); room < need {
-		placeable = min(room, pending)
-		f.add(q.fullReason(d, c.ix), pending-placeable)
-	} else if capacity := c.capacity[first.shape]; sameShape && capacity >= 0 && capacity < need {
+	if capacity := c.capacity[first.shape]; sameShape && capacity >= 0 && capacity < need {
 		placeable = min(capacity, pending)
 		f.add(c.capacityWhy[first.shape], pending-placeable)
+	} else if room, d := q.tasksWithin(first.req); room < need && c.nodes.freeInTotal(first.req, need) {
+		placeable = min(room, pending)
+		f.add(q.fullReason(d, c.ix), pending-placeable)
 	} else {
 		return false
 	}
@@ -271,7 +272,8 @@ func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
 	return true
 }
 
-// extraTurn places one more pod of a job that has reached minMember.
+// extraTurn places one more pod of a job that has reached minMember. A task
+// shape that found no room is not tried again this cycle.
 func (c *cycle) extraTurn(q *queueState, j *jobState) {
 	for j.cursor < len(j.tasks) {
 		t := j.tasks[j.cursor]
@@ -279,14 +281,18 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 		if t.placed {
 			continue
 		}
-		if ok, _ := q.roomFor(t.req); !ok {
+		if _, ok := j.failed[t.shape]; ok {
+			continue
+		}
+		if ok, d := q.roomFor(t.req); !ok {
+			j.fail(t, q.fullReason(d, c.ix))
 			continue
 		}
 		st := newStatement()
-		node, _ := c.findNode(t, st)
+		node, why := c.findNode(t, st)
 		if node < 0 {
-			j.cursor = len(j.tasks)
-			return
+			j.fail(t, why)
+			continue
 		}
 		c.place(q, j, st, t, node)
 		c.commit(q, j, st)
@@ -295,6 +301,15 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 		}
 		return
 	}
+}
+
+// fail remembers that tasks of t's shape cannot be placed this cycle: the
+// nodes and the queue's room only shrink once a turn is over.
+func (j *jobState) fail(t *taskState, why string) {
+	if j.failed == nil {
+		j.failed = map[int32]string{}
+	}
+	j.failed[t.shape] = why
 }
 
 // findNode picks the node for t, or says why there is none. st holds the

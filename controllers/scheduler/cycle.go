@@ -62,6 +62,7 @@ type jobState struct {
 	request      []float64           // what the job holds and wants, for fair share
 	tasks        []*taskState        // pending, by task name then index
 	cursor       int                 // next task an extra turn looks at
+	failed       map[int32]string    // task shapes that found no room, and why
 	ready        bool
 	cond         *Condition
 	bound        int32 // bindings this cycle

@@ -27,8 +27,10 @@ type nodeSet struct {
 	// meanAlloc is the mean allocatable per dimension, used to find a task's
 	// dominant resource.
 	meanAlloc []float64
-	// total and used sum allocatable and used over the schedulable nodes.
-	total, used []int64
+	// total and used sum allocatable and used over the schedulable nodes,
+	// as the snapshot has them; freeSum sums free over the same nodes as
+	// placements come and go.
+	total, used, freeSum []int64
 }
 
 // freeOrder keeps node indices sorted by (free amount of dim, index).
@@ -49,6 +51,7 @@ func newNodeSet(nodes []Node, ix *resourceIndex) *nodeSet {
 	ns.meanAlloc = make([]float64, ns.r)
 	ns.total = make([]int64, ns.r)
 	ns.used = make([]int64, ns.r)
+	ns.freeSum = make([]int64, ns.r)
 	alloc := make([]int64, ns.r)
 	used := make([]int64, ns.r)
 	for i, n := range ns.nodes {
@@ -66,6 +69,7 @@ func newNodeSet(nodes []Node, ix *resourceIndex) *nodeSet {
 			if !n.Unschedulable {
 				ns.total[d] += alloc[d]
 				ns.used[d] += used[d]
+				ns.freeSum[d] += f[d]
 			}
 		}
 	}
@@ -156,6 +160,11 @@ func (ns *nodeSet) take(i int, req []int64) {
 	for d, x := range req {
 		f[d] -= x
 	}
+	if !ns.nodes[i].Unschedulable {
+		for d, x := range req {
+			ns.freeSum[d] -= x
+		}
+	}
 	ns.reorder(i, req)
 }
 
@@ -164,7 +173,23 @@ func (ns *nodeSet) give(i int, req []int64) {
 	for d, x := range req {
 		f[d] += x
 	}
+	if !ns.nodes[i].Unschedulable {
+		for d, x := range req {
+			ns.freeSum[d] += x
+		}
+	}
 	ns.reorder(i, req)
+}
+
+// freeInTotal: the schedulable nodes together have n times req free,
+// fragmentation and node constraints aside.
+func (ns *nodeSet) freeInTotal(req []int64, n int) bool {
+	for d, x := range req {
+		if x*int64(n) > ns.freeSum[d] {
+			return false
+		}
+	}
+	return true
 }
 
 // reorder restores the sorted orders after node i's free resources changed
