@@ -137,7 +137,7 @@ func TestGangRunsInFullWhenRoomAppears(t *testing.T) {
 
 func TestBestFitPacksNodes(t *testing.T) {
 	snap := Snapshot{
-		Nodes: []Node{newNode("a", "8", "32Gi"), newNode("b", "8", "32Gi"), newNode("c", "8", "32Gi")},
+		Nodes:  []Node{newNode("a", "8", "32Gi"), newNode("b", "8", "32Gi"), newNode("c", "8", "32Gi")},
 		Queues: []Queue{openQueue("default", 1)},
 		Jobs:   []Job{gang("small", "default", 4, "2", "1Gi")},
 	}

@@ -25,11 +25,11 @@ type sim struct {
 
 func newSim(ns []Node, qs []Queue) *sim {
 	return &sim{
-		snap:    Snapshot{Nodes: ns, Queues: qs},
-		opts:    DefaultOptions(),
-		pods:    map[string]Job{},
-		podNode: map[string]string{},
-		podReq:  map[string]corev1.ResourceList{},
+		snap:     Snapshot{Nodes: ns, Queues: qs},
+		opts:     DefaultOptions(),
+		pods:     map[string]Job{},
+		podNode:  map[string]string{},
+		podReq:   map[string]corev1.ResourceList{},
 		started:  map[string]int{},
 		lifetime: map[string]int{},
 	}
