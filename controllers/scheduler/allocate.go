@@ -174,7 +174,7 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 		if j.isReady() {
 			break
 		}
-		if why, ok := j.failed[t.shape]; ok {
+		if why, ok := j.failed[t.shape]; ok && !c.exhaustive {
 			f.add(why, 1)
 			continue
 		}
@@ -232,6 +232,9 @@ func (c *cycle) gangOrder(j *jobState) []*taskState {
 // needs fit the cluster (a known bound for their shape) or its queue's
 // deserved room while the cluster as a whole would have the room.
 func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
+	if c.exhaustive {
+		return false
+	}
 	var first *taskState
 	sameReq, sameShape := true, true
 	pending := 0
@@ -281,7 +284,7 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 		if t.placed {
 			continue
 		}
-		if _, ok := j.failed[t.shape]; ok {
+		if _, ok := j.failed[t.shape]; ok && !c.exhaustive {
 			continue
 		}
 		if ok, d := q.roomFor(t.req); !ok {
@@ -315,7 +318,7 @@ func (j *jobState) fail(t *taskState, why string) {
 // findNode picks the node for t, or says why there is none. st holds the
 // placements made so far in this turn.
 func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
-	if limit := c.capacity[t.shape]; limit >= 0 && st.byShape[t.shape] >= limit {
+	if limit := c.capacity[t.shape]; limit >= 0 && st.byShape[t.shape] >= limit && !c.exhaustive {
 		return -1, c.capacityWhy[t.shape]
 	}
 	node := -1

@@ -37,6 +37,10 @@ type cycle struct {
 
 	bindings []Binding
 	stats    Stats
+
+	// exhaustive turns the shortcuts (capacity bounds, failed shapes, fast
+	// rejects) off; tests use it to show they change no outcome.
+	exhaustive bool
 }
 
 // signature is one distinct set of node constraints.
@@ -59,7 +63,7 @@ type jobState struct {
 	placedByTask map[string]int32 // the same, per task name
 	minRes       []int64
 	minResGap    corev1.ResourceName // a resource of minResources no node offers
-	request      []float64           // what the job holds and wants, for fair share
+	request      []float64           // what the job holds and wants, for fair share (chargeRequest)
 	tasks        []*taskState        // pending, by task name then index
 	cursor       int                 // next task an extra turn looks at
 	failed       map[int32]string    // task shapes that found no room, and why
@@ -124,23 +128,11 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	at := 0
 	for _, j := range c.jobs {
 		for range j.job.Pending {
-			t := &c.tasks[at]
+			j.tasks = append(j.tasks, &c.tasks[at])
 			at++
-			j.tasks = append(j.tasks, t)
-			if j.queue != nil && j.queue.open && j.phase != vcv1beta1.PodGroupCompleted {
-				for d, x := range t.req {
-					if d != dimPods {
-						j.request[d] += float64(x)
-					}
-				}
-			}
 		}
 		slices.SortFunc(j.tasks, compareTasks)
-		if j.queue != nil {
-			for d := range j.request {
-				j.queue.request[d] += j.request[d]
-			}
-		}
+		c.chargeRequest(j)
 	}
 	slices.SortFunc(c.jobs, func(a, b *jobState) int { return strings.Compare(a.key, b.key) })
 	slices.SortFunc(c.queues, func(a, b *queueState) int { return strings.Compare(a.name, b.name) })
@@ -191,29 +183,47 @@ func (c *cycle) newJob(job *Job, queueSpec map[string]*Queue, total []float64) *
 	for d, x := range alloc {
 		if d != dimPods {
 			q.allocated[d] += float64(x)
-			j.request[d] += float64(x)
+			j.request[d] = float64(x) // what it holds; chargeRequest adds the rest
 		}
 	}
-	// A gang not yet running asks for at least its minResources, whether
-	// or not its pods exist yet; a closed queue asks for nothing new.
-	if j.phase == vcv1beta1.PodGroupPending || j.phase == vcv1beta1.PodGroupInqueue {
+	if j.phase == vcv1beta1.PodGroupInqueue {
 		for d, x := range j.minRes {
 			if d != dimPods {
-				j.request[d] = max(j.request[d], float64(x))
+				q.inqueue[d] += max(0, float64(x)-float64(alloc[d]))
 			}
 		}
-		if j.phase == vcv1beta1.PodGroupInqueue {
+	}
+	return j
+}
+
+// chargeRequest adds what the job asks of its queue, for fair share: what
+// it holds plus its pending pods, and for a gang not yet running at least
+// its minResources, whether or not its pods exist yet. A job of a closed
+// queue asks for nothing new.
+func (c *cycle) chargeRequest(j *jobState) {
+	q := j.queue
+	if q == nil {
+		return
+	}
+	if q.open && j.phase != vcv1beta1.PodGroupCompleted {
+		for _, t := range j.tasks {
+			for d, x := range t.req {
+				if d != dimPods {
+					j.request[d] += float64(x)
+				}
+			}
+		}
+		if j.phase == vcv1beta1.PodGroupPending || j.phase == vcv1beta1.PodGroupInqueue {
 			for d, x := range j.minRes {
 				if d != dimPods {
-					q.inqueue[d] += max(0, float64(x)-float64(alloc[d]))
+					j.request[d] = max(j.request[d], float64(x))
 				}
 			}
 		}
 	}
-	if !q.open {
-		copy(j.request, floats(alloc))
+	for d := range j.request {
+		q.request[d] += j.request[d]
 	}
-	return j
 }
 
 func (c *cycle) newQueue(spec *Queue, total []float64) *queueState {

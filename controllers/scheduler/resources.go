@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,7 +141,10 @@ func (ix *resourceIndex) format(i int, v float64) string {
 	n := int64(math.Round(v))
 	switch i {
 	case dimCPU:
-		return resource.NewMilliQuantity(n, resource.DecimalSI).String()
+		if n%1000 == 0 {
+			return strconv.FormatInt(n/1000, 10)
+		}
+		return strconv.FormatInt(n, 10) + "m"
 	case dimMemory:
 		return resource.NewQuantity(n, resource.BinarySI).String()
 	default:
