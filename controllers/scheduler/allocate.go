@@ -148,9 +148,10 @@ func (c *cycle) valid(j *jobState) bool {
 // statement is a gang's tentative placements: committed together or undone.
 type statement struct {
 	placed []placement
-	// byShape counts the placements per task shape; only is their shape
-	// while they all share one (-1 empty, -2 mixed).
-	byShape map[int32]int
+	// byShape counts the placements per task shape (few: gangs are mostly
+	// alike); only is their shape while they all share one (-1 empty, -2
+	// mixed).
+	byShape []shapeCount
 	only    int32
 }
 
@@ -159,7 +160,43 @@ type placement struct {
 	node int
 }
 
-func newStatement() *statement { return &statement{byShape: map[int32]int{}, only: -1} }
+type shapeCount struct {
+	shape int32
+	n     int
+}
+
+// statement returns the cycle's statement, emptied.
+func (c *cycle) statement() *statement {
+	st := &c.stmt
+	st.placed, st.byShape, st.only = st.placed[:0], st.byShape[:0], -1
+	return st
+}
+
+func (st *statement) count(shape int32) int {
+	for _, sc := range st.byShape {
+		if sc.shape == shape {
+			return sc.n
+		}
+	}
+	return 0
+}
+
+func (st *statement) add(shape int32) {
+	switch st.only {
+	case -1:
+		st.only = shape
+	case shape:
+	default:
+		st.only = -2
+	}
+	for i := range st.byShape {
+		if st.byShape[i].shape == shape {
+			st.byShape[i].n++
+			return
+		}
+	}
+	st.byShape = append(st.byShape, shapeCount{shape, 1})
+}
 
 // gangTurn tries to complete the gang in one go. Each task is checked
 // against the nodes first and the queue's room second, so that a gang the
@@ -168,7 +205,7 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	if c.rejectFast(q, j) {
 		return
 	}
-	st := newStatement()
+	st := c.statement()
 	f := &taskFailures{}
 	for _, t := range c.gangOrder(j) {
 		if j.isReady() {
@@ -209,7 +246,16 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 // gangOrder lists the gang's unplaced tasks: first, per task name, those
 // still needed for its minTaskMember; then the rest.
 func (c *cycle) gangOrder(j *jobState) []*taskState {
-	order := make([]*taskState, 0, len(j.tasks))
+	order := c.order[:0]
+	if j.minTask == nil {
+		for _, t := range j.tasks {
+			if !t.placed {
+				order = append(order, t)
+			}
+		}
+		c.order = order
+		return order
+	}
 	var rest []*taskState
 	taken := map[string]int32{}
 	for _, t := range j.tasks {
@@ -224,7 +270,8 @@ func (c *cycle) gangOrder(j *jobState) []*taskState {
 		}
 		rest = append(rest, t)
 	}
-	return append(order, rest...)
+	c.order = append(order, rest...)
+	return c.order
 }
 
 // rejectFast turns a gang down without a search when the cycle already
@@ -291,7 +338,7 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 			j.fail(t, q.fullReason(d, c.ix))
 			continue
 		}
-		st := newStatement()
+		st := c.statement()
 		node, why := c.findNode(t, st)
 		if node < 0 {
 			j.fail(t, why)
@@ -318,7 +365,7 @@ func (j *jobState) fail(t *taskState, why string) {
 // findNode picks the node for t, or says why there is none. st holds the
 // placements made so far in this turn.
 func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
-	if limit := c.capacity[t.shape]; limit >= 0 && st.byShape[t.shape] >= limit && !c.exhaustive {
+	if limit := c.capacity[t.shape]; limit >= 0 && st.count(t.shape) >= limit && !c.exhaustive {
 		return -1, c.capacityWhy[t.shape]
 	}
 	node := -1
@@ -333,7 +380,7 @@ func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
 	// as it was before the turn holds exactly that many of them: identical
 	// tasks fill each node up to its own limit whatever the order.
 	if st.only == t.shape || st.only == -1 {
-		if n := st.byShape[t.shape]; c.capacity[t.shape] < 0 || n < c.capacity[t.shape] {
+		if n := st.count(t.shape); c.capacity[t.shape] < 0 || n < c.capacity[t.shape] {
 			c.capacity[t.shape] = n
 			c.capacityWhy[t.shape] = why
 		}
@@ -346,16 +393,11 @@ func (c *cycle) place(q *queueState, j *jobState, st *statement, t *taskState, n
 	q.add(t.req, 1)
 	t.placed = true
 	j.placed++
-	j.placedByTask[t.task.Name]++
-	st.placed = append(st.placed, placement{task: t, node: node})
-	st.byShape[t.shape]++
-	switch st.only {
-	case -1:
-		st.only = t.shape
-	case t.shape:
-	default:
-		st.only = -2
+	if j.minTask != nil {
+		j.placedByTask[t.task.Name]++
 	}
+	st.placed = append(st.placed, placement{task: t, node: node})
+	st.add(t.shape)
 }
 
 func (c *cycle) commit(q *queueState, j *jobState, st *statement) {
@@ -363,9 +405,9 @@ func (c *cycle) commit(q *queueState, j *jobState, st *statement) {
 		c.bindings = append(c.bindings, Binding{Pod: p.task.task.Key, Node: c.nodes.nodes[p.node].Name, PodGroup: j.key})
 		j.bound++
 	}
-	for shape, n := range st.byShape {
-		if c.capacity[shape] >= 0 {
-			c.capacity[shape] = max(0, c.capacity[shape]-n)
+	for _, sc := range st.byShape {
+		if c.capacity[sc.shape] >= 0 {
+			c.capacity[sc.shape] = max(0, c.capacity[sc.shape]-sc.n)
 		}
 	}
 	q.updateShare()
@@ -378,7 +420,9 @@ func (c *cycle) discard(q *queueState, j *jobState, st *statement) {
 		q.add(p.task.req, -1)
 		p.task.placed = false
 		j.placed--
-		j.placedByTask[p.task.task.Name]--
+		if j.minTask != nil {
+			j.placedByTask[p.task.task.Name]--
+		}
 	}
 	c.stats.TasksDiscarded += len(st.placed)
 }

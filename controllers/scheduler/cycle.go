@@ -38,6 +38,11 @@ type cycle struct {
 	bindings []Binding
 	stats    Stats
 
+	// Buffers reused across turns.
+	scratch []int64
+	stmt    statement
+	order   []*taskState
+
 	// exhaustive turns the shortcuts (capacity bounds, failed shapes, fast
 	// rejects) off; tests use it to show they change no outcome.
 	exhaustive bool
@@ -60,7 +65,7 @@ type jobState struct {
 	// minTask is MinTaskMember when it is enforced (MinMember at least its sum).
 	minTask      map[string]int32
 	placed       int32            // pods on nodes, including this cycle's
-	placedByTask map[string]int32 // the same, per task name
+	placedByTask map[string]int32 // the same, per task name, kept only with minTask
 	minRes       []int64
 	minResGap    corev1.ResourceName // a resource of minResources no node offers
 	request      []float64           // what the job holds and wants, for fair share (chargeRequest)
@@ -105,15 +110,26 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	for i := range snap.Jobs {
 		ntasks += len(snap.Jobs[i].Pending)
 	}
+	// One allocation each for all tasks, jobs and their vectors: a cycle
+	// over 10,000 pods would otherwise spend much of its time in the GC.
+	r := ix.dims()
 	c.tasks = make([]taskState, 0, ntasks)
-	reqs := make([]int64, ntasks*ix.dims())
+	reqs := make([]int64, ntasks*r)
+	taskRefs := make([]*taskState, ntasks)
+	jobs := make([]jobState, len(snap.Jobs))
+	minRes := make([]int64, len(snap.Jobs)*r)
+	requests := make([]float64, len(snap.Jobs)*r)
+	c.scratch = make([]int64, r)
+	c.jobs = make([]*jobState, 0, len(snap.Jobs))
 	var keyBuf []byte
 	for i := range snap.Jobs {
-		j := c.newJob(&snap.Jobs[i], queueSpec, total)
+		j := &jobs[i]
+		j.minRes, j.request = minRes[i*r:(i+1)*r:(i+1)*r], requests[i*r:(i+1)*r:(i+1)*r]
+		c.newJob(&snap.Jobs[i], j, queueSpec, total)
 		for k := range j.job.Pending {
 			t := &j.job.Pending[k]
-			ts := taskState{task: t, req: reqs[:ix.dims():ix.dims()]}
-			reqs = reqs[ix.dims():]
+			ts := taskState{task: t, req: reqs[:r:r]}
+			reqs = reqs[r:]
 			ts.missing = ix.vector(t.Requests, ts.req)
 			ts.req[dimPods] = 1
 			ts.sig = c.internSignature(t)
@@ -127,10 +143,12 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	// Tasks are linked only now: appending may have moved c.tasks.
 	at := 0
 	for _, j := range c.jobs {
-		for range j.job.Pending {
-			j.tasks = append(j.tasks, &c.tasks[at])
-			at++
+		n := len(j.job.Pending)
+		j.tasks = taskRefs[at : at+n : at+n]
+		for k := range j.tasks {
+			j.tasks[k] = &c.tasks[at+k]
 		}
+		at += n
 		slices.SortFunc(j.tasks, compareTasks)
 		c.chargeRequest(j)
 	}
@@ -140,22 +158,12 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	return c
 }
 
-// newJob builds a job's state and charges its queue with what it holds.
-func (c *cycle) newJob(job *Job, queueSpec map[string]*Queue, total []float64) *jobState {
-	j := &jobState{
-		job:          job,
-		key:          job.JobKey(),
-		phase:        job.Phase,
-		placedByTask: map[string]int32{},
-		minRes:       make([]int64, c.ix.dims()),
-		request:      make([]float64, c.ix.dims()),
-	}
+// newJob fills in j (whose minRes and request vectors are set) and charges
+// its queue with what the job holds.
+func (c *cycle) newJob(job *Job, j *jobState, queueSpec map[string]*Queue, total []float64) {
+	j.job, j.key, j.phase = job, job.JobKey(), job.Phase
 	if j.phase == "" {
 		j.phase = vcv1beta1.PodGroupPending
-	}
-	for name, n := range job.Bound {
-		j.placedByTask[name] = n
-		j.placed += n
 	}
 	var sum int32
 	for _, n := range job.MinTaskMember {
@@ -163,13 +171,20 @@ func (c *cycle) newJob(job *Job, queueSpec map[string]*Queue, total []float64) *
 	}
 	if len(job.MinTaskMember) > 0 && job.MinMember >= sum {
 		j.minTask = job.MinTaskMember
+		j.placedByTask = map[string]int32{}
+	}
+	for name, n := range job.Bound {
+		j.placed += n
+		if j.minTask != nil {
+			j.placedByTask[name] = n
+		}
 	}
 	j.minResGap = c.ix.quotaVector(job.MinResources, j.minRes)
 	j.ready = j.isReady()
 
 	spec, ok := queueSpec[job.Queue]
 	if !ok {
-		return j
+		return
 	}
 	q := c.queueOf[job.Queue]
 	if q == nil {
@@ -178,7 +193,8 @@ func (c *cycle) newJob(job *Job, queueSpec map[string]*Queue, total []float64) *
 		c.queues = append(c.queues, q)
 	}
 	j.queue = q
-	alloc := make([]int64, c.ix.dims())
+	alloc := c.scratch
+	clear(alloc)
 	c.ix.vector(job.Allocated, alloc)
 	for d, x := range alloc {
 		if d != dimPods {
@@ -193,7 +209,6 @@ func (c *cycle) newJob(job *Job, queueSpec map[string]*Queue, total []float64) *
 			}
 		}
 	}
-	return j
 }
 
 // chargeRequest adds what the job asks of its queue, for fair share: what

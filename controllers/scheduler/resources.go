@@ -55,8 +55,29 @@ func (ix *resourceIndex) dims() int { return len(ix.names) }
 
 // vector writes list into dst (len dims, zeroed by the caller). It returns
 // the first (by name) resource the list asks a positive amount of that no
-// node offers, or "" when there is none.
+// node offers, or "" when there is none. Lists are short and the index
+// small, so it looks the index's names up in the list rather than ranging
+// over the map, which costs more, unless the index is the longer.
 func (ix *resourceIndex) vector(list corev1.ResourceList, dst []int64) corev1.ResourceName {
+	if len(ix.names) > 2*len(list)+2 {
+		return ix.vectorByList(list, dst)
+	}
+	found := 0
+	for i, name := range ix.names {
+		q, ok := list[name]
+		if !ok {
+			continue
+		}
+		found++
+		dst[i] = amount(i, &q)
+	}
+	if found == len(list) {
+		return ""
+	}
+	return ix.vectorByList(list, dst)
+}
+
+func (ix *resourceIndex) vectorByList(list corev1.ResourceList, dst []int64) corev1.ResourceName {
 	var missing corev1.ResourceName
 	for name, q := range list {
 		i, ok := ix.pos[name]
@@ -66,13 +87,17 @@ func (ix *resourceIndex) vector(list corev1.ResourceList, dst []int64) corev1.Re
 			}
 			continue
 		}
-		if i == dimCPU {
-			dst[i] = q.MilliValue()
-		} else {
-			dst[i] = q.Value()
-		}
+		dst[i] = amount(i, &q)
 	}
 	return missing
+}
+
+// amount is a quantity in the unit of dimension i: milli-CPU, else units.
+func amount(i int, q *resource.Quantity) int64 {
+	if i == dimCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
 }
 
 // quotaVector is vector for a PodGroup's minResources, which Volcano's job
@@ -94,11 +119,7 @@ func (ix *resourceIndex) quotaVector(list corev1.ResourceList, dst []int64) core
 			}
 			continue
 		}
-		if i == dimCPU {
-			dst[i] = q.MilliValue()
-		} else {
-			dst[i] = q.Value()
-		}
+		dst[i] = amount(i, &q)
 	}
 	return missing
 }
