@@ -18,3 +18,8 @@ func SlotOf(key string, slots int) int {
 	}
 	return int(xxhash.Sum64String(key) % uint64(slots))
 }
+
+// SlotLabel is the label every object a Job owns carries: the decimal slot of
+// its Job's key. Replicas watch only the objects of the slots they hold by
+// selecting on it.
+const SlotLabel = "ringfire.io/slot"

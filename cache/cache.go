@@ -1,0 +1,251 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Resource names a kind of object that Jobs own.
+type Resource string
+
+// The owned resources the cache shards by slot.
+const (
+	Pods            Resource = "pods"
+	PodGroups       Resource = "podgroups"
+	PVCs            Resource = "persistentvolumeclaims"
+	Services        Resource = "services"
+	ConfigMaps      Resource = "configmaps"
+	Secrets         Resource = "secrets"
+	NetworkPolicies Resource = "networkpolicies"
+)
+
+// Owned lists the sharded resources.
+var Owned = []Resource{Pods, PodGroups, PVCs, Services, ConfigMaps, Secrets, NetworkPolicies}
+
+// Config configures a Cache.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	Logger  hclog.Logger
+	// Handlers receive the events of owned objects, per resource. They run on
+	// the reflectors' goroutines and must not block.
+	Handlers map[Resource]toolscache.ResourceEventHandler
+	// SlotsReady is called once the owned objects of newly gained slots are
+	// listed: the controllers enqueue the slots' Jobs then.
+	SlotsReady func(slots []int)
+	// Resync of the cluster-wide informers; 0 disables it.
+	Resync time.Duration
+}
+
+// Cache is a replica's view of the cluster. It implements shard.Listener.
+type Cache struct {
+	cfg     Config
+	log     hclog.Logger
+	Kube    informers.SharedInformerFactory
+	Volcano vcinformers.SharedInformerFactory
+	owned   map[Resource]*Sharded
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Start
+	pending [][]int         // gains that arrived before Start
+	wg      sync.WaitGroup
+}
+
+// New returns a Cache; register handlers on its factories' informers, then Start it.
+func New(cfg Config) *Cache {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	c := &Cache{
+		cfg:     cfg,
+		log:     cfg.Logger.Named("cache"),
+		Kube:    informers.NewSharedInformerFactory(cfg.Kube, cfg.Resync),
+		Volcano: vcinformers.NewSharedInformerFactory(cfg.Volcano, cfg.Resync),
+		owned:   map[Resource]*Sharded{},
+	}
+	for _, r := range Owned {
+		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), cfg.Handlers[r], c.log)
+	}
+	// Touch the cluster-wide informers so the factories start them.
+	c.Volcano.Batch().V1alpha1().Jobs().Informer()
+	c.Volcano.Bus().V1alpha1().Commands().Informer()
+	c.Volcano.Scheduling().V1beta1().Queues().Informer()
+	c.Kube.Scheduling().V1().PriorityClasses().Informer()
+	return c
+}
+
+// Owned returns the sharded view of one owned resource.
+func (c *Cache) Owned(r Resource) *Sharded { return c.owned[r] }
+
+// Start starts the cluster-wide informers and waits until they have listed,
+// then starts reflectors for slots gained before. It returns an error if ctx
+// ends first.
+func (c *Cache) Start(ctx context.Context) error {
+	c.Kube.Start(ctx.Done())
+	c.Volcano.Start(ctx.Done())
+	for typ, ok := range c.Volcano.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync: %w", typ, errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
+		}
+	}
+	for typ, ok := range c.Kube.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync: %w", typ, ctx.Err())
+		}
+	}
+	c.mu.Lock()
+	c.ctx = ctx
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, slots := range pending {
+		c.SlotsGained(slots)
+	}
+	go func() {
+		<-ctx.Done()
+		for _, s := range c.owned {
+			s.Stop()
+		}
+	}()
+	return nil
+}
+
+// SlotsGained starts watching the owned objects of slots; once they are
+// listed it calls Config.SlotsReady.
+func (c *Cache) SlotsGained(slots []int) {
+	c.mu.Lock()
+	ctx := c.ctx
+	if ctx == nil {
+		c.pending = append(c.pending, slices.Clone(slots))
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	synced := make([]<-chan struct{}, 0, len(c.owned))
+	for _, r := range Owned {
+		synced = append(synced, c.owned[r].Gain(ctx, slots))
+	}
+	go func() {
+		for _, ch := range synced {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if c.cfg.SlotsReady != nil {
+			c.cfg.SlotsReady(slots)
+		}
+	}()
+}
+
+// SlotsLost drops the owned objects of slots.
+func (c *Cache) SlotsLost(slots []int) {
+	c.mu.Lock()
+	if c.ctx == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	for _, r := range Owned {
+		c.owned[r].Lose(slots)
+	}
+}
+
+var _ shard.Listener = (*Cache)(nil)
+
+func newObject(r Resource) func() runtime.Object {
+	return func() runtime.Object {
+		switch r {
+		case Pods:
+			return &corev1.Pod{}
+		case PodGroups:
+			return &scheduling.PodGroup{}
+		case PVCs:
+			return &corev1.PersistentVolumeClaim{}
+		case Services:
+			return &corev1.Service{}
+		case ConfigMaps:
+			return &corev1.ConfigMap{}
+		case Secrets:
+			return &corev1.Secret{}
+		default:
+			return &networkingv1.NetworkPolicy{}
+		}
+	}
+}
+
+// listWatch lists and watches a resource in all namespaces.
+func (c *Cache) listWatch(r Resource) ListWatchFunc {
+	type lw = ListWatchFunc
+	type listOpts = metav1.ListOptions
+	k, v := c.cfg.Kube, c.cfg.Volcano
+	switch r {
+	case Pods:
+		return lw{
+			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Pods("").List(ctx, o) },
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().Pods("").Watch(ctx, o) },
+		}
+	case PodGroups:
+		return lw{
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
+				return v.SchedulingV1beta1().PodGroups("").List(ctx, o)
+			},
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return v.SchedulingV1beta1().PodGroups("").Watch(ctx, o)
+			},
+		}
+	case PVCs:
+		return lw{
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
+				return k.CoreV1().PersistentVolumeClaims("").List(ctx, o)
+			},
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return k.CoreV1().PersistentVolumeClaims("").Watch(ctx, o)
+			},
+		}
+	case Services:
+		return lw{
+			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Services("").List(ctx, o) },
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().Services("").Watch(ctx, o) },
+		}
+	case ConfigMaps:
+		return lw{
+			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().ConfigMaps("").List(ctx, o) },
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().ConfigMaps("").Watch(ctx, o) },
+		}
+	case Secrets:
+		return lw{
+			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Secrets("").List(ctx, o) },
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().Secrets("").Watch(ctx, o) },
+		}
+	default:
+		return lw{
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
+				return k.NetworkingV1().NetworkPolicies("").List(ctx, o)
+			},
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return k.NetworkingV1().NetworkPolicies("").Watch(ctx, o)
+			},
+		}
+	}
+}

@@ -1,0 +1,13 @@
+// Package cache keeps a replica's view of the cluster: cluster-wide
+// informers for Jobs, Commands, Queues and PriorityClasses, and, for the
+// objects Jobs own (pods, PodGroups, PVCs, Services, ConfigMaps, Secrets,
+// NetworkPolicies), informers that watch only the slots this replica holds.
+//
+// The owned objects carry the label ringfire.io/slot. When the replica gains
+// slots, the cache starts one reflector per resource for just those slots
+// (label selector "ringfire.io/slot in (...)"), so the slots it already
+// holds are not listed again; when it loses slots it drops their objects from
+// memory at once, and stops a reflector once none of its slots is held. All
+// reflectors of a resource feed one index, so lookups do not care which
+// reflector brought an object.
+package cache

@@ -1,0 +1,99 @@
+package cache
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// JobInfo is a Job with the objects it owns that the cache holds.
+type JobInfo struct {
+	Job *batch.Job
+	// Pods by task name, then by pod name.
+	Pods     map[string]map[string]*corev1.Pod
+	PodGroup *scheduling.PodGroup // nil when none exists yet
+}
+
+// TaskOf is the task a pod of a Job belongs to.
+func TaskOf(pod *corev1.Pod) string { return pod.Annotations[batch.TaskSpecKey] }
+
+// Job returns the Job at key ("namespace/name") and whether it exists. The
+// object is the informer's: copy before changing it.
+func (c *Cache) Job(key string) (*batch.Job, bool, error) {
+	obj, ok, err := c.Volcano.Batch().V1alpha1().Jobs().Informer().GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return obj.(*batch.Job), true, nil
+}
+
+// JobInfo returns the Job at key with its pods by task and its PodGroup, or
+// nil when the Job does not exist.
+func (c *Cache) JobInfo(key string) (*JobInfo, error) {
+	job, ok, err := c.Job(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	info := &JobInfo{Job: job, Pods: map[string]map[string]*corev1.Pod{}}
+	pods, err := c.owned[Pods].Indexer().ByIndex(ByJob, key)
+	if err != nil {
+		return nil, fmt.Errorf("pods of job %s: %w", key, err)
+	}
+	for _, obj := range pods {
+		pod := obj.(*corev1.Pod)
+		task := TaskOf(pod)
+		if info.Pods[task] == nil {
+			info.Pods[task] = map[string]*corev1.Pod{}
+		}
+		info.Pods[task][pod.Name] = pod
+	}
+	pgs, err := c.owned[PodGroups].Indexer().ByIndex(ByJob, key)
+	if err != nil {
+		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
+	}
+	for _, obj := range pgs {
+		pg := obj.(*scheduling.PodGroup)
+		if info.PodGroup == nil || pg.Name == job.Name+"-"+string(job.UID) {
+			info.PodGroup = pg
+		}
+	}
+	return info, nil
+}
+
+// OwnedBy returns the objects of resource r controlled by the Job at key.
+func (c *Cache) OwnedBy(r Resource, key string) ([]interface{}, error) {
+	return c.owned[r].Indexer().ByIndex(ByJob, key)
+}
+
+// JobsInSlots returns the keys of the Jobs whose slot (among slots slots in
+// the ring) is in held.
+func (c *Cache) JobsInSlots(held []int, slots int) []string {
+	want := make(map[int]bool, len(held))
+	for _, s := range held {
+		want[s] = true
+	}
+	var keys []string
+	for _, key := range c.Volcano.Batch().V1alpha1().Jobs().Informer().GetStore().ListKeys() {
+		if want[shard.SlotOf(key, slots)] {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// JobKey is the key of the Job that controls obj, if any.
+func JobKey(obj interface{}) (string, bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	keys, _ := indexByJob(obj)
+	if len(keys) == 0 {
+		return "", false
+	}
+	return keys[0], true
+}

@@ -1,0 +1,297 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// ListWatchFunc lists and watches one resource across namespaces, with the
+// given label selector applied to both.
+type ListWatchFunc struct {
+	List  func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	Watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// Index names shared by every sharded resource.
+const (
+	// ByJob indexes an object by the "namespace/name" of the Job that
+	// controls it.
+	ByJob = "job"
+	// bySlot indexes an object by its slot label.
+	bySlot = "slot"
+)
+
+// Sharded is one resource's view over the held slots: an index fed by one
+// reflector per batch of slots gained together.
+type Sharded struct {
+	name     string
+	newObj   func() runtime.Object
+	lw       ListWatchFunc
+	handler  toolscache.ResourceEventHandler
+	log      hclog.Logger
+	indexer  toolscache.Indexer
+	mu       sync.Mutex
+	owned    map[int]bool
+	batches  map[*slotBatch]bool
+	listings int // full lists (or initial watch streams) of a batch, for tests and metrics
+}
+
+// slotBatch is one reflector over a set of slots gained together.
+type slotBatch struct {
+	slots  map[int]bool // still held; the reflector stops when empty
+	cancel context.CancelFunc
+	synced chan struct{}
+	once   sync.Once
+	done   chan struct{}
+}
+
+// NewSharded returns the sharded view of a resource. newObj returns an empty
+// object of its type; handler receives its events (it must not block).
+func NewSharded(name string, newObj func() runtime.Object, lw ListWatchFunc, handler toolscache.ResourceEventHandler, log hclog.Logger) *Sharded {
+	if handler == nil {
+		handler = toolscache.ResourceEventHandlerFuncs{}
+	}
+	return &Sharded{
+		name: name, newObj: newObj, lw: lw, handler: handler, log: log.Named(name),
+		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+			ByJob:  indexByJob,
+			bySlot: indexBySlot,
+		}),
+		owned:   map[int]bool{},
+		batches: map[*slotBatch]bool{},
+	}
+}
+
+// Indexer is the resource's index over the held slots. Read only.
+func (s *Sharded) Indexer() toolscache.Indexer { return s.indexer }
+
+// Listings returns how many full lists the resource's reflectors have made:
+// one per batch of gained slots, more only when a watch had to start over.
+func (s *Sharded) Listings() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listings
+}
+
+// Gain starts a reflector for slots and returns a channel closed once it
+// has listed them. ctx bounds the reflector's life.
+func (s *Sharded) Gain(ctx context.Context, slots []int) <-chan struct{} {
+	b := &slotBatch{slots: map[int]bool{}, synced: make(chan struct{}), done: make(chan struct{})}
+	s.mu.Lock()
+	for _, n := range slots {
+		s.owned[n] = true
+		b.slots[n] = true
+	}
+	s.batches[b] = true
+	s.mu.Unlock()
+
+	rctx, cancel := context.WithCancel(ctx)
+	b.cancel = cancel
+	selector := shard.SlotLabel + " in (" + joinInts(slots) + ")"
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = selector
+			return s.lw.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
+			return s.lw.Watch(ctx, opts)
+		},
+	}
+	r := toolscache.NewReflectorWithOptions(lw, s.newObj(), &batchStore{s: s, b: b}, toolscache.ReflectorOptions{
+		Name: fmt.Sprintf("%s[%d slots]", s.name, len(slots)),
+	})
+	go func() {
+		defer close(b.done)
+		r.RunWithContext(rctx)
+	}()
+	return b.synced
+}
+
+// Lose drops the objects of slots from the index, without events, and stops
+// the reflectors none of whose slots is held any more.
+func (s *Sharded) Lose(slots []int) {
+	s.mu.Lock()
+	var stopped []*slotBatch
+	for _, n := range slots {
+		delete(s.owned, n)
+		for b := range s.batches {
+			if b.slots[n] {
+				delete(b.slots, n)
+				if len(b.slots) == 0 {
+					delete(s.batches, b)
+					stopped = append(stopped, b)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, b := range stopped {
+		b.cancel()
+		<-b.done
+	}
+	for _, n := range slots {
+		objs, _ := s.indexer.ByIndex(bySlot, strconv.Itoa(n))
+		for _, o := range objs {
+			_ = s.indexer.Delete(o)
+		}
+	}
+}
+
+// Stop stops every reflector and drops everything.
+func (s *Sharded) Stop() {
+	s.mu.Lock()
+	slots := make([]int, 0, len(s.owned))
+	for n := range s.owned {
+		slots = append(slots, n)
+	}
+	s.mu.Unlock()
+	s.Lose(slots)
+}
+
+func (s *Sharded) holds(slot int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owned[slot]
+}
+
+// batchStore is what one reflector writes to: the shared index, limited to
+// the batch's held slots, with events to the handler.
+type batchStore struct {
+	s *Sharded
+	b *slotBatch
+}
+
+func (bs *batchStore) inScope(obj interface{}) bool {
+	slot, ok := slotOf(obj)
+	if !ok || !bs.s.holds(slot) {
+		return false
+	}
+	bs.s.mu.Lock()
+	defer bs.s.mu.Unlock()
+	return bs.b.slots[slot]
+}
+
+func (bs *batchStore) Add(obj interface{}) error { return bs.Update(obj) }
+
+func (bs *batchStore) Update(obj interface{}) error {
+	if !bs.inScope(obj) {
+		return nil
+	}
+	old, exists, err := bs.s.indexer.Get(obj)
+	if err != nil {
+		return err
+	}
+	if err := bs.s.indexer.Update(obj); err != nil {
+		return err
+	}
+	if exists {
+		bs.s.handler.OnUpdate(old, obj)
+	} else {
+		bs.s.handler.OnAdd(obj, false)
+	}
+	return nil
+}
+
+func (bs *batchStore) Delete(obj interface{}) error {
+	old, exists, err := bs.s.indexer.Get(obj)
+	if err != nil || !exists {
+		return err
+	}
+	if !bs.inScope(old) {
+		return nil
+	}
+	if err := bs.s.indexer.Delete(old); err != nil {
+		return err
+	}
+	bs.s.handler.OnDelete(obj)
+	return nil
+}
+
+// Replace is a (re)list of the batch's slots: objects of those slots that
+// are not in the list are gone.
+func (bs *batchStore) Replace(list []interface{}, _ string) error {
+	bs.s.mu.Lock()
+	bs.s.listings++
+	bs.s.mu.Unlock()
+	seen := make(map[string]bool, len(list))
+	for _, obj := range list {
+		if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
+			seen[key] = true
+		}
+		if err := bs.Add(obj); err != nil {
+			return err
+		}
+	}
+	bs.s.mu.Lock()
+	slots := make([]int, 0, len(bs.b.slots))
+	for n := range bs.b.slots {
+		slots = append(slots, n)
+	}
+	bs.s.mu.Unlock()
+	for _, n := range slots {
+		objs, _ := bs.s.indexer.ByIndex(bySlot, strconv.Itoa(n))
+		for _, o := range objs {
+			if key, err := toolscache.MetaNamespaceKeyFunc(o); err == nil && !seen[key] {
+				_ = bs.s.indexer.Delete(o)
+				bs.s.handler.OnDelete(o)
+			}
+		}
+	}
+	bs.b.once.Do(func() { close(bs.b.synced) })
+	return nil
+}
+
+func (bs *batchStore) Resync() error { return nil }
+
+// slotOf reads an object's slot label.
+func slotOf(obj interface{}) (int, bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m.GetLabels()[shard.SlotLabel])
+	return n, err == nil
+}
+
+func indexBySlot(obj interface{}) ([]string, error) {
+	if n, ok := slotOf(obj); ok {
+		return []string{strconv.Itoa(n)}, nil
+	}
+	return nil, nil
+}
+
+// indexByJob indexes by the controlling Job's key.
+func indexByJob(obj interface{}) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch.volcano.sh/") {
+		return []string{m.GetNamespace() + "/" + ref.Name}, nil
+	}
+	return nil, nil
+}
+
+func joinInts(ns []int) string {
+	sorted := append([]int(nil), ns...)
+	sort.Ints(sorted)
+	parts := make([]string, len(sorted))
+	for i, n := range sorted {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
