@@ -202,8 +202,10 @@ func (c *Cache) listWatch(r Resource) ListWatchFunc {
 	switch r {
 	case Pods:
 		return lw{
-			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Pods("").List(ctx, o) },
-			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().Pods("").Watch(ctx, o) },
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Pods("").List(ctx, o) },
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return k.CoreV1().Pods("").Watch(ctx, o)
+			},
 		}
 	case PodGroups:
 		return lw{
@@ -225,18 +227,30 @@ func (c *Cache) listWatch(r Resource) ListWatchFunc {
 		}
 	case Services:
 		return lw{
-			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Services("").List(ctx, o) },
-			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().Services("").Watch(ctx, o) },
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
+				return k.CoreV1().Services("").List(ctx, o)
+			},
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return k.CoreV1().Services("").Watch(ctx, o)
+			},
 		}
 	case ConfigMaps:
 		return lw{
-			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().ConfigMaps("").List(ctx, o) },
-			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().ConfigMaps("").Watch(ctx, o) },
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
+				return k.CoreV1().ConfigMaps("").List(ctx, o)
+			},
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return k.CoreV1().ConfigMaps("").Watch(ctx, o)
+			},
 		}
 	case Secrets:
 		return lw{
-			List:  func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Secrets("").List(ctx, o) },
-			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) { return k.CoreV1().Secrets("").Watch(ctx, o) },
+			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
+				return k.CoreV1().Secrets("").List(ctx, o)
+			},
+			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
+				return k.CoreV1().Secrets("").Watch(ctx, o)
+			},
 		}
 	default:
 		return lw{
