@@ -1,0 +1,68 @@
+package build
+
+import (
+	"crypto/sha256"
+	"strconv"
+
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// SlotLabel is the label on every object a Job owns: the decimal ring slot of the Job's key.
+const SlotLabel = "ringfire.io/slot"
+
+// DefaultSchedulerName is the scheduler of a pod whose template and Job name none.
+const DefaultSchedulerName = "volcano"
+
+// maxVolumeNameLength is the limit of a DNS-1123 label, which a pod volume name must be.
+const maxVolumeNameLength = 63
+
+// PodName is the name of the pod at index of task in job: <job>-<task>-<index>.
+func PodName(job, task string, index int) string {
+	return job + "-" + task + "-" + strconv.Itoa(index)
+}
+
+// PodGroupName is the name of the PodGroup of job: <job>-<job.uid>. The UID keeps a Job re-created
+// under the same name from adopting its predecessor's PodGroup.
+func PodGroupName(job *batch.Job) string {
+	return job.Name + "-" + string(job.UID)
+}
+
+// PVCName is the claim ringfire creates for the volume at index of job.spec.volumes when it names
+// none: <job>-pvc-<12 characters of [0-9a-z]> taken from the Job's UID and the index.
+func PVCName(job *batch.Job, index int) string {
+	return job.Name + "-pvc-" + shortHash(string(job.UID)+"/"+strconv.Itoa(index))
+}
+
+// ClaimName is the claim the volume at index of job.spec.volumes mounts: its volumeClaimName, or
+// PVCName when it has none. It is "" when index is out of range.
+func ClaimName(job *batch.Job, index int) string {
+	if index < 0 || index >= len(job.Spec.Volumes) {
+		return ""
+	}
+	if name := job.Spec.Volumes[index].VolumeClaimName; name != "" {
+		return name
+	}
+	return PVCName(job, index)
+}
+
+// volumeName is the name of the pod volume that mounts claim: <job>-<12 characters>, cut to fit a
+// DNS-1123 label.
+func volumeName(job, claim string) string {
+	suffix := "-" + shortHash(claim)
+	if len(job)+len(suffix) > maxVolumeNameLength {
+		job = job[:maxVolumeNameLength-len(suffix)]
+	}
+	return job + suffix
+}
+
+// shortHash is 12 characters of [0-9a-z] derived from s, in the alphabet and length of the random
+// suffixes Volcano draws.
+func shortHash(s string) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	sum := sha256.Sum256([]byte(s))
+	out := make([]byte, 12)
+	for i := range out {
+		out[i] = alphabet[int(sum[i])%len(alphabet)]
+	}
+	return string(out)
+}

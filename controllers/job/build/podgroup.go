@@ -1,0 +1,256 @@
+package build
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// PriorityLookup gives the value of the PriorityClass named className, and false when there is no
+// such class. A nil PriorityLookup knows no class.
+type PriorityLookup func(className string) (value int32, found bool)
+
+// PodGroup is the PodGroup of job as Volcano's createOrUpdatePodGroup creates it: named
+// PodGroupName, carrying the Job's labels and annotations, with minMember the Job's minAvailable,
+// a minTaskMember per task, the Job's queue and priority class, minResources (MinResources), the
+// Job's network topology and a subgroup policy per partitioned task. priorities values the
+// priority classes of the task templates.
+func PodGroup(job *batch.Job, slot int, priorities PriorityLookup) *scheduling.PodGroup {
+	meta := ObjectMeta(job, PodGroupName(job), slot)
+	labels := maps.Clone(job.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[SlotLabel] = strconv.Itoa(slot)
+	meta.Labels = labels
+	meta.Annotations = maps.Clone(job.Annotations)
+
+	minTaskMember := make(map[string]int32, len(job.Spec.Tasks))
+	for i := range job.Spec.Tasks {
+		minTaskMember[job.Spec.Tasks[i].Name] = MinTaskMember(&job.Spec.Tasks[i])
+	}
+	minResources := MinResources(job, priorities)
+	return &scheduling.PodGroup{
+		ObjectMeta: meta,
+		Spec: scheduling.PodGroupSpec{
+			MinMember:         job.Spec.MinAvailable,
+			MinTaskMember:     minTaskMember,
+			Queue:             job.Spec.Queue,
+			PriorityClassName: job.Spec.PriorityClassName,
+			MinResources:      &minResources,
+			NetworkTopology:   networkTopology(job.Spec.NetworkTopology),
+			SubGroupPolicy:    subGroupPolicies(job.Spec.Tasks),
+		},
+	}
+}
+
+// MinTaskMember is the number of the task's pods the scheduler must place together: its
+// minAvailable, else minPartitions whole partitions, else all its replicas.
+func MinTaskMember(task *batch.TaskSpec) int32 {
+	if task.MinAvailable != nil {
+		return *task.MinAvailable
+	}
+	if p := task.PartitionPolicy; p != nil && p.MinPartitions != 0 && p.PartitionSize != 0 {
+		return p.MinPartitions * p.PartitionSize
+	}
+	return task.Replicas
+}
+
+// UpdatePodGroup brings the fields Volcano keeps in step with the Job (priorityClassName,
+// minMember, minResources, minTaskMember, subGroupPolicy) from desired into a copy of existing,
+// and tells whether any changed. The copy keeps existing's resourceVersion, so that the update
+// fails on a concurrent write. The queue, labels, annotations and network topology are set at
+// creation only, as in Volcano.
+func UpdatePodGroup(existing, desired *scheduling.PodGroup) (*scheduling.PodGroup, bool) {
+	pg := existing.DeepCopy()
+	changed := false
+	if pg.Spec.PriorityClassName != desired.Spec.PriorityClassName {
+		pg.Spec.PriorityClassName = desired.Spec.PriorityClassName
+		changed = true
+	}
+	if pg.Spec.MinMember != desired.Spec.MinMember ||
+		!equality.Semantic.DeepEqual(pg.Spec.MinResources, desired.Spec.MinResources) {
+		pg.Spec.MinMember = desired.Spec.MinMember
+		pg.Spec.MinResources = nil
+		if desired.Spec.MinResources != nil {
+			list := desired.Spec.MinResources.DeepCopy()
+			pg.Spec.MinResources = &list
+		}
+		changed = true
+	}
+	if pg.Spec.MinTaskMember == nil {
+		pg.Spec.MinTaskMember = map[string]int32{}
+		changed = true
+	}
+	for task, n := range desired.Spec.MinTaskMember {
+		if have, ok := pg.Spec.MinTaskMember[task]; !ok || have != n {
+			pg.Spec.MinTaskMember[task] = n
+			changed = true
+		}
+	}
+	if !equality.Semantic.DeepEqual(pg.Spec.SubGroupPolicy, desired.Spec.SubGroupPolicy) {
+		pg.Spec.SubGroupPolicy = nil
+		for i := range desired.Spec.SubGroupPolicy {
+			pg.Spec.SubGroupPolicy = append(pg.Spec.SubGroupPolicy, *desired.Spec.SubGroupPolicy[i].DeepCopy())
+		}
+		changed = true
+	}
+	return pg, changed
+}
+
+// MinResources is the least the scheduler must find free to start job: the quota usage (see
+// podUsage) of the first pods, by task priority, that make up its minAvailable. Tasks are ordered
+// by the value of their template's priority class, highest first (a class priorities does not know
+// counts as 0), spec order breaking ties. When minAvailable is below the sum of the tasks'
+// minimums, the first minAvailable pods in that order count; otherwise every task counts its
+// minAvailable pods, and the rest up to minAvailable is taken from the tasks' remaining replicas,
+// highest priority first.
+func MinResources(job *batch.Job, priorities PriorityLookup) corev1.ResourceList {
+	tasks := byPriority(job.Spec.Tasks, priorities)
+	want := job.Spec.MinAvailable
+	var sumOfMinimums int32
+	for _, t := range tasks {
+		if t.MinAvailable != nil {
+			sumOfMinimums += *t.MinAvailable
+		} else {
+			sumOfMinimums += t.Replicas
+		}
+	}
+	total := corev1.ResourceList{}
+	if want < sumOfMinimums {
+		firstPods(total, tasks, want)
+	} else {
+		minimumsThenRest(total, tasks, want)
+	}
+	return total
+}
+
+// firstPods adds the usage of the first n pods of tasks, in order.
+func firstPods(total corev1.ResourceList, tasks []*batch.TaskSpec, n int32) {
+	for _, t := range tasks {
+		if n <= 0 {
+			return
+		}
+		take := min(n, max(t.Replicas, 0))
+		times(total, podUsage(&t.Template.Spec), take)
+		n -= take
+	}
+}
+
+// minimumsThenRest adds each task's minAvailable pods until n pods are counted, then fills up to n
+// from the replicas above each task's minimum.
+func minimumsThenRest(total corev1.ResourceList, tasks []*batch.TaskSpec, n int32) {
+	var counted int32
+	for _, t := range tasks {
+		if counted >= n {
+			return
+		}
+		if t.MinAvailable == nil {
+			continue
+		}
+		take := min(max(*t.MinAvailable, 0), n-counted)
+		times(total, podUsage(&t.Template.Spec), take)
+		counted += take
+	}
+	for _, t := range tasks {
+		if counted >= n {
+			return
+		}
+		rest := t.Replicas
+		if t.MinAvailable != nil {
+			rest -= *t.MinAvailable
+		}
+		if rest <= 0 {
+			continue
+		}
+		take := min(rest, n-counted)
+		times(total, podUsage(&t.Template.Spec), take)
+		counted += take
+	}
+}
+
+// byPriority orders tasks by the value of their template's priority class, highest first,
+// keeping spec order among equals.
+func byPriority(tasks []batch.TaskSpec, priorities PriorityLookup) []*batch.TaskSpec {
+	type ranked struct {
+		task  *batch.TaskSpec
+		value int32
+	}
+	order := make([]ranked, len(tasks))
+	for i := range tasks {
+		order[i].task = &tasks[i]
+		if class := tasks[i].Template.Spec.PriorityClassName; class != "" && priorities != nil {
+			if v, ok := priorities(class); ok {
+				order[i].value = v
+			}
+		}
+	}
+	slices.SortStableFunc(order, func(a, b ranked) int {
+		switch {
+		case a.value > b.value:
+			return -1
+		case a.value < b.value:
+			return 1
+		}
+		return 0
+	})
+	out := make([]*batch.TaskSpec, len(order))
+	for i, r := range order {
+		out[i] = r.task
+	}
+	return out
+}
+
+// networkTopology is the PodGroup's form of the Job's topology constraint; a tier number, when
+// set, wins over a tier name.
+func networkTopology(nt *batch.NetworkTopologySpec) *scheduling.NetworkTopologySpec {
+	if nt == nil {
+		return nil
+	}
+	out := &scheduling.NetworkTopologySpec{Mode: scheduling.NetworkTopologyMode(nt.Mode)}
+	if nt.HighestTierAllowed != nil {
+		tier := *nt.HighestTierAllowed
+		out.HighestTierAllowed = &tier
+	} else {
+		out.HighestTierName = nt.HighestTierName
+	}
+	return out
+}
+
+// subGroupPolicies gives each task with a partition policy a subgroup: its pods, grouped by
+// partition id, in groups of partitionSize of which minPartitions must fit.
+func subGroupPolicies(tasks []batch.TaskSpec) []scheduling.SubGroupPolicySpec {
+	var out []scheduling.SubGroupPolicySpec
+	for i := range tasks {
+		p := tasks[i].PartitionPolicy
+		if p == nil {
+			continue
+		}
+		size, minimum := p.PartitionSize, p.MinPartitions
+		sg := scheduling.SubGroupPolicySpec{
+			Name:           tasks[i].Name,
+			SubGroupSize:   &size,
+			MinSubGroups:   &minimum,
+			LabelSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{batch.TaskSpecKey: tasks[i].Name}},
+			MatchLabelKeys: []string{batch.TaskPartitionID},
+		}
+		if nt := p.NetworkTopology; nt != nil {
+			sg.NetworkTopology = &scheduling.NetworkTopologySpec{
+				Mode:            scheduling.NetworkTopologyMode(nt.Mode),
+				HighestTierName: nt.HighestTierName,
+			}
+			if nt.HighestTierAllowed != nil {
+				tier := *nt.HighestTierAllowed
+				sg.NetworkTopology.HighestTierAllowed = &tier
+			}
+		}
+		out = append(out, sg)
+	}
+	return out
+}
