@@ -34,6 +34,7 @@ type cycle struct {
 	shapeIDs    map[string]int32
 	capacity    []int
 	capacityWhy []string
+	shapeDim    []int // the shape's dominant resource
 
 	bindings []Binding
 	stats    Stats
@@ -121,6 +122,7 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	requests := make([]float64, len(snap.Jobs)*r)
 	c.scratch = make([]int64, r)
 	c.jobs = make([]*jobState, 0, len(snap.Jobs))
+	c.bindings = make([]Binding, 0, ntasks)
 	var keyBuf []byte
 	for i := range snap.Jobs {
 		j := &jobs[i]
@@ -134,8 +136,8 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 			ts.req[dimPods] = 1
 			ts.sig = c.internSignature(t)
 			keyBuf = shapeKey(keyBuf[:0], ts.sig, ts.req, ts.missing)
-			ts.shape = c.internShape(keyBuf)
-			ts.dim = c.nodes.dominant(ts.req)
+			ts.shape = c.internShape(keyBuf, ts.req)
+			ts.dim = c.shapeDim[ts.shape]
 			c.tasks = append(c.tasks, ts)
 		}
 		c.jobs = append(c.jobs, j)
@@ -359,7 +361,7 @@ func shapeKey(buf []byte, sig int32, req []int64, missing corev1.ResourceName) [
 	return append(buf, missing...)
 }
 
-func (c *cycle) internShape(key []byte) int32 {
+func (c *cycle) internShape(key []byte, req []int64) int32 {
 	if id, ok := c.shapeIDs[string(key)]; ok {
 		return id
 	}
@@ -367,5 +369,6 @@ func (c *cycle) internShape(key []byte) int32 {
 	c.shapeIDs[string(key)] = id
 	c.capacity = append(c.capacity, -1)
 	c.capacityWhy = append(c.capacityWhy, "")
+	c.shapeDim = append(c.shapeDim, c.nodes.dominant(req))
 	return id
 }
