@@ -3,6 +3,8 @@ package scheduler
 import (
 	"container/heap"
 	"fmt"
+	"maps"
+	"slices"
 
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
@@ -51,8 +53,14 @@ func (c *cycle) allocate() {
 			}
 			continue
 		}
-		if !j.ready && !c.valid(j) {
-			continue
+		if !j.ready {
+			if why := c.invalid(j); why != nil {
+				// A gang admitted just now has no pods yet: nothing to say.
+				if !j.admittedNow {
+					j.cond = why
+				}
+				continue
+			}
 		}
 		if c.unplaced(j) > 0 {
 			heap.Push(&q.jobs, j)
@@ -115,34 +123,33 @@ func (c *cycle) unplaced(j *jobState) int {
 	return n
 }
 
-// valid is Volcano's gang validity: enough pods exist to ever reach
-// minMember and each minTaskMember. When not, it says so on the job.
-func (c *cycle) valid(j *jobState) bool {
+// invalid is Volcano's gang validity: enough pods must exist to ever reach
+// minMember and each enforced minTaskMember. It says why not, or nil.
+func (c *cycle) invalid(j *jobState) *Condition {
 	have := int(j.placed) + c.unplaced(j)
 	if have < int(j.job.MinMember) {
-		j.cond = &Condition{
+		return &Condition{
 			Reason:  vcv1beta1.NotEnoughPodsReason,
 			Message: fmt.Sprintf("Not enough valid tasks for gang-scheduling, valid: %d, min: %d", have, j.job.MinMember),
 		}
-		return false
 	}
 	if j.minTask == nil {
-		return true
+		return nil
 	}
 	pending := map[string]int32{}
 	for _, t := range j.tasks {
 		pending[t.task.Name]++
 	}
-	for name, n := range j.minTask {
-		if j.placedByTask[name]+pending[name] < n {
-			j.cond = &Condition{
+	for _, name := range slices.Sorted(maps.Keys(j.minTask)) {
+		n := j.minTask[name]
+		if valid := j.placedByTask[name] + pending[name]; valid < n {
+			return &Condition{
 				Reason:  vcv1beta1.NotEnoughPodsOfTaskReason,
-				Message: fmt.Sprintf("Not enough valid pods of task %s for gang-scheduling, valid: %d, min: %d", name, j.placedByTask[name]+pending[name], n),
+				Message: fmt.Sprintf("Not enough valid pods of task %s for gang-scheduling, valid: %d, min: %d", name, valid, n),
 			}
-			return false
 		}
 	}
-	return true
+	return nil
 }
 
 // statement is a gang's tentative placements: committed together or undone.

@@ -249,6 +249,28 @@ func TestNotEnoughPods(t *testing.T) {
 	}
 }
 
+func TestJustAdmittedGangHasNoCondition(t *testing.T) {
+	snap := Snapshot{Nodes: nodes(2, "8", "16Gi"), Queues: []Queue{openQueue("default", 1)},
+		Jobs: []Job{asPending(gang("new", "default", 4, "1", "1Gi"))}}
+	r := Allocate(snap, DefaultOptions())
+	if s := r.PodGroups["ns/new"]; s.Phase != vcv1beta1.PodGroupInqueue || s.Unschedulable != nil {
+		t.Errorf("status %+v, want Inqueue and no condition while its pods are created", s)
+	}
+}
+
+func TestMinTaskMemberValidity(t *testing.T) {
+	j := Job{Namespace: "ns", Name: "ps", Queue: "default", CreationTime: epoch, MinMember: 3,
+		MinTaskMember: map[string]int32{"ps": 1, "worker": 2}, Phase: vcv1beta1.PodGroupInqueue}
+	addTasks(&j, "worker", 3, "1", "1Gi") // the ps pod is not created yet
+	snap := Snapshot{Nodes: nodes(2, "8", "16Gi"), Queues: []Queue{openQueue("default", 1)}, Jobs: []Job{j}}
+	r := Allocate(snap, DefaultOptions())
+	s := r.PodGroups["ns/ps"]
+	if len(r.Bindings) != 0 || s.Unschedulable == nil || s.Unschedulable.Reason != vcv1beta1.NotEnoughPodsOfTaskReason ||
+		!strings.Contains(s.Unschedulable.Message, "task ps") {
+		t.Errorf("bindings %v, status %+v; want none and %s for ps", r.Bindings, s, vcv1beta1.NotEnoughPodsOfTaskReason)
+	}
+}
+
 func TestRunningGangThatLostPodsGoesBackToPending(t *testing.T) {
 	j := gang("lost", "default", 1, "4", "1Gi") // one pod to replace
 	j.MinMember = 4

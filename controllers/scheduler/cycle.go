@@ -74,6 +74,7 @@ type jobState struct {
 	cursor       int                 // next task an extra turn looks at
 	failed       map[int32]string    // task shapes that found no room, and why
 	ready        bool
+	admittedNow  bool // went Pending → Inqueue in this cycle
 	cond         *Condition
 	bound        int32 // bindings this cycle
 }
@@ -124,10 +125,19 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	c.jobs = make([]*jobState, 0, len(snap.Jobs))
 	c.bindings = make([]Binding, 0, ntasks)
 	var keyBuf []byte
+	// Jobs are taken in key order, so that every sum over them is made in
+	// the same order whatever the snapshot's.
+	byKey := make([]int, len(snap.Jobs))
+	keys := make([]string, len(snap.Jobs))
 	for i := range snap.Jobs {
+		byKey[i], keys[i] = i, snap.Jobs[i].JobKey()
+	}
+	slices.SortFunc(byKey, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	for i, at := range byKey {
 		j := &jobs[i]
+		j.key = keys[at]
 		j.minRes, j.request = minRes[i*r:(i+1)*r:(i+1)*r], requests[i*r:(i+1)*r:(i+1)*r]
-		c.newJob(&snap.Jobs[i], j, queueSpec, total)
+		c.newJob(&snap.Jobs[at], j, queueSpec, total)
 		for k := range j.job.Pending {
 			t := &j.job.Pending[k]
 			ts := taskState{task: t, req: reqs[:r:r]}
@@ -154,16 +164,15 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 		slices.SortFunc(j.tasks, compareTasks)
 		c.chargeRequest(j)
 	}
-	slices.SortFunc(c.jobs, func(a, b *jobState) int { return strings.Compare(a.key, b.key) })
 	slices.SortFunc(c.queues, func(a, b *queueState) int { return strings.Compare(a.name, b.name) })
 	deserve(c.queues, total)
 	return c
 }
 
-// newJob fills in j (whose minRes and request vectors are set) and charges
+// newJob fills in j (whose key, minRes and request are set) and charges
 // its queue with what the job holds.
 func (c *cycle) newJob(job *Job, j *jobState, queueSpec map[string]*Queue, total []float64) {
-	j.job, j.key, j.phase = job, job.JobKey(), job.Phase
+	j.job, j.phase = job, job.Phase
 	if j.phase == "" {
 		j.phase = vcv1beta1.PodGroupPending
 	}

@@ -60,6 +60,7 @@ func (c *cycle) enqueue() {
 				continue
 			}
 			j.phase = vcv1beta1.PodGroupInqueue
+			j.admittedNow = true
 			for d, x := range j.minRes {
 				if d != dimPods {
 					q.inqueue[d] += float64(x)
