@@ -17,7 +17,7 @@ func podUsage(spec *corev1.PodSpec) corev1.ResourceList {
 	requests := podRequests(spec)
 	limits := podLimits(spec)
 	usage := corev1.ResourceList{
-		"count/pods":         *resource.NewQuantity(1, resource.DecimalSI),
+		"count/pods":        *resource.NewQuantity(1, resource.DecimalSI),
 		corev1.ResourcePods: resource.MustParse("1"),
 	}
 	plain := []struct{ name, requests, limits corev1.ResourceName }{
