@@ -1,0 +1,41 @@
+package plugins
+
+import (
+	"flag"
+
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// Environment variables of the env plugin: the pod's index in its task, under Volcano's old and
+// new prefixes.
+const (
+	EnvTaskIndexVK = "VK_TASK_INDEX"
+	EnvTaskIndex   = "VC_TASK_INDEX"
+)
+
+// env sets VK_TASK_INDEX and VC_TASK_INDEX in every container and init container. It takes no
+// arguments.
+type env struct{}
+
+func newEnv(args []string, _ Env) (Plugin, error) {
+	return env{}, parseArgs(args, func(*flag.FlagSet) {})
+}
+
+func (env) Name() string { return "env" }
+
+func (env) OnPodCreate(pod *corev1.Pod, _ *batch.Job) error {
+	index, err := indexOf(pod)
+	if err != nil {
+		return err
+	}
+	ix := strconv.Itoa(index)
+	addEnv(pod, true, corev1.EnvVar{Name: EnvTaskIndexVK, Value: ix}, corev1.EnvVar{Name: EnvTaskIndex, Value: ix})
+	return nil
+}
+
+func (env) OnJobAdd(*batch.Job) (Changes, error)    { return Changes{}, nil }
+func (env) OnJobUpdate(*batch.Job) (Changes, error) { return Changes{}, nil }
+func (env) OnJobDelete(*batch.Job) (Changes, error) { return Changes{}, nil }
