@@ -35,41 +35,57 @@ func insufficient(name corev1.ResourceName) string {
 }
 
 // constraintKey is a canonical text of a task's node constraints; "" when
-// it has none. Equal keys mean equal constraints.
+// it has none. Equal keys mean equal constraints. Fields are separated by
+// control bytes, which labels, keys and values cannot contain.
 func constraintKey(t *Task) string {
 	if len(t.NodeSelector) == 0 && t.Affinity == nil && len(t.Tolerations) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	keys := make([]string, 0, len(t.NodeSelector))
-	for k := range t.NodeSelector {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b.WriteString("s")
-	for _, k := range keys {
-		b.WriteString("\x00" + k + "\x01" + t.NodeSelector[k])
+	b.WriteByte('s')
+	if len(t.NodeSelector) == 1 {
+		for k, v := range t.NodeSelector {
+			writeFields(&b, 0, k, v)
+		}
+	} else if len(t.NodeSelector) > 1 {
+		keys := make([]string, 0, len(t.NodeSelector))
+		for k := range t.NodeSelector {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			writeFields(&b, 0, k, t.NodeSelector[k])
+		}
 	}
 	if t.Affinity != nil {
 		b.WriteString("\x02a")
 		for _, term := range t.Affinity.NodeSelectorTerms {
 			b.WriteString("\x03t")
-			writeRequirements(&b, "e", term.MatchExpressions)
-			writeRequirements(&b, "f", term.MatchFields)
+			writeRequirements(&b, 4, term.MatchExpressions)
+			writeRequirements(&b, 5, term.MatchFields)
 		}
 	}
 	b.WriteString("\x02o")
 	for _, tol := range t.Tolerations {
-		b.WriteString("\x00" + tol.Key + "\x01" + string(tol.Operator) + "\x01" + tol.Value + "\x01" + string(tol.Effect))
+		writeFields(&b, 0, tol.Key, string(tol.Operator), tol.Value, string(tol.Effect))
 	}
 	return b.String()
 }
 
-func writeRequirements(b *strings.Builder, kind string, reqs []corev1.NodeSelectorRequirement) {
+// writeFields writes the lead byte, then the fields each after \x01.
+func writeFields(b *strings.Builder, lead byte, fields ...string) {
+	b.WriteByte(lead)
+	for _, f := range fields {
+		b.WriteByte(1)
+		b.WriteString(f)
+	}
+}
+
+func writeRequirements(b *strings.Builder, lead byte, reqs []corev1.NodeSelectorRequirement) {
 	for _, r := range reqs {
-		b.WriteString("\x04" + kind + r.Key + "\x01" + string(r.Operator))
+		writeFields(b, lead, r.Key, string(r.Operator))
 		for _, v := range r.Values {
-			b.WriteString("\x01" + v)
+			writeFields(b, 6, v)
 		}
 	}
 }

@@ -55,39 +55,29 @@ func (ix *resourceIndex) dims() int { return len(ix.names) }
 
 // vector writes list into dst (len dims, zeroed by the caller). It returns
 // the first (by name) resource the list asks a positive amount of that no
-// node offers, or "" when there is none. Lists are short and the index
-// small, so it looks the index's names up in the list rather than ranging
-// over the map, which costs more, unless the index is the longer.
+// node offers, or "" when there is none.
 func (ix *resourceIndex) vector(list corev1.ResourceList, dst []int64) corev1.ResourceName {
-	if len(ix.names) > 2*len(list)+2 {
-		return ix.vectorByList(list, dst)
-	}
-	found := 0
-	for i, name := range ix.names {
-		q, ok := list[name]
-		if !ok {
-			continue
-		}
-		found++
-		dst[i] = amount(i, &q)
-	}
-	if found == len(list) {
-		return ""
-	}
-	return ix.vectorByList(list, dst)
-}
-
-func (ix *resourceIndex) vectorByList(list corev1.ResourceList, dst []int64) corev1.ResourceName {
 	var missing corev1.ResourceName
 	for name, q := range list {
-		i, ok := ix.pos[name]
-		if !ok {
-			if q.Sign() > 0 && (missing == "" || name < missing) {
-				missing = name
-			}
+		var i int
+		switch name {
+		case corev1.ResourceCPU:
+			dst[dimCPU] = q.MilliValue()
 			continue
+		case corev1.ResourceMemory:
+			i = dimMemory
+		case corev1.ResourcePods:
+			i = dimPods
+		default:
+			var ok bool
+			if i, ok = ix.pos[name]; !ok {
+				if q.Sign() > 0 && (missing == "" || name < missing) {
+					missing = name
+				}
+				continue
+			}
 		}
-		dst[i] = amount(i, &q)
+		dst[i] = q.Value()
 	}
 	return missing
 }
