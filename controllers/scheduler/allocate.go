@@ -42,6 +42,26 @@ func Allocate(snap Snapshot, opts Options) Result {
 // as Volcano does, so that other queues and gangs get their turns between
 // a large job's extra pods.
 func (c *cycle) allocate() {
+	c.fillQueues()
+	exhausted := make([]bool, len(c.queues))
+	for {
+		q := c.nextQueue(exhausted)
+		if q == nil {
+			break
+		}
+		j := heap.Pop(&q.jobs).(*jobState)
+		if j.ready {
+			c.extraTurn(q, j)
+		} else {
+			c.gangTurn(q, j)
+		}
+	}
+	c.explainUnreached()
+}
+
+// fillQueues puts every admitted job with pods to place into its queue's
+// heap, and says why the others that wait for minMember cannot be placed.
+func (c *cycle) fillQueues() {
 	for _, j := range c.jobs {
 		if !admitted(j.phase) {
 			continue
@@ -66,33 +86,31 @@ func (c *cycle) allocate() {
 			heap.Push(&q.jobs, j)
 		}
 	}
-	exhausted := make([]bool, len(c.queues))
-	for {
-		qi := -1
-		for i, q := range c.queues {
-			if exhausted[i] || q.jobs.Len() == 0 {
-				continue
-			}
-			if q.overused() {
-				exhausted[i] = true
-				continue
-			}
-			if qi < 0 || compareQueues(q, c.queues[qi]) < 0 {
-				qi = i
-			}
+}
+
+// nextQueue is the queue with jobs left and the lowest share. A queue that
+// holds its deserved amount is done for the cycle (exhausted): what it
+// holds only grows between turns.
+func (c *cycle) nextQueue(exhausted []bool) *queueState {
+	var best *queueState
+	for i, q := range c.queues {
+		if exhausted[i] || q.jobs.Len() == 0 {
+			continue
 		}
-		if qi < 0 {
-			break
+		if q.overused() {
+			exhausted[i] = true
+			continue
 		}
-		q := c.queues[qi]
-		j := heap.Pop(&q.jobs).(*jobState)
-		if j.ready {
-			c.extraTurn(q, j)
-		} else {
-			c.gangTurn(q, j)
+		if best == nil || compareQueues(q, best) < 0 {
+			best = q
 		}
 	}
-	// Gangs their queue never came back to: it reached its deserved amount.
+	return best
+}
+
+// explainUnreached gives a reason to the gangs whose queue was exhausted
+// before their turn.
+func (c *cycle) explainUnreached() {
 	for _, q := range c.queues {
 		for _, j := range q.jobs {
 			if !j.ready {

@@ -39,8 +39,9 @@ type cycle struct {
 	bindings []Binding
 	stats    Stats
 
-	// Buffers reused across turns.
+	// Buffers reused across jobs and turns.
 	scratch []int64
+	keyBuf  []byte
 	stmt    statement
 	order   []*taskState
 
@@ -103,7 +104,6 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	c.stats.Nodes = len(snap.Nodes)
 	c.stats.Jobs = len(snap.Jobs)
 	total := floats(c.nodes.total)
-
 	queueSpec := map[string]*Queue{}
 	for i := range snap.Queues {
 		queueSpec[snap.Queues[i].Name] = &snap.Queues[i]
@@ -112,61 +112,88 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	for i := range snap.Jobs {
 		ntasks += len(snap.Jobs[i].Pending)
 	}
-	// One allocation each for all tasks, jobs and their vectors: a cycle
-	// over 10,000 pods would otherwise spend much of its time in the GC.
-	r := ix.dims()
-	c.tasks = make([]taskState, 0, ntasks)
-	reqs := make([]int64, ntasks*r)
-	taskRefs := make([]*taskState, ntasks)
-	jobs := make([]jobState, len(snap.Jobs))
-	minRes := make([]int64, len(snap.Jobs)*r)
-	requests := make([]float64, len(snap.Jobs)*r)
-	c.scratch = make([]int64, r)
+	a := newArena(len(snap.Jobs), ntasks, ix.dims())
+	c.tasks = make([]taskState, 0, ntasks) // never grows: &c.tasks[i] stay put
 	c.jobs = make([]*jobState, 0, len(snap.Jobs))
 	c.bindings = make([]Binding, 0, ntasks)
-	var keyBuf []byte
+	c.scratch = make([]int64, ix.dims())
 	// Jobs are taken in key order, so that every sum over them is made in
 	// the same order whatever the snapshot's.
-	byKey := make([]int, len(snap.Jobs))
+	order := make([]int, len(snap.Jobs))
 	keys := make([]string, len(snap.Jobs))
 	for i := range snap.Jobs {
-		byKey[i], keys[i] = i, snap.Jobs[i].JobKey()
+		order[i], keys[i] = i, snap.Jobs[i].JobKey()
 	}
-	slices.SortFunc(byKey, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-	for i, at := range byKey {
+	slices.SortFunc(order, func(x, y int) int { return strings.Compare(keys[x], keys[y]) })
+	jobs := make([]jobState, len(snap.Jobs))
+	for i, at := range order {
 		j := &jobs[i]
 		j.key = keys[at]
-		j.minRes, j.request = minRes[i*r:(i+1)*r:(i+1)*r], requests[i*r:(i+1)*r:(i+1)*r]
-		c.newJob(&snap.Jobs[at], j, queueSpec, total)
-		for k := range j.job.Pending {
-			t := &j.job.Pending[k]
-			ts := taskState{task: t, req: reqs[:r:r]}
-			reqs = reqs[r:]
-			ts.missing = ix.vector(t.Requests, ts.req)
-			ts.req[dimPods] = 1
-			ts.sig = c.internSignature(t)
-			keyBuf = shapeKey(keyBuf[:0], ts.sig, ts.req, ts.missing)
-			ts.shape = c.internShape(keyBuf, ts.req)
-			ts.dim = c.shapeDim[ts.shape]
-			c.tasks = append(c.tasks, ts)
-		}
+		c.addJob(&snap.Jobs[at], j, a, queueSpec, total)
 		c.jobs = append(c.jobs, j)
 	}
-	// Tasks are linked only now: appending may have moved c.tasks.
-	at := 0
-	for _, j := range c.jobs {
-		n := len(j.job.Pending)
-		j.tasks = taskRefs[at : at+n : at+n]
-		for k := range j.tasks {
-			j.tasks[k] = &c.tasks[at+k]
-		}
-		at += n
-		slices.SortFunc(j.tasks, compareTasks)
-		c.chargeRequest(j)
-	}
-	slices.SortFunc(c.queues, func(a, b *queueState) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(c.queues, func(x, y *queueState) int { return strings.Compare(x.name, y.name) })
 	deserve(c.queues, total)
 	return c
+}
+
+// addJob builds the state of a job and of its pending pods.
+func (c *cycle) addJob(job *Job, j *jobState, a *arena, queueSpec map[string]*Queue, total []float64) {
+	j.minRes, j.request = a.ints(), a.floats()
+	c.newJob(job, j, queueSpec, total)
+	j.tasks = a.taskRefs(len(job.Pending))
+	for k := range job.Pending {
+		t := &job.Pending[k]
+		ts := taskState{task: t, req: a.ints()}
+		ts.missing = c.ix.vector(t.Requests, ts.req)
+		ts.req[dimPods] = 1
+		ts.sig = c.internSignature(t)
+		c.keyBuf = shapeKey(c.keyBuf[:0], ts.sig, ts.req, ts.missing)
+		ts.shape = c.internShape(c.keyBuf, ts.req)
+		ts.dim = c.shapeDim[ts.shape]
+		c.tasks = append(c.tasks, ts)
+		j.tasks[k] = &c.tasks[len(c.tasks)-1]
+	}
+	slices.SortFunc(j.tasks, compareTasks)
+	c.chargeRequest(j)
+}
+
+// arena hands out the cycle's small vectors from a few large allocations:
+// a cycle over 10,000 pods would otherwise spend much of its time in the GC.
+type arena struct {
+	dims int
+	i    []int64
+	f    []float64
+	refs []*taskState
+}
+
+// newArena has room for a vector of each kind per job, an int vector per
+// task, and a reference per task.
+func newArena(jobs, tasks, dims int) *arena {
+	return &arena{
+		dims: dims,
+		i:    make([]int64, (jobs+tasks)*dims),
+		f:    make([]float64, jobs*dims),
+		refs: make([]*taskState, tasks),
+	}
+}
+
+func (a *arena) ints() []int64 {
+	v := a.i[:a.dims:a.dims]
+	a.i = a.i[a.dims:]
+	return v
+}
+
+func (a *arena) floats() []float64 {
+	v := a.f[:a.dims:a.dims]
+	a.f = a.f[a.dims:]
+	return v
+}
+
+func (a *arena) taskRefs(n int) []*taskState {
+	v := a.refs[:n:n]
+	a.refs = a.refs[n:]
+	return v
 }
 
 // newJob fills in j (whose key, minRes and request are set) and charges
