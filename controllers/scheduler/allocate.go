@@ -170,59 +170,6 @@ func (c *cycle) invalid(j *jobState) *Condition {
 	return nil
 }
 
-// statement is a gang's tentative placements: committed together or undone.
-type statement struct {
-	placed []placement
-	// byShape counts the placements per task shape (few: gangs are mostly
-	// alike); only is their shape while they all share one (-1 empty, -2
-	// mixed).
-	byShape []shapeCount
-	only    int32
-}
-
-type placement struct {
-	task *taskState
-	node int
-}
-
-type shapeCount struct {
-	shape int32
-	n     int
-}
-
-// statement returns the cycle's statement, emptied.
-func (c *cycle) statement() *statement {
-	st := &c.stmt
-	st.placed, st.byShape, st.only = st.placed[:0], st.byShape[:0], -1
-	return st
-}
-
-func (st *statement) count(shape int32) int {
-	for _, sc := range st.byShape {
-		if sc.shape == shape {
-			return sc.n
-		}
-	}
-	return 0
-}
-
-func (st *statement) add(shape int32) {
-	switch st.only {
-	case -1:
-		st.only = shape
-	case shape:
-	default:
-		st.only = -2
-	}
-	for i := range st.byShape {
-		if st.byShape[i].shape == shape {
-			st.byShape[i].n++
-			return
-		}
-	}
-	st.byShape = append(st.byShape, shapeCount{shape, 1})
-}
-
 // gangTurn tries to complete the gang in one go. Each task is checked
 // against the nodes first and the queue's room second, so that a gang the
 // cluster cannot hold is told so, rather than that its queue is full.
@@ -299,54 +246,6 @@ func (c *cycle) gangOrder(j *jobState) []*taskState {
 	return c.order
 }
 
-// rejectFast turns a gang down without a search when the cycle already
-// knows it cannot be completed: all its pods are alike, and fewer than it
-// needs fit the cluster (a known bound for their shape) or its queue's
-// deserved room while the cluster as a whole would have the room.
-func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
-	if c.exhaustive {
-		return false
-	}
-	var first *taskState
-	sameReq, sameShape := true, true
-	pending := 0
-	for _, t := range j.tasks {
-		if t.placed {
-			continue
-		}
-		pending++
-		if first == nil {
-			first = t
-			continue
-		}
-		if t.shape != first.shape {
-			sameShape = false
-			if !equalInts(t.req, first.req) {
-				sameReq = false
-				break
-			}
-		}
-	}
-	if first == nil || !sameReq {
-		return false
-	}
-	need := j.needed()
-	f := &taskFailures{}
-	placeable := 0
-	if capacity := c.capacity[first.shape]; sameShape && capacity >= 0 && capacity < need {
-		placeable = min(capacity, pending)
-		f.add(c.capacityWhy[first.shape], pending-placeable)
-	} else if room, d := q.tasksWithin(first.req); room < need && c.nodes.freeInTotal(first.req, need) {
-		placeable = min(room, pending)
-		f.add(q.fullReason(d, c.ix), pending-placeable)
-	} else {
-		return false
-	}
-	j.cond = &Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: gangMessage(j, placeable, f)}
-	c.stats.FastRejects++
-	return true
-}
-
 // extraTurn places one more pod of a job that has reached minMember. A task
 // shape that found no room is not tried again this cycle.
 func (c *cycle) extraTurn(q *queueState, j *jobState) {
@@ -387,71 +286,6 @@ func (j *jobState) fail(t *taskState, why string) {
 	j.failed[t.shape] = why
 }
 
-// findNode picks the node for t, or says why there is none. st holds the
-// placements made so far in this turn.
-func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
-	if limit := c.capacity[t.shape]; limit >= 0 && st.count(t.shape) >= limit && !c.exhaustive {
-		return -1, c.capacityWhy[t.shape]
-	}
-	node := -1
-	if t.missing == "" {
-		node = c.nodes.bestFit(t.req, t.dim, c.signatureOf(t.sig).eligible)
-	}
-	if node >= 0 {
-		return node, ""
-	}
-	why := c.fitError(t)
-	// With nothing but tasks of this shape placed in this turn, the cluster
-	// as it was before the turn holds exactly that many of them: identical
-	// tasks fill each node up to its own limit whatever the order.
-	if st.only == t.shape || st.only == -1 {
-		if n := st.count(t.shape); c.capacity[t.shape] < 0 || n < c.capacity[t.shape] {
-			c.capacity[t.shape] = n
-			c.capacityWhy[t.shape] = why
-		}
-	}
-	return -1, why
-}
-
-func (c *cycle) place(q *queueState, j *jobState, st *statement, t *taskState, node int) {
-	c.nodes.take(node, t.req)
-	q.add(t.req, 1)
-	t.placed = true
-	j.placed++
-	if j.minTask != nil {
-		j.placedByTask[t.task.Name]++
-	}
-	st.placed = append(st.placed, placement{task: t, node: node})
-	st.add(t.shape)
-}
-
-func (c *cycle) commit(q *queueState, j *jobState, st *statement) {
-	for _, p := range st.placed {
-		c.bindings = append(c.bindings, Binding{Pod: p.task.task.Key, Node: c.nodes.nodes[p.node].Name, PodGroup: j.key})
-		j.bound++
-	}
-	for _, sc := range st.byShape {
-		if c.capacity[sc.shape] >= 0 {
-			c.capacity[sc.shape] = max(0, c.capacity[sc.shape]-sc.n)
-		}
-	}
-	q.updateShare()
-}
-
-func (c *cycle) discard(q *queueState, j *jobState, st *statement) {
-	for i := len(st.placed) - 1; i >= 0; i-- {
-		p := st.placed[i]
-		c.nodes.give(p.node, p.task.req)
-		q.add(p.task.req, -1)
-		p.task.placed = false
-		j.placed--
-		if j.minTask != nil {
-			j.placedByTask[p.task.task.Name]--
-		}
-	}
-	c.stats.TasksDiscarded += len(st.placed)
-}
-
 // result writes every job's new phase: Running once minMember pods are
 // placed; otherwise Inqueue stays Inqueue and anything else goes back to
 // Pending (Volcano's rule, so that a gang that lost pods is admitted anew).
@@ -480,15 +314,6 @@ func (c *cycle) result() Result {
 	r.Stats.TasksDiscarded = c.stats.TasksDiscarded
 	r.Stats.FastRejects = c.stats.FastRejects
 	return r
-}
-
-func equalInts(a, b []int64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // jobHeap orders a queue's jobs by compareJobs.
