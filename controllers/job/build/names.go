@@ -10,9 +10,6 @@ import (
 // SlotLabel is the label on every object a Job owns: the decimal ring slot of the Job's key.
 const SlotLabel = "ringfire.io/slot"
 
-// DefaultSchedulerName is the scheduler of a pod whose template and Job name none.
-const DefaultSchedulerName = "volcano"
-
 // maxVolumeNameLength is the limit of a DNS-1123 label, which a pod volume name must be.
 const maxVolumeNameLength = 63
 

@@ -16,9 +16,9 @@ func OwnerReference(job *batch.Job) metav1.OwnerReference {
 	return *metav1.NewControllerRef(job, jobKind)
 }
 
-// ObjectMeta is the metadata of an object named name that job owns: job's namespace, the controller
+// OwnedMeta is the metadata of an object named name that job owns: job's namespace, the controller
 // reference, and SlotLabel set to slot.
-func ObjectMeta(job *batch.Job, name string, slot int) metav1.ObjectMeta {
+func OwnedMeta(job *batch.Job, name string, slot int) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       job.Namespace,

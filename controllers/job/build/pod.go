@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
 // Job annotations and labels that Volcano passes on to every pod, for the scheduler.
@@ -30,33 +32,40 @@ func Pod(job *batch.Job, task *batch.TaskSpec, index int, slot int) *corev1.Pod 
 		},
 		Spec: template.Spec,
 	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-
+	// The template's scheduler and priority class win; the Job's fill in; then Volcano's scheduler.
 	if pod.Spec.SchedulerName == "" {
 		pod.Spec.SchedulerName = job.Spec.SchedulerName
 	}
 	if pod.Spec.SchedulerName == "" {
-		pod.Spec.SchedulerName = DefaultSchedulerName
+		pod.Spec.SchedulerName = state.DefaultSchedulerName
 	}
 	if pod.Spec.PriorityClassName == "" {
 		pod.Spec.PriorityClassName = job.Spec.PriorityClassName
 	}
 	mountJobVolumes(pod, job)
+	annotate(pod, job, task, index)
+	label(pod, job, task, index, slot)
+	return pod
+}
 
-	taskKey := task.Name
-	if taskKey == "" {
-		taskKey = batch.DefaultTaskSpec
+// taskKey is the name pods record as their task: the task's name, or "default" for an unnamed one.
+func taskKey(task *batch.TaskSpec) string {
+	if task.Name == "" {
+		return batch.DefaultTaskSpec
 	}
-	ix := strconv.Itoa(index)
+	return task.Name
+}
 
+// annotate sets the annotations by which the scheduler and the controller know the pod: its
+// PodGroup, Job, task, index, queue, the Job's version and retry count, and the scheduling hints
+// the Job carries.
+func annotate(pod *corev1.Pod, job *batch.Job, task *batch.TaskSpec, index int) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
 	a := pod.Annotations
-	a[batch.TaskIndex] = ix
-	a[batch.TaskSpecKey] = taskKey
+	a[batch.TaskIndex] = strconv.Itoa(index)
+	a[batch.TaskSpecKey] = taskKey(task)
 	a[scheduling.KubeGroupNameAnnotationKey] = PodGroupName(job)
 	a[batch.JobNameKey] = job.Name
 	a[batch.QueueNameKey] = job.Spec.Queue
@@ -73,11 +82,18 @@ func Pod(job *batch.Job, task *batch.TaskSpec, index int, slot int) *corev1.Pod 
 	} else if v, ok := job.Annotations[scheduling.JDBMaxUnavailable]; ok {
 		a[scheduling.JDBMaxUnavailable] = v
 	}
+}
 
+// label sets the labels that select the pod: its Job (the svc plugin's Service selects on it),
+// task, index, queue, partition, the hints the Job's labels carry, and the slot.
+func label(pod *corev1.Pod, job *batch.Job, task *batch.TaskSpec, index int, slot int) {
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
 	l := pod.Labels
-	l[batch.TaskIndex] = ix
+	l[batch.TaskIndex] = strconv.Itoa(index)
 	l[batch.JobNameKey] = job.Name
-	l[batch.TaskSpecKey] = taskKey
+	l[batch.TaskSpecKey] = taskKey(task)
 	l[batch.JobNamespaceKey] = job.Namespace
 	l[batch.QueueNameKey] = job.Spec.Queue
 	copyKeys(l, job.Labels, inheritedLabels)
@@ -89,7 +105,6 @@ func Pod(job *batch.Job, task *batch.TaskSpec, index int, slot int) *corev1.Pod 
 		l[batch.TaskPartitionID] = strconv.Itoa(partition)
 	}
 	l[SlotLabel] = strconv.Itoa(slot)
-	return pod
 }
 
 // mountJobVolumes adds a volume for each claim of job.spec.volumes and mounts it in every

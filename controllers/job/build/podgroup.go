@@ -22,7 +22,7 @@ type PriorityLookup func(className string) (value int32, found bool)
 // Job's network topology and a subgroup policy per partitioned task. priorities values the
 // priority classes of the task templates.
 func PodGroup(job *batch.Job, slot int, priorities PriorityLookup) *scheduling.PodGroup {
-	meta := ObjectMeta(job, PodGroupName(job), slot)
+	meta := OwnedMeta(job, PodGroupName(job), slot)
 	labels := maps.Clone(job.Labels)
 	if labels == nil {
 		labels = map[string]string{}

@@ -18,7 +18,7 @@ func PVC(job *batch.Job, index int, slot int) *corev1.PersistentVolumeClaim {
 		return nil
 	}
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: ObjectMeta(job, PVCName(job, index), slot),
+		ObjectMeta: OwnedMeta(job, PVCName(job, index), slot),
 		Spec:       *v.VolumeClaim.DeepCopy(),
 	}
 }

@@ -121,7 +121,7 @@ func (p *sshPlugin) OnJobAdd(job *batch.Job) (Changes, error) {
 	}
 	secret := &corev1.Secret{
 		TypeMeta:   typeMeta("v1", "Secret"),
-		ObjectMeta: build.ObjectMeta(job, sshSecretName(job), p.env.Slot),
+		ObjectMeta: build.OwnedMeta(job, sshSecretName(job), p.env.Slot),
 		Data: map[string][]byte{
 			sshPrivateKeyFile: keys.PrivateKey,
 			sshPublicKeyFile:  keys.PublicKey,

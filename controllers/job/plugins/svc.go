@@ -124,7 +124,7 @@ func Hosts(job *batch.Job) map[string]string {
 func (p *svc) hostsConfigMap(job *batch.Job) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   typeMeta("v1", "ConfigMap"),
-		ObjectMeta: build.ObjectMeta(job, hostsConfigMapName(job), p.env.Slot),
+		ObjectMeta: build.OwnedMeta(job, hostsConfigMapName(job), p.env.Slot),
 		Data:       Hosts(job),
 	}
 }
@@ -139,7 +139,7 @@ func jobPods(job *batch.Job) map[string]string {
 func (p *svc) service(job *batch.Job) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   typeMeta("v1", "Service"),
-		ObjectMeta: build.ObjectMeta(job, job.Name, p.env.Slot),
+		ObjectMeta: build.OwnedMeta(job, job.Name, p.env.Slot),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			Selector:                 jobPods(job),
@@ -157,7 +157,7 @@ func (p *svc) service(job *batch.Job) *corev1.Service {
 func (p *svc) networkPolicy(job *batch.Job) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
-		ObjectMeta: build.ObjectMeta(job, job.Name, p.env.Slot),
+		ObjectMeta: build.OwnedMeta(job, job.Name, p.env.Slot),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: jobPods(job)},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
