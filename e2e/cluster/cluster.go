@@ -162,7 +162,20 @@ func (c *Cluster) prepareDir() error {
 		return err
 	}
 	c.dir = abs
-	return os.MkdirAll(c.dir, 0o755)
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	// A directory used before starts afresh: stop whatever still runs there
+	// and drop the old data and credentials; logs are appended to.
+	if err := StopDir(c.dir); err != nil {
+		return fmt.Errorf("stop the cluster left in %s: %w", c.dir, err)
+	}
+	for _, stale := range []string{"etcd-data", "pki"} {
+		if err := os.RemoveAll(filepath.Join(c.dir, stale)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // launch starts one component from its recorded command line.
@@ -178,6 +191,9 @@ func (c *Cluster) launch(name Component) error {
 		return err
 	}
 	c.procs[name] = p
+	if err := writePID(c.dir, name, p.cmd.Process.Pid); err != nil {
+		c.log.Warn("cannot record process id; StopDir will not find it", "component", name, "error", err)
+	}
 	c.log.Debug("started", "component", name, "pid", p.cmd.Process.Pid, "log", p.logPath)
 	return nil
 }
@@ -230,6 +246,7 @@ func (c *Cluster) Stop() error {
 		for i := len(components) - 1; i >= 0; i-- {
 			if p := c.procs[components[i]]; p != nil {
 				p.terminate()
+				_ = os.Remove(pidPath(c.dir, components[i]))
 			}
 		}
 		if c.ownDir {

@@ -11,8 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/ringfire/ringfire/e2e/cluster"
 )
@@ -109,7 +112,7 @@ func TestPodOnFakeNodeEndsAsAnnotated(t *testing.T) {
 			pod := createPod(ctx, t, c, fmt.Sprintf("annotated-%d", i), cluster.NodeName(i%len(c.NodeNames())), annotations)
 
 			sawRunning := false
-			pod = waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool {
+			pod = waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool {
 				sawRunning = sawRunning || p.Status.Phase == corev1.PodRunning
 				return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 			})
@@ -146,7 +149,7 @@ func TestDeletedPodDisappears(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pod := createPod(ctx, t, c, "deleted", cluster.NodeName(0), map[string]string{cluster.PodDurationAnnotation: "1h"})
-	waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
@@ -176,14 +179,14 @@ func TestDeletedPodWaitsForItsFinalizer(t *testing.T) {
 	defer cancel()
 	const finalizer = "ringfire.io/e2e-test"
 	pod := createPod(ctx, t, c, "finalized", cluster.NodeName(0), map[string]string{cluster.PodDurationAnnotation: "1h"}, finalizer)
-	waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	pod = waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// kwok deletes at once; the finalizer keeps the pod until it is removed.
-	pod = waitForPod(ctx, t, c, pod.Name, func(p *corev1.Pod) bool {
+	pod = waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool {
 		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -222,27 +225,30 @@ func createPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name, node
 	return created
 }
 
-// waitForPod polls the pod until done returns true or ctx ends.
-func waitForPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name string, done func(*corev1.Pod) bool) *corev1.Pod {
+// waitForPod watches the pod from the version given until done returns true.
+// A watch delivers every change, so a short-lived phase is never missed.
+func waitForPod(ctx context.Context, t *testing.T, c *cluster.Cluster, from *corev1.Pod, done func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
-	for {
-		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err == nil && done(pod) {
-			return pod
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("pod %s: gave up waiting (last: %v, phase %s)", name, err, phaseOf(pod))
-		}
-		time.Sleep(100 * time.Millisecond)
+	w, err := c.Clientset().CoreV1().Pods(from.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", from.Name).String(),
+		ResourceVersion: from.ResourceVersion,
+	})
+	if err != nil {
+		t.Fatalf("watch pod %s: %v", from.Name, err)
 	}
-}
-
-func phaseOf(pod *corev1.Pod) corev1.PodPhase {
-	if pod == nil {
-		return ""
+	last := from
+	_, err = watchtools.UntilWithoutRetry(ctx, w, func(ev watch.Event) (bool, error) {
+		pod, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			return false, fmt.Errorf("watch event %s: %v", ev.Type, ev.Object)
+		}
+		last = pod
+		return done(pod), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s: gave up waiting in phase %q: %v", from.Name, last.Status.Phase, err)
 	}
-	return pod.Status.Phase
+	return last
 }
 
 func isReady(node corev1.Node) bool {
@@ -266,5 +272,22 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	if _, err := c.Clientset().CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
 		t.Errorf("after restart: %v", err)
+	}
+}
+
+func TestStartReusesItsDirectory(t *testing.T) {
+	cluster.RequireTools(t)
+	dir := t.TempDir()
+	for round := range 2 {
+		c := cluster.StartForTest(t, cluster.Options{Dir: dir, Nodes: 1})
+		if _, err := c.Clientset().CoreV1().Nodes().Get(context.Background(), cluster.NodeName(0), metav1.GetOptions{}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := c.Stop(); err != nil {
+			t.Fatalf("round %d: stop: %v", round, err)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("round %d: Stop removed a directory it was given: %v", round, err)
+		}
 	}
 }

@@ -57,7 +57,7 @@ func TestStartGivesUpAfterTimeout(t *testing.T) {
 	if err == nil {
 		t.Fatal("Start succeeded with an etcd that never gets healthy")
 	}
-	for _, want := range []string{"waiting for etcd healthy", "gave up", "waiting for peers"} {
+	for _, want := range []string{"waiting for etcd healthy", "gave up", "last lines of"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
@@ -79,5 +79,38 @@ func TestStageFileGetsDefaultDuration(t *testing.T) {
 	}
 	if got := strings.Count(stages, "durationMilliseconds: 2500"); got != 2 {
 		t.Errorf("default duration appears %d times, want 2 (succeeded and failed stages)", got)
+	}
+}
+
+func TestStopDirStopsLeftoversOnly(t *testing.T) {
+	dir := t.TempDir()
+	// No exec: the shell keeps the command line that names dir, as the real
+	// components do.
+	tools := fakeTools(t, "sleep 600")
+	leftover, err := startProcess("etcd", filepath.Join(dir, "etcd.log"), filepath.Join(tools, "etcd"), "--data-dir="+dir+"/etcd-data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leftover.kill)
+	if err := writePID(dir, Etcd, leftover.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	// A recorded id that now belongs to some other process (here: this test).
+	if err := writePID(dir, KWOK, os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := StopDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-leftover.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("leftover etcd still running after StopDir")
+	}
+	for _, name := range []Component{Etcd, KWOK} {
+		if _, err := os.Stat(pidPath(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s pid file not removed: %v", name, err)
+		}
 	}
 }
