@@ -42,6 +42,7 @@ func constraintKey(t *Task) string {
 		return ""
 	}
 	var b strings.Builder
+	b.Grow(128) // most keys fit: one allocation
 	b.WriteByte('s')
 	if len(t.NodeSelector) == 1 {
 		for k, v := range t.NodeSelector {
