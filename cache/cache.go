@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	toolscache "k8s.io/client-go/tools/cache"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
@@ -46,9 +45,6 @@ type Config struct {
 	Kube    kubernetes.Interface
 	Volcano vcclient.Interface
 	Logger  hclog.Logger
-	// Handlers receive the events of owned objects, per resource. They run on
-	// the reflectors' goroutines and must not block.
-	Handlers map[Resource]toolscache.ResourceEventHandler
 	// SlotsReady is called once the owned objects of newly gained slots are
 	// listed: the controllers enqueue the slots' Jobs then.
 	SlotsReady func(slots []int)
@@ -70,7 +66,8 @@ type Cache struct {
 	wg      sync.WaitGroup
 }
 
-// New returns a Cache; register handlers on its factories' informers, then Start it.
+// New returns a Cache; register handlers on its factories' informers and on
+// its Owned resources, then Start it.
 func New(cfg Config) *Cache {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -83,7 +80,7 @@ func New(cfg Config) *Cache {
 		owned:   map[Resource]*Sharded{},
 	}
 	for _, r := range Owned {
-		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), cfg.Handlers[r], c.log)
+		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), c.log)
 	}
 	// Touch the cluster-wide informers so the factories start them.
 	c.Volcano.Batch().V1alpha1().Jobs().Informer()

@@ -85,11 +85,9 @@ func TestShardedBySlot(t *testing.T) {
 	vc := vcclient.NewForConfigOrDie(cl.RESTConfig())
 	c := cache.New(cache.Config{
 		Kube: kube, Volcano: vc,
-		Handlers: map[cache.Resource]toolscache.ResourceEventHandler{
-			cache.Pods: toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { adds.Add(1) }},
-		},
 		SlotsReady: func(slots []int) { ready <- slots },
 	})
+	c.Owned(cache.Pods).AddHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { adds.Add(1) }})
 	c.SlotsGained([]int{0, 1}) // before Start: held back until the cache runs
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)

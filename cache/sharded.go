@@ -40,7 +40,7 @@ type Sharded struct {
 	name     string
 	newObj   func() runtime.Object
 	lw       ListWatchFunc
-	handler  toolscache.ResourceEventHandler
+	handlers []toolscache.ResourceEventHandler // fixed once a reflector runs
 	log      hclog.Logger
 	indexer  toolscache.Indexer
 	mu       sync.Mutex
@@ -59,13 +59,10 @@ type slotBatch struct {
 }
 
 // NewSharded returns the sharded view of a resource. newObj returns an empty
-// object of its type; handler receives its events (it must not block).
-func NewSharded(name string, newObj func() runtime.Object, lw ListWatchFunc, handler toolscache.ResourceEventHandler, log hclog.Logger) *Sharded {
-	if handler == nil {
-		handler = toolscache.ResourceEventHandlerFuncs{}
-	}
+// object of its type.
+func NewSharded(name string, newObj func() runtime.Object, lw ListWatchFunc, log hclog.Logger) *Sharded {
 	return &Sharded{
-		name: name, newObj: newObj, lw: lw, handler: handler, log: log.Named(name),
+		name: name, newObj: newObj, lw: lw, log: log.Named(name),
 		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
 			ByJob:  indexByJob,
 			bySlot: indexBySlot,
@@ -73,6 +70,12 @@ func NewSharded(name string, newObj func() runtime.Object, lw ListWatchFunc, han
 		owned:   map[int]bool{},
 		batches: map[*slotBatch]bool{},
 	}
+}
+
+// AddHandler adds a receiver of the resource's events. Handlers run on the
+// reflectors' goroutines and must not block. Add them before the first Gain.
+func (s *Sharded) AddHandler(h toolscache.ResourceEventHandler) {
+	s.handlers = append(s.handlers, h)
 }
 
 // Indexer is the resource's index over the held slots. Read only.
@@ -198,10 +201,12 @@ func (bs *batchStore) Update(obj interface{}) error {
 	if err := bs.s.indexer.Update(obj); err != nil {
 		return err
 	}
-	if exists {
-		bs.s.handler.OnUpdate(old, obj)
-	} else {
-		bs.s.handler.OnAdd(obj, false)
+	for _, h := range bs.s.handlers {
+		if exists {
+			h.OnUpdate(old, obj)
+		} else {
+			h.OnAdd(obj, false)
+		}
 	}
 	return nil
 }
@@ -217,7 +222,9 @@ func (bs *batchStore) Delete(obj interface{}) error {
 	if err := bs.s.indexer.Delete(old); err != nil {
 		return err
 	}
-	bs.s.handler.OnDelete(obj)
+	for _, h := range bs.s.handlers {
+		h.OnDelete(obj)
+	}
 	return nil
 }
 
@@ -247,7 +254,9 @@ func (bs *batchStore) Replace(list []interface{}, _ string) error {
 		for _, o := range objs {
 			if key, err := toolscache.MetaNamespaceKeyFunc(o); err == nil && !seen[key] {
 				_ = bs.s.indexer.Delete(o)
-				bs.s.handler.OnDelete(o)
+				for _, h := range bs.s.handlers {
+					h.OnDelete(o)
+				}
 			}
 		}
 	}

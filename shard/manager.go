@@ -195,3 +195,15 @@ func (m *Manager) resolveRing(ctx context.Context) (int, error) {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// Valid reports an error unless this replica holds a live, unexpired
+// membership session right now. Writers call it right before each write:
+// after a pause (a long GC, SIGSTOP) it fails even before the fence timer
+// has run.
+func (m *Manager) Valid() error {
+	s := m.session.Load()
+	if s == nil {
+		return errors.New("no membership session")
+	}
+	return s.Valid()
+}

@@ -149,19 +149,19 @@ func toolsBin(ctx context.Context, log hclog.Logger) (string, error) {
 
 func replicaPort(i int) int { return 18080 + i }
 
-type replica struct {
+type replicaProc struct {
 	id  string
 	cmd *exec.Cmd
 }
 
 // startReplicas runs the replicas as processes of this same binary, each
 // logging to a file of its own, and dying with this process.
-func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]replica, error) {
+func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]replicaProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	var out []replica
+	var out []replicaProc
 	for i := range f.replicas {
 		id := fmt.Sprintf("ringfire-%d", i)
 		logFile, err := os.Create(filepath.Join(f.dir, id+".log"))
@@ -177,7 +177,7 @@ func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]rep
 			return out, fmt.Errorf("start replica %s: %w", id, err)
 		}
 		logFile.Close()
-		out = append(out, replica{id: id, cmd: cmd})
+		out = append(out, replicaProc{id: id, cmd: cmd})
 		log.Info("started replica", "id", id, "pid", cmd.Process.Pid, "log", logFile.Name())
 	}
 	return out, nil
@@ -185,7 +185,7 @@ func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]rep
 
 // stopReplicas stops the replicas gracefully (SIGTERM), killing what is
 // still running after 15 s.
-func stopReplicas(rs []replica, log hclog.Logger) {
+func stopReplicas(rs []replicaProc, log hclog.Logger) {
 	for _, r := range rs {
 		r.cmd.Process.Signal(syscall.SIGTERM)
 	}

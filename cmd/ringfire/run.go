@@ -17,8 +17,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
-	"github.com/ringfire/ringfire/membership"
-	"github.com/ringfire/ringfire/shard"
+	"github.com/ringfire/ringfire/internal/replica"
 )
 
 type runFlags struct {
@@ -29,6 +28,7 @@ type runFlags struct {
 	leaseTTL     time.Duration
 	drainTimeout time.Duration
 	listen       string
+	workers      int
 	logFormat    string
 	logLevel     string
 }
@@ -53,6 +53,7 @@ func runCommand(args []string) error {
 	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
+	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
@@ -111,26 +112,19 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mcfg := membership.DefaultConfig()
-	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.TTL = client, f.etcd.prefix, f.id, f.leaseTTL
-	mcfg.Logger, mcfg.Registerer = log, reg
-	member, err := membership.New(mcfg)
-	if err != nil {
-		return err
-	}
-	manager, err := shard.NewManager(shard.ManagerConfig{
-		Client: client, Member: member, Prefix: f.etcd.prefix, Slots: f.slots,
-		DrainTimeout: f.drainTimeout, Logger: log, Registerer: reg,
-	})
-	if err != nil {
-		return err
-	}
 
 	var wg sync.WaitGroup
 	opsCtx, stopOps := context.WithCancel(context.Background())
 	defer func() { stopOps(); wg.Wait() }()
 
 	kubeCfg, err := f.kube.restConfig(log)
+	if err != nil {
+		return err
+	}
+	r, err := replica.New(replica.Config{
+		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
+		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, Logger: log, Registerer: reg,
+	})
 	if err != nil {
 		return err
 	}
@@ -143,10 +137,10 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	go func() {
 		defer wg.Done()
 		err := opsserver.Serve(opsCtx, opsserver.Config{
-			Addr: f.listen, Gatherer: reg, Logger: log, Status: manager.Status,
+			Addr: f.listen, Gatherer: reg, Logger: log, Status: r.Manager.Status,
 			Ready: func() error {
-				if !manager.Ready() {
-					return errors.New("not a member of the ring yet: etcd unreachable or not answering (see the log)")
+				if err := r.Ready(); err != nil {
+					return err
 				}
 				if kubeCfg != nil {
 					return api.Err()
@@ -160,7 +154,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	}()
 
 	log.Info("starting replica", "id", f.id, "prefix", f.etcd.prefix, "lease_ttl", f.leaseTTL)
-	if err := manager.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	log.Info("stopped")

@@ -1,0 +1,408 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/build"
+	"github.com/ringfire/ringfire/controllers/job/state"
+)
+
+// podCounts are a Job's pods by phase after a kill or a sync, overall and
+// per task.
+type podCounts struct {
+	state.Counts
+	tasks map[string]batch.TaskState
+}
+
+func (pc *podCounts) add(task string, phase corev1.PodPhase) {
+	switch phase {
+	case corev1.PodPending:
+		pc.Pending++
+	case corev1.PodRunning:
+		pc.Running++
+	case corev1.PodSucceeded:
+		pc.Succeeded++
+	case corev1.PodFailed:
+		pc.Failed++
+	default:
+		pc.Unknown++
+	}
+	if pc.tasks == nil {
+		pc.tasks = map[string]batch.TaskState{}
+	}
+	ts := pc.tasks[task]
+	if ts.Phase == nil {
+		ts.Phase = map[corev1.PodPhase]int32{}
+	}
+	ts.Phase[phase]++
+	pc.tasks[task] = ts
+	if pc.TaskSucceeded == nil {
+		pc.TaskSucceeded = map[string]int32{}
+	}
+	if phase == corev1.PodSucceeded {
+		pc.TaskSucceeded[task]++
+	} else if _, ok := pc.TaskSucceeded[task]; !ok {
+		pc.TaskSucceeded[task] = 0
+	}
+}
+
+// countPods counts the Job's pods as they are.
+func countPods(_ *batch.Job, info *cache.JobInfo) podCounts {
+	var pc podCounts
+	for task, pods := range info.Pods {
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				pc.Terminating++
+				continue
+			}
+			pc.add(task, p.Status.Phase)
+		}
+	}
+	return pc
+}
+
+// kill deletes the pods the kill targets and counts the rest; a full kill
+// deletes the PodGroup too, so that the scheduler admits the Job afresh.
+func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, kill state.Kill, req state.Request) (podCounts, error) {
+	var pc podCounts
+	var doomed []*corev1.Pod
+	partition := partitionOf(info, req)
+	for task, pods := range info.Pods {
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				pc.Terminating++
+				continue
+			}
+			if targets(kill, p, task, req, partition) {
+				doomed = append(doomed, p)
+				continue
+			}
+			pc.add(task, p.Status.Phase)
+		}
+	}
+	deleted, err := c.deletePods(ctx, job, doomed)
+	pc.Terminating += deleted
+	if err != nil {
+		return pc, err
+	}
+	if kill.Full() && info.PodGroup != nil {
+		if err := c.guard(ctx); err != nil {
+			return pc, err
+		}
+		pg := info.PodGroup
+		err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &pg.UID},
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return pc, fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
+		}
+	}
+	if kill.Full() {
+		if set, err := c.pluginsFor(job, c.slotOf(key)); err == nil {
+			if err := c.deletePluginObjects(ctx, key, job, set); err != nil {
+				return pc, fmt.Errorf("plugin objects: %w", err)
+			}
+		}
+	}
+	return pc, nil
+}
+
+// targets reports whether the kill deletes pod p of task.
+func targets(kill state.Kill, p *corev1.Pod, task string, req state.Request, partition string) bool {
+	switch kill {
+	case state.KillTask:
+		return task == req.TaskName
+	case state.KillPod:
+		return p.Name == req.PodName
+	case state.KillPartition:
+		return task == req.TaskName && partition != "" && p.Labels[batch.TaskPartitionID] == partition
+	}
+	return kill.Deletes(p.Status.Phase)
+}
+
+// partitionOf is the partition of the request's pod, if it has one.
+func partitionOf(info *cache.JobInfo, req state.Request) string {
+	if p := info.Pods[req.TaskName][req.PodName]; p != nil {
+		return p.Labels[batch.TaskPartitionID]
+	}
+	return ""
+}
+
+// deletePods deletes pods with UID and resourceVersion preconditions, a few
+// at a time; it returns how many are gone.
+func (c *Controller) deletePods(ctx context.Context, job *batch.Job, pods []*corev1.Pod) (int32, error) {
+	var mu sync.Mutex
+	var gone int32
+	errs := c.parallel(len(pods), func(i int) error {
+		p := pods[i]
+		if err := c.guard(ctx); err != nil {
+			return err
+		}
+		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pod %s: %w", p.Name, err)
+		}
+		c.metrics.podsDeleted.Inc()
+		mu.Lock()
+		gone++
+		mu.Unlock()
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		if !errors.Is(err, errNotOwner) {
+			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDeletePod", "Error deleting pods: %v", err)
+		}
+		return gone, err
+	}
+	return gone, nil
+}
+
+// sync brings the Job's objects to what its spec asks: the PodGroup, the
+// PVCs, the plugins' objects, and, once the scheduler has admitted the
+// PodGroup, the pods (tasks waiting on dependsOn later).
+func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo) (podCounts, error) {
+	slot := c.slotOf(key)
+	plugins, err := c.pluginsFor(job, slot)
+	if err != nil {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "Job plugins: %v", err)
+		return countPods(job, info), nil
+	}
+	if err := c.syncPlugins(ctx, key, job, plugins); err != nil {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "Job plugins: %v", err)
+		return podCounts{}, err
+	}
+	admitted, err := c.syncPodGroup(ctx, job, info, slot)
+	if err != nil {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "PodGroup: %v", err)
+		return podCounts{}, err
+	}
+	if err := c.syncPVCs(ctx, key, job, slot); err != nil {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PVCError), "PVC: %v", err)
+		return podCounts{}, err
+	}
+
+	var pc podCounts
+	var create, surplus []*corev1.Pod
+	for ti := range job.Spec.Tasks {
+		task := &job.Spec.Tasks[ti]
+		existing := info.Pods[task.Name]
+		wanted := map[string]bool{}
+		ready := admitted && dependenciesReady(job, task, info)
+		for i := range int(task.Replicas) {
+			name := build.PodName(job.Name, task.Name, i)
+			wanted[name] = true
+			if p, ok := existing[name]; ok {
+				if p.DeletionTimestamp != nil {
+					pc.Terminating++
+				} else {
+					pc.add(task.Name, p.Status.Phase)
+				}
+				continue
+			}
+			if !ready {
+				continue
+			}
+			pod := build.Pod(job, task, i, slot)
+			for _, pl := range plugins {
+				if err := pl.OnPodCreate(pod, job); err != nil {
+					c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "plugin %s on pod %s: %v", pl.Name(), pod.Name, err)
+					return pc, fmt.Errorf("plugin %s: %w", pl.Name(), err)
+				}
+			}
+			create = append(create, pod)
+		}
+		for name, p := range existing {
+			if !wanted[name] && p.DeletionTimestamp == nil {
+				surplus = append(surplus, p)
+			}
+		}
+	}
+	for task, pods := range info.Pods { // pods of tasks the spec no longer has
+		if !hasTask(job, task) {
+			for _, p := range pods {
+				if p.DeletionTimestamp == nil {
+					surplus = append(surplus, p)
+				}
+			}
+		}
+	}
+	created, err := c.createPods(ctx, job, create)
+	for _, p := range created {
+		pc.add(p.Annotations[batch.TaskSpecKey], corev1.PodPending)
+	}
+	if err != nil {
+		return pc, err
+	}
+	deleted, err := c.deletePods(ctx, job, surplus)
+	pc.Terminating += deleted
+	return pc, err
+}
+
+func hasTask(job *batch.Job, name string) bool {
+	for _, t := range job.Spec.Tasks {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// dependenciesReady reports whether the tasks that task dependsOn run:
+// each (or, with iteration any, one) has at least its minimum of pods
+// Running or Succeeded.
+func dependenciesReady(job *batch.Job, task *batch.TaskSpec, info *cache.JobInfo) bool {
+	dep := task.DependsOn
+	if dep == nil || len(dep.Name) == 0 {
+		return true
+	}
+	readyCount := 0
+	for _, name := range dep.Name {
+		var need int32 = 1
+		for i := range job.Spec.Tasks {
+			if job.Spec.Tasks[i].Name == name {
+				need = build.MinTaskMember(&job.Spec.Tasks[i])
+			}
+		}
+		var up int32
+		for _, p := range info.Pods[name] {
+			if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {
+				up++
+			}
+		}
+		if up >= max(need, 1) {
+			readyCount++
+		}
+	}
+	if dep.Iteration == batch.IterationAny {
+		return readyCount > 0
+	}
+	return readyCount == len(dep.Name)
+}
+
+// createPods creates pods, a few at a time; AlreadyExists counts as created.
+// It returns the pods that exist now.
+func (c *Controller) createPods(ctx context.Context, job *batch.Job, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	var mu sync.Mutex
+	var created []*corev1.Pod
+	errs := c.parallel(len(pods), func(i int) error {
+		p := pods[i]
+		if err := c.guard(ctx); err != nil {
+			return err
+		}
+		_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create pod %s: %w", p.Name, err)
+		}
+		if err == nil {
+			c.metrics.podsCreated.Inc()
+		}
+		mu.Lock()
+		created = append(created, p)
+		mu.Unlock()
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		if !errors.Is(err, errNotOwner) {
+			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Error creating pods: %v", err)
+		}
+		return created, err
+	}
+	return created, nil
+}
+
+// syncPodGroup creates or updates the Job's PodGroup and reports whether the
+// scheduler has admitted it (its phase is set and not Pending).
+func (c *Controller) syncPodGroup(ctx context.Context, job *batch.Job, info *cache.JobInfo, slot int) (bool, error) {
+	desired := build.PodGroup(job, slot, c.priorityOf)
+	existing := info.PodGroup
+	if existing == nil || existing.Name != desired.Name {
+		if err := c.guard(ctx); err != nil {
+			return false, err
+		}
+		_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Create(ctx, desired, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("create podgroup %s: %w", desired.Name, err)
+		}
+		return false, nil // its phase arrives with the informer
+	}
+	if updated, changed := build.UpdatePodGroup(existing, desired); changed {
+		if err := c.guard(ctx); err != nil {
+			return false, err
+		}
+		if _, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return false, fmt.Errorf("update podgroup %s: %w", existing.Name, err)
+		}
+	}
+	phase := existing.Status.Phase
+	return phase != "" && phase != scheduling.PodGroupPending, nil
+}
+
+// priorityOf values a PriorityClass from the cache.
+func (c *Controller) priorityOf(name string) (int32, bool) {
+	pc, err := c.cfg.Cache.Kube.Scheduling().V1().PriorityClasses().Lister().Get(name)
+	if err != nil {
+		return 0, false
+	}
+	return pc.Value, true
+}
+
+// syncPVCs creates the claims of job.spec.volumes that carry a claim spec.
+func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, slot int) error {
+	if len(job.Spec.Volumes) == 0 {
+		return nil
+	}
+	have := map[string]bool{}
+	owned, _ := c.cfg.Cache.OwnedBy(cache.PVCs, key)
+	for _, o := range owned {
+		have[o.(*corev1.PersistentVolumeClaim).Name] = true
+	}
+	for i, v := range job.Spec.Volumes {
+		if v.VolumeClaim == nil || have[build.ClaimName(job, i)] {
+			continue
+		}
+		if err := c.guard(ctx); err != nil {
+			return err
+		}
+		pvc := build.PVC(job, i, slot)
+		_, err := c.cfg.Kube.CoreV1().PersistentVolumeClaims(job.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create pvc %s: %w", pvc.Name, err)
+		}
+	}
+	return nil
+}
+
+// parallel runs fn for 0..n-1, at most PodParallelism at once, and returns
+// the errors.
+func (c *Controller) parallel(n int, fn func(i int) error) []error {
+	if n == 0 {
+		return nil
+	}
+	errs := make([]error, n)
+	sem := make(chan struct{}, c.cfg.PodParallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errs
+}

@@ -1,0 +1,467 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Config configures the Job controller.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	Cache   *cache.Cache
+	// Ownership is the ring's view of held slots (the shard.Manager); Valid,
+	// when set, reports whether this replica's membership is still valid
+	// right now, checked before every write.
+	Ownership shard.Ownership
+	Valid     func() error
+	// Workers reconcile Jobs in parallel; one Job is never in two at once.
+	Workers int
+	// MaxRequeue is how often a failing request is retried before the Job
+	// is terminated (Volcano's max-requeue-num, 15).
+	MaxRequeue int
+	// PodParallelism bounds the pod creations and deletions of one Job in
+	// flight at once.
+	PodParallelism int
+	// Observe, when set, is told of every reconcile: its Job key and when it
+	// ran (for tests and tracing).
+	Observe    func(key string, start, end time.Time)
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Controller reconciles Jobs.
+type Controller struct {
+	cfg      Config
+	log      hclog.Logger
+	disp     *shard.Dispatcher[request]
+	recorder record.EventRecorder
+	events   record.EventBroadcaster
+	metrics  *metrics
+	written  writtenJobs
+	delays   delays
+}
+
+// request is what the dispatcher carries for a Job key.
+type request struct {
+	state.Request
+	// command is set when the request comes from a Command, which is
+	// deleted as the request is taken.
+	command *commandRef
+	// delay is set on an action a policy timeout postponed: it runs only if
+	// nothing cancelled it meanwhile.
+	delay uint64
+	// ttl asks to delete the Job if it finished longer ago than its TTL.
+	ttl bool
+}
+
+type commandRef struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// New builds the controller and registers its handlers on the cache's
+// informers; the cache must not have started yet.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Cache == nil || cfg.Ownership == nil {
+		return nil, errors.New("job controller: Kube, Volcano, Cache and Ownership are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 3
+	}
+	if cfg.MaxRequeue == 0 {
+		cfg.MaxRequeue = 15
+	}
+	if cfg.PodParallelism <= 0 {
+		cfg.PodParallelism = 16
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.Named("job"), metrics: newMetrics(cfg.Registerer)}
+	c.written.jobs = map[string]writtenJob{}
+	c.delays.byKey = map[string]map[string]uint64{}
+
+	c.events = record.NewBroadcaster()
+	c.recorder = c.events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-job-controller"})
+
+	dcfg := shard.DefaultDispatcherConfig[request]()
+	dcfg.Name, dcfg.Workers, dcfg.Ownership = "job", cfg.Workers, cfg.Ownership
+	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
+	dcfg.Handler = c.reconcile
+	if cfg.Observe != nil {
+		dcfg.Handler = func(ctx context.Context, key string, req request) error {
+			start := time.Now()
+			defer func() { cfg.Observe(key, start, time.Now()) }()
+			return c.reconcile(ctx, key, req)
+		}
+	}
+	dcfg.OnGiveUp = c.giveUp
+	dcfg.Coalesce = func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent }
+	disp, err := shard.NewDispatcher(dcfg)
+	if err != nil {
+		return nil, err
+	}
+	c.disp = disp
+	c.register()
+	return c, nil
+}
+
+// Drainer is the controller's in-flight work, for the shard.Manager.
+func (c *Controller) Drainer() shard.Drainer { return c.disp }
+
+// SlotsReady enqueues every Job of slots whose objects the cache has just
+// listed: this replica now owns them and must look at each.
+func (c *Controller) SlotsReady(slots []int) {
+	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
+		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	}
+}
+
+// Run reconciles until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	c.disp.Run(ctx)
+}
+
+// register adds the controller's handlers to the cache's informers.
+func (c *Controller) register() {
+	vc := c.cfg.Cache.Volcano
+	vc.Batch().V1alpha1().Jobs().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onJobAdd,
+		UpdateFunc: c.onJobUpdate,
+		DeleteFunc: c.onJobDelete,
+	})
+	vc.Bus().V1alpha1().Commands().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: c.onCommand,
+	})
+	c.cfg.Cache.Owned(cache.Pods).AddHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPodAdd,
+		UpdateFunc: c.onPodUpdate,
+		DeleteFunc: c.onPodDelete,
+	})
+	c.cfg.Cache.Owned(cache.PodGroups).AddHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: c.onPodGroupUpdate,
+		DeleteFunc: func(obj any) {
+			if key, ok := cache.JobKey(obj); ok {
+				c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+			}
+		},
+	})
+}
+
+func (c *Controller) onJobAdd(obj any) {
+	job, ok := obj.(*batch.Job)
+	if !ok {
+		return
+	}
+	c.disp.Enqueue(keyOf(job), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+}
+
+func (c *Controller) onJobUpdate(old, new any) {
+	oldJob, ok1 := old.(*batch.Job)
+	newJob, ok2 := new.(*batch.Job)
+	if !ok1 || !ok2 || oldJob.ResourceVersion == newJob.ResourceVersion {
+		return
+	}
+	c.disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+}
+
+func (c *Controller) onJobDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if job, ok := obj.(*batch.Job); ok {
+		c.delays.forget(keyOf(job))
+		c.written.forget(keyOf(job))
+	}
+}
+
+func (c *Controller) onCommand(obj any) {
+	cmd, ok := obj.(*bus.Command)
+	if !ok || cmd.TargetObject == nil || cmd.TargetObject.Kind != "Job" {
+		return // Queue commands belong to the queue controller
+	}
+	key := cmd.Namespace + "/" + cmd.TargetObject.Name
+	c.disp.Enqueue(key, request{
+		Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.Action(cmd.Action)},
+		command: &commandRef{namespace: cmd.Namespace, name: cmd.Name, uid: cmd.UID},
+	})
+}
+
+// podRequest is the request a pod's event makes: its Job, task, version.
+func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "Job" {
+		return "", request{}, false
+	}
+	job := pod.Annotations[batch.JobNameKey]
+	if job == "" {
+		job = ref.Name
+	}
+	version, err := strconv.Atoi(pod.Annotations[batch.JobVersion])
+	if err != nil {
+		return "", request{}, false
+	}
+	return pod.Namespace + "/" + job, request{Request: state.Request{
+		Event: event, TaskName: pod.Annotations[batch.TaskSpecKey], PodName: pod.Name,
+		JobVersion: int32(version), JobUID: ref.UID,
+	}}, true
+}
+
+func (c *Controller) onPodAdd(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, req, ok := podRequest(pod, bus.OutOfSyncEvent); ok {
+		c.disp.Enqueue(key, req)
+	}
+}
+
+// onPodUpdate turns a pod's phase change into Volcano's events: PodFailed
+// with the exit code, TaskCompleted when the task's last pod succeeded,
+// PodPending/PodRunning otherwise, and cancels delayed actions of a pod that
+// recovered.
+func (c *Controller) onPodUpdate(old, new any) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	newPod, ok2 := new.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == newPod.ResourceVersion {
+		return
+	}
+	if newPod.DeletionTimestamp != nil {
+		c.onPodDelete(newPod)
+		return
+	}
+	event := bus.OutOfSyncEvent
+	var exitCode int32
+	switch newPod.Status.Phase {
+	case corev1.PodFailed:
+		if oldPod.Status.Phase != corev1.PodFailed {
+			event = bus.PodFailedEvent
+			if cs := newPod.Status.ContainerStatuses; len(cs) > 0 && cs[0].State.Terminated != nil {
+				exitCode = cs[0].State.Terminated.ExitCode
+			}
+		}
+	case corev1.PodSucceeded:
+		if oldPod.Status.Phase != corev1.PodSucceeded && c.taskCompleted(newPod) {
+			event = bus.TaskCompletedEvent
+		}
+	case corev1.PodPending:
+		event = bus.PodPendingEvent
+	case corev1.PodRunning:
+		if oldPod.Status.Phase != corev1.PodRunning {
+			event = bus.PodRunningEvent
+		}
+	}
+	key, req, ok := podRequest(newPod, event)
+	if !ok {
+		return
+	}
+	if event != bus.PodPendingEvent {
+		c.delays.cancelPod(key, newPod.Name) // the pod moved on: its pending timeout no longer applies
+	}
+	req.ExitCode = exitCode
+	c.disp.Enqueue(key, req)
+}
+
+func (c *Controller) onPodDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, req, ok := podRequest(pod, bus.PodEvictedEvent); ok {
+		c.disp.Enqueue(key, req)
+	}
+}
+
+// taskCompleted reports whether every pod of the pod's task has succeeded.
+func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
+	key, req, ok := podRequest(pod, "")
+	if !ok {
+		return false
+	}
+	info, err := c.cfg.Cache.JobInfo(key)
+	if err != nil || info == nil {
+		return false
+	}
+	var replicas int32
+	for _, t := range info.Job.Spec.Tasks {
+		if t.Name == req.TaskName {
+			replicas = t.Replicas
+		}
+	}
+	var succeeded int32
+	for _, p := range info.Pods[req.TaskName] {
+		if p.Status.Phase == corev1.PodSucceeded || p.Name == pod.Name {
+			succeeded++
+		}
+	}
+	return replicas > 0 && succeeded >= replicas
+}
+
+func (c *Controller) onPodGroupUpdate(old, new any) {
+	oldPG, ok1 := old.(*scheduling.PodGroup)
+	newPG, ok2 := new.(*scheduling.PodGroup)
+	if !ok1 || !ok2 || oldPG.Status.Phase == newPG.Status.Phase {
+		return
+	}
+	key, ok := cache.JobKey(newPG)
+	if !ok {
+		return
+	}
+	event := bus.OutOfSyncEvent
+	if newPG.Status.Phase == scheduling.PodGroupUnknown {
+		event = bus.JobUnknownEvent
+	}
+	c.disp.Enqueue(key, request{Request: state.Request{Event: event}})
+}
+
+// giveUp ends a Job whose request failed MaxRequeue times: TerminateJob,
+// with an Event saying why.
+func (c *Controller) giveUp(key string, req request, err error) {
+	c.log.Error("request failed too often; terminating the job", "job", key, "event", req.Event, "action", req.Action, "error", err)
+	if job, ok, _ := c.cfg.Cache.Job(key); ok {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, "RetryLimitReached",
+			"Job failed on %s for retry limit reached (%d retries), terminating it: %v", describe(req), c.cfg.MaxRequeue, err)
+	}
+	if req.Action == bus.TerminateJobAction {
+		return // terminating failed too: leave it to the next event
+	}
+	c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent, Action: bus.TerminateJobAction}})
+}
+
+func describe(req request) string {
+	if req.Action != "" {
+		return "action " + string(req.Action)
+	}
+	return "event " + string(req.Event)
+}
+
+func keyOf(job *batch.Job) string { return job.Namespace + "/" + job.Name }
+
+// writtenJobs remembers the Job each status write returned until the cache
+// has caught up, so that the next request does not decide on a Job older
+// than the one it just wrote.
+type writtenJobs struct {
+	mu   sync.Mutex
+	jobs map[string]writtenJob
+}
+
+type writtenJob struct {
+	from string // the resourceVersion the write replaced
+	job  *batch.Job
+}
+
+func (w *writtenJobs) remember(key, from string, job *batch.Job) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.jobs[key] = writtenJob{from: from, job: job}
+}
+
+// latest returns the written Job if the cache still holds the version it
+// replaced, else the cached one.
+func (w *writtenJobs) latest(key string, cached *batch.Job) *batch.Job {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wj, ok := w.jobs[key]; ok {
+		if wj.from == cached.ResourceVersion {
+			return wj.job
+		}
+		delete(w.jobs, key)
+	}
+	return cached
+}
+
+func (w *writtenJobs) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.jobs, key)
+}
+
+// delays tracks the actions policy timeouts postponed, so that a pod that
+// recovers, or a later action, cancels them.
+type delays struct {
+	mu    sync.Mutex
+	next  uint64
+	byKey map[string]map[string]uint64 // key → scope (pod name or "") → token
+}
+
+func (d *delays) add(key, scope string) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.next++
+	if d.byKey[key] == nil {
+		d.byKey[key] = map[string]uint64{}
+	}
+	d.byKey[key][scope] = d.next
+	return d.next
+}
+
+// take reports whether token is still pending for key, and consumes it.
+func (d *delays) take(key string, token uint64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for scope, t := range d.byKey[key] {
+		if t == token {
+			delete(d.byKey[key], scope)
+			return true
+		}
+	}
+	return false
+}
+
+func (d *delays) cancelPod(key, pod string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.byKey[key], pod)
+}
+
+func (d *delays) forget(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.byKey, key)
+}
+
+// errNotOwner stops a write when this replica may no longer own the Job.
+var errNotOwner = errors.New("no longer the owner of this job's slot")
+
+// guard is checked right before every write.
+func (c *Controller) guard(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
+	}
+	if c.cfg.Valid != nil {
+		if err := c.cfg.Valid(); err != nil {
+			return fmt.Errorf("%w: %v", errNotOwner, err)
+		}
+	}
+	return nil
+}

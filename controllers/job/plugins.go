@@ -1,0 +1,210 @@
+package job
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/plugins"
+)
+
+// pluginsFor builds the Job's plugins; a bad plugin spec is an error that
+// says what to fix.
+func (c *Controller) pluginsFor(job *batch.Job, slot int) (plugins.Set, error) {
+	return plugins.ForJob(job, plugins.Env{Slot: slot})
+}
+
+// syncPlugins writes the objects the plugins ask for. OnJobAdd runs once
+// per plugin (it marks work's status.controlledResources, written with the
+// status); OnJobUpdate on every sync.
+func (c *Controller) syncPlugins(ctx context.Context, key string, work *batch.Job, set plugins.Set) error {
+	if len(set) == 0 {
+		return nil
+	}
+	add, err := set.OnJobAdd(work)
+	if err != nil {
+		return err
+	}
+	update, err := set.OnJobUpdate(work)
+	if err != nil {
+		return err
+	}
+	add.Create = append(add.Create, update.Create...)
+	add.Apply = append(add.Apply, update.Apply...)
+	add.Delete = append(add.Delete, update.Delete...)
+	return c.write(ctx, key, add)
+}
+
+// deletePluginObjects removes what the plugins made, on a full kill, as
+// Volcano does; a restart makes them afresh.
+func (c *Controller) deletePluginObjects(ctx context.Context, key string, work *batch.Job, set plugins.Set) error {
+	ch, err := set.OnJobDelete(work)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, key, ch)
+}
+
+// write carries out a plugin's Changes against the cache's view.
+func (c *Controller) write(ctx context.Context, key string, ch plugins.Changes) error {
+	for _, obj := range ch.Create {
+		if _, ok := c.lookup(obj); ok {
+			continue
+		}
+		if err := c.create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	for _, obj := range ch.Apply {
+		existing, ok := c.lookup(obj)
+		if !ok {
+			if err := c.create(ctx, obj); err != nil {
+				return err
+			}
+			continue
+		}
+		if sameContent(existing, obj) {
+			continue
+		}
+		obj.SetResourceVersion(existing.GetResourceVersion())
+		if err := c.update(ctx, obj); err != nil {
+			return err
+		}
+	}
+	for _, obj := range ch.Delete {
+		existing, ok := c.lookup(obj)
+		if !ok {
+			continue
+		}
+		if err := c.remove(ctx, existing); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func resourceOf(obj plugins.Object) (cache.Resource, error) {
+	switch obj.(type) {
+	case *corev1.Service:
+		return cache.Services, nil
+	case *corev1.ConfigMap:
+		return cache.ConfigMaps, nil
+	case *corev1.Secret:
+		return cache.Secrets, nil
+	case *networkingv1.NetworkPolicy:
+		return cache.NetworkPolicies, nil
+	}
+	return "", fmt.Errorf("plugin object %T is not one ringfire writes", obj)
+}
+
+// lookup finds the cached object of the same kind, namespace and name.
+func (c *Controller) lookup(obj plugins.Object) (plugins.Object, bool) {
+	r, err := resourceOf(obj)
+	if err != nil {
+		return nil, false
+	}
+	got, ok, _ := c.cfg.Cache.Owned(r).Indexer().GetByKey(obj.GetNamespace() + "/" + obj.GetName())
+	if !ok {
+		return nil, false
+	}
+	o, ok := got.(plugins.Object)
+	return o, ok
+}
+
+func sameContent(a, b plugins.Object) bool {
+	switch x := a.(type) {
+	case *corev1.ConfigMap:
+		y := b.(*corev1.ConfigMap)
+		return equality.Semantic.DeepEqual(x.Data, y.Data)
+	case *corev1.Secret:
+		y := b.(*corev1.Secret)
+		return equality.Semantic.DeepEqual(x.Data, y.Data)
+	case *corev1.Service:
+		y := b.(*corev1.Service)
+		return equality.Semantic.DeepEqual(x.Spec.Ports, y.Spec.Ports) && equality.Semantic.DeepEqual(x.Spec.Selector, y.Spec.Selector)
+	case *networkingv1.NetworkPolicy:
+		y := b.(*networkingv1.NetworkPolicy)
+		return equality.Semantic.DeepEqual(x.Spec, y.Spec)
+	}
+	return false
+}
+
+func (c *Controller) create(ctx context.Context, obj plugins.Object) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	ns, opts := obj.GetNamespace(), metav1.CreateOptions{}
+	var err error
+	switch o := obj.(type) {
+	case *corev1.Service:
+		_, err = c.cfg.Kube.CoreV1().Services(ns).Create(ctx, o, opts)
+	case *corev1.ConfigMap:
+		_, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Create(ctx, o, opts)
+	case *corev1.Secret:
+		_, err = c.cfg.Kube.CoreV1().Secrets(ns).Create(ctx, o, opts)
+	case *networkingv1.NetworkPolicy:
+		_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, opts)
+	default:
+		_, err = resourceOf(obj)
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+func (c *Controller) update(ctx context.Context, obj plugins.Object) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	ns, opts := obj.GetNamespace(), metav1.UpdateOptions{}
+	var err error
+	switch o := obj.(type) {
+	case *corev1.Service:
+		_, err = c.cfg.Kube.CoreV1().Services(ns).Update(ctx, o, opts)
+	case *corev1.ConfigMap:
+		_, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Update(ctx, o, opts)
+	case *corev1.Secret:
+		_, err = c.cfg.Kube.CoreV1().Secrets(ns).Update(ctx, o, opts)
+	case *networkingv1.NetworkPolicy:
+		_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Update(ctx, o, opts)
+	default:
+		_, err = resourceOf(obj)
+	}
+	if err != nil {
+		return fmt.Errorf("update %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+func (c *Controller) remove(ctx context.Context, obj plugins.Object) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	uid := obj.GetUID()
+	ns, opts := obj.GetNamespace(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	var err error
+	switch obj.(type) {
+	case *corev1.Service:
+		err = c.cfg.Kube.CoreV1().Services(ns).Delete(ctx, obj.GetName(), opts)
+	case *corev1.ConfigMap:
+		err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, obj.GetName(), opts)
+	case *corev1.Secret:
+		err = c.cfg.Kube.CoreV1().Secrets(ns).Delete(ctx, obj.GetName(), opts)
+	case *networkingv1.NetworkPolicy:
+		err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, obj.GetName(), opts)
+	default:
+		_, err = resourceOf(obj)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}

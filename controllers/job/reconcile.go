@@ -1,0 +1,310 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// recheckMissing is how often a Job waiting for a missing Queue or
+// PriorityClass is looked at again.
+const recheckMissing = 15 * time.Second
+
+// reconcile handles one request for the Job at key: fetch, default, choose
+// the action, act on the pods, write the status.
+func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
+	if req.command != nil {
+		if err := c.takeCommand(ctx, key, req); err != nil {
+			return err
+		}
+	}
+	info, err := c.cfg.Cache.JobInfo(key)
+	if err != nil {
+		return err
+	}
+	if info == nil { // deleted: what it owns goes with it (owner references)
+		c.delays.forget(key)
+		return nil
+	}
+	job := c.written.latest(key, info.Job)
+	if job.DeletionTimestamp != nil {
+		return nil
+	}
+	if req.ttl {
+		return c.expire(ctx, key, job)
+	}
+	if fields := state.Defaults(job.DeepCopy()); len(fields) > 0 {
+		return c.writeDefaults(ctx, job, fields)
+	}
+
+	choice := state.ApplyPolicies(job, req.Request)
+	switch {
+	case req.delay != 0:
+		if !c.delays.take(key, req.delay) {
+			return nil // the pod recovered, or another action ran first
+		}
+	case choice.Timeout > 0:
+		delayed := req
+		delayed.Action, delayed.delay = choice.Action, c.delays.add(key, req.PodName)
+		c.disp.EnqueueAfter(key, delayed, choice.Timeout)
+		c.log.Debug("policy action postponed by its timeout", "job", key, "action", choice.Action, "timeout", choice.Timeout)
+		return nil
+	}
+	action := choice.Action
+	if action != bus.SyncJobAction {
+		c.delays.forget(key) // an action ran: timed ones of this job are moot
+		c.recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s", action)
+	}
+
+	spec := state.SpecOf(job)
+	step := state.Plan(state.Input{
+		Phase: job.Status.State.Phase, Action: action, Spec: spec,
+		RetryCount: job.Status.RetryCount, Drained: drained(info),
+	})
+	// work is the Job the act may mark (plugins record what they made in
+	// status.controlledResources); job stays as read, to compare against.
+	work := job.DeepCopy()
+	var counts podCounts
+	switch {
+	case step.Kill != state.KillNone:
+		counts, err = c.kill(ctx, key, work, info, step.Kill, req.Request)
+	case step.Sync:
+		if problem := c.missingReference(job); problem != "" {
+			return c.waitFor(ctx, key, job, problem)
+		}
+		counts, err = c.sync(ctx, key, work, info)
+	default:
+		counts = countPods(job, info)
+	}
+	if err != nil {
+		return err
+	}
+	return c.writeStatus(ctx, key, job, work.Status.ControlledResources, step, spec, counts)
+}
+
+// takeCommand deletes the Command behind req, so that it runs once, and
+// records that it was taken.
+func (c *Controller) takeCommand(ctx context.Context, key string, req request) error {
+	cmd := req.command
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	err := c.cfg.Volcano.BusV1alpha1().Commands(cmd.namespace).Delete(ctx, cmd.name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &cmd.uid},
+	})
+	if apierrors.IsNotFound(err) {
+		return nil // taken already, by an earlier try of this request
+	}
+	if err != nil {
+		return fmt.Errorf("delete command %s/%s: %w", cmd.namespace, cmd.name, err)
+	}
+	if job, ok, _ := c.cfg.Cache.Job(key); ok {
+		if !knownAction(req.Action) {
+			c.recorder.Eventf(job, corev1.EventTypeWarning, "UnknownCommandAction",
+				"Command %s asks for action %q, which no Job knows; it was removed and nothing else done", cmd.name, req.Action)
+		} else {
+			c.recorder.Eventf(job, corev1.EventTypeNormal, string(batch.CommandIssued),
+				"Start to execute command %s, and clean it up to make sure executed not more than once.", req.Action)
+		}
+	}
+	return nil
+}
+
+func knownAction(a bus.Action) bool {
+	switch a {
+	case bus.AbortJobAction, bus.RestartJobAction, bus.RestartTaskAction, bus.RestartPodAction,
+		bus.RestartPartitionAction, bus.TerminateJobAction, bus.CompleteJobAction, bus.ResumeJobAction,
+		bus.SyncJobAction:
+		return true
+	}
+	return false
+}
+
+// writeDefaults writes what Volcano's mutating webhook would have set; the
+// update event brings the Job back with them.
+func (c *Controller) writeDefaults(ctx context.Context, job *batch.Job, fields []string) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	updated := job.DeepCopy()
+	state.Defaults(updated)
+	if _, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("write defaults %v: %w", fields, err)
+	}
+	c.log.Debug("defaulted job", "job", keyOf(job), "fields", fields)
+	return nil
+}
+
+// missingReference names a Queue or PriorityClass the Job needs that does
+// not exist, or returns "".
+func (c *Controller) missingReference(job *batch.Job) string {
+	queue := job.Spec.Queue
+	if queue == "" {
+		queue = state.DefaultQueue
+	}
+	if _, err := c.cfg.Cache.Volcano.Scheduling().V1beta1().Queues().Lister().Get(queue); err != nil {
+		return fmt.Sprintf("queue %q does not exist: create it, or set spec.queue to an existing one", queue)
+	}
+	names := []string{job.Spec.PriorityClassName}
+	for _, t := range job.Spec.Tasks {
+		names = append(names, t.Template.Spec.PriorityClassName)
+	}
+	for _, pc := range names {
+		if pc == "" {
+			continue
+		}
+		if _, err := c.cfg.Cache.Kube.Scheduling().V1().PriorityClasses().Lister().Get(pc); err != nil {
+			return fmt.Sprintf("priority class %q does not exist: create it, or fix the priorityClassName", pc)
+		}
+	}
+	return ""
+}
+
+// waitFor records why a Job cannot be synced, in an Event and in its
+// status message, and looks again later.
+func (c *Controller) waitFor(ctx context.Context, key string, job *batch.Job, problem string) error {
+	c.disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, recheckMissing)
+	if job.Status.State.Message == problem {
+		return nil
+	}
+	c.recorder.Event(job, corev1.EventTypeWarning, "InvalidReference", problem)
+	updated := job.DeepCopy()
+	if updated.Status.State.Phase == "" {
+		updated.Status.State.Phase = batch.Pending
+		updated.Status.State.LastTransitionTime = metav1.Now()
+	}
+	updated.Status.State.Reason, updated.Status.State.Message = "InvalidReference", problem
+	return c.updateStatus(ctx, key, job, updated)
+}
+
+// expire deletes a finished Job whose TTL has passed, or looks again when it will.
+func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) error {
+	left, ok := ttlLeft(job)
+	if !ok {
+		return nil
+	}
+	if left > 0 {
+		c.disp.EnqueueAfter(key, request{ttl: true}, left)
+		return nil
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	policy := metav1.DeletePropagationBackground
+	err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &job.UID, ResourceVersion: &job.ResourceVersion},
+		PropagationPolicy: &policy,
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete job after its TTL: %w", err)
+	}
+	c.log.Info("deleted finished job after its TTL", "job", key, "ttl_seconds", *job.Spec.TTLSecondsAfterFinished)
+	return nil
+}
+
+// ttlLeft is how long a finished Job with a TTL has left; ok is false for a
+// Job that has no TTL or has not finished.
+func ttlLeft(job *batch.Job) (time.Duration, bool) {
+	if job.Spec.TTLSecondsAfterFinished == nil || !finished(job.Status.State.Phase) {
+		return 0, false
+	}
+	at := job.Status.State.LastTransitionTime.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
+	return time.Until(at), true
+}
+
+func finished(phase batch.JobPhase) bool {
+	return phase == batch.Completed || phase == batch.Failed || phase == batch.Terminated
+}
+
+// drained reports that the Job has no pod left but pods already being deleted.
+func drained(info *cache.JobInfo) bool {
+	for _, pods := range info.Pods {
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// writeStatus settles the phase from the counts and writes the status if it changed.
+func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job, controlled map[string]string, step state.Step, spec state.Spec, counts podCounts) error {
+	st := job.Status.DeepCopy()
+	st.ControlledResources = controlled
+	if step.BumpRetry {
+		st.RetryCount++
+	}
+	if step.BumpVersion {
+		st.Version++
+	}
+	current := state.Normalize(job.Status.State.Phase)
+	phase, set := step.Then.Settle(current, spec, st.RetryCount, counts.Counts)
+	st.Pending, st.Running, st.Succeeded, st.Failed = counts.Pending, counts.Running, counts.Succeeded, counts.Failed
+	st.Unknown, st.Terminating = counts.Unknown, counts.Terminating
+	st.MinAvailable = job.Spec.MinAvailable
+	st.TaskStatusCount = counts.tasks
+	now := metav1.Now()
+	if job.Status.State.Phase == "" || (set && phase != current) {
+		st.State = batch.JobState{Phase: phase, LastTransitionTime: now}
+		st.Conditions = append(st.Conditions, batch.JobCondition{Status: phase, LastTransitionTime: &now})
+		c.metrics.transitions.WithLabelValues(string(phase)).Inc()
+	} else if set && phase == current && st.State.Reason != "" {
+		st.State.Reason, st.State.Message = "", "" // a reason from a wait is over
+	}
+	if start := runningSince(st); start != nil && (phase == batch.Running || finished(phase)) {
+		end := now.Time
+		if finished(phase) {
+			end = st.State.LastTransitionTime.Time
+		}
+		st.RunningDuration = &metav1.Duration{Duration: end.Sub(start.Time).Round(time.Second)}
+	}
+	if finished(st.State.Phase) {
+		if left, ok := ttlLeft(&batch.Job{Spec: job.Spec, Status: *st}); ok {
+			c.disp.EnqueueAfter(key, request{ttl: true}, max(left, 0))
+		}
+	}
+	if equality.Semantic.DeepEqual(*st, job.Status) {
+		return nil
+	}
+	updated := job.DeepCopy()
+	updated.Status = *st
+	return c.updateStatus(ctx, key, job, updated)
+}
+
+// runningSince is when the Job last started Running, from its conditions.
+func runningSince(st *batch.JobStatus) *metav1.Time {
+	for i := len(st.Conditions) - 1; i >= 0; i-- {
+		if st.Conditions[i].Status == batch.Running {
+			return st.Conditions[i].LastTransitionTime
+		}
+	}
+	return nil
+}
+
+// updateStatus writes updated's status over job's resourceVersion.
+func (c *Controller) updateStatus(ctx context.Context, key string, job, updated *batch.Job) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	written, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status: %w", err)
+	}
+	c.written.remember(key, job.ResourceVersion, written)
+	return nil
+}
+
+// slotOf is the ring slot of a Job key.
+func (c *Controller) slotOf(key string) int { return shard.SlotOf(key, c.cfg.Ownership.Slots()) }

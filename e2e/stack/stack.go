@@ -1,0 +1,343 @@
+// Package stack runs a whole ringfire stack for end-to-end tests: the local
+// control plane with KWOK nodes and the Volcano CRDs, an etcd for the ring,
+// ringfire replicas in the test process, and optionally a stand-in that
+// admits PodGroups and binds pods where the gang scheduler is not under test.
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/deploy/crds"
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/standin"
+	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/replica"
+)
+
+// Options configures a Stack.
+type Options struct {
+	Replicas   int           // started at once; default 1
+	Nodes      int           // KWOK nodes; default 4
+	StandIn    bool          // admit PodGroups and bind pods without a scheduler
+	Workers    int           // per replica; default 4
+	MaxRequeue int           // per replica; 0 for 15
+	LeaseTTL   time.Duration // default 2s
+	// PodDuration is how long pods run unless annotated; default 1s.
+	PodDuration time.Duration
+}
+
+// Stack is a running ringfire stack.
+type Stack struct {
+	t       testing.TB
+	opts    Options
+	Cluster *cluster.Cluster
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	Ring    *localetcd.Server
+	log     hclog.Logger
+
+	mu       sync.Mutex
+	replicas map[string]*running
+	// Runs records every Job reconcile of every replica.
+	Runs *Runs
+}
+
+type running struct {
+	r      *replica.Replica
+	client *clientv3.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start brings a stack up for one test and tears it down when the test ends.
+func Start(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	if opts.Replicas == 0 {
+		opts.Replicas = 1
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 4
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 4
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = 2 * time.Second
+	}
+	level := hclog.Warn
+	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" {
+		level = hclog.Debug
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "stack", Level: level, Output: testWriter{t}})
+	cl := cluster.StartForTest(t, cluster.Options{Nodes: opts.Nodes, DefaultPodDuration: opts.PodDuration, Logger: log.Named("cluster")})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := crds.Install(ctx, cl.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	s := &Stack{
+		t: t, opts: opts, Cluster: cl, Kube: cl.Clientset(), Volcano: vcclient.NewForConfigOrDie(cl.RESTConfig()),
+		Ring: localetcd.StartForTest(t), log: log, replicas: map[string]*running{}, Runs: &Runs{},
+	}
+	if opts.StandIn {
+		done := make(chan struct{})
+		go func() { defer close(done); standin.Run(ctx, s.Kube, s.Volcano, cl.NodeNames()) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	for i := range opts.Replicas {
+		s.StartReplica(fmt.Sprintf("r%d", i))
+	}
+	t.Cleanup(s.stopAll)
+	s.WaitRing(30 * time.Second)
+	return s
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// StartReplica starts a replica named id in this process.
+func (s *Stack) StartReplica(id string) {
+	s.t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cfg := s.Cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = 200, 400
+	r, err := replica.New(replica.Config{
+		ID: id, Etcd: client, Prefix: "/ringfire", Slots: 256, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
+		Kube: cfg, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
+		Observe: func(key string, start, end time.Time) { s.Runs.add(Run{Key: key, Replica: id, Start: start, End: end}) },
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rr := &running{r: r, client: client, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(rr.done)
+		if err := r.Run(ctx); err != nil {
+			s.log.Error("replica stopped with an error", "id", id, "error", err)
+		}
+	}()
+	s.mu.Lock()
+	s.replicas[id] = rr
+	s.mu.Unlock()
+}
+
+// StopReplica stops a replica gracefully: it hands its slots over and leaves.
+func (s *Stack) StopReplica(id string) {
+	rr := s.take(id)
+	rr.cancel()
+	s.wait(id, rr)
+	rr.client.Close()
+}
+
+// KillReplica stops a replica as kill -9 would: its etcd connection drops
+// first, its lease is never revoked, its work is cut short.
+func (s *Stack) KillReplica(id string) {
+	rr := s.take(id)
+	rr.client.Close()
+	rr.cancel()
+	s.wait(id, rr)
+}
+
+func (s *Stack) take(id string) *running {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rr := s.replicas[id]
+	if rr == nil {
+		s.t.Fatalf("no replica %s", id)
+	}
+	delete(s.replicas, id)
+	return rr
+}
+
+func (s *Stack) wait(id string, rr *running) {
+	select {
+	case <-rr.done:
+	case <-time.After(30 * time.Second):
+		s.t.Errorf("replica %s did not stop within 30s", id)
+	}
+}
+
+func (s *Stack) stopAll() {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.replicas))
+	for id := range s.replicas {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.StopReplica(id)
+	}
+}
+
+// WaitRing waits until every running replica is ready and every slot is
+// held by the member the assignment gives it to.
+func (s *Stack) WaitRing(limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s.mu.Lock()
+		ok, held := true, 0
+		for _, rr := range s.replicas {
+			st := rr.r.Manager.Status()
+			ok = ok && rr.r.Manager.Ready() && len(st.Held) == st.Assigned && len(st.Members) == len(s.replicas)
+			held += len(st.Held)
+		}
+		s.mu.Unlock()
+		if ok && held == 256 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("ring not settled within %v", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// WaitPhase waits until the Job reaches one of phases and returns it.
+func (s *Stack) WaitPhase(ns, name string, limit time.Duration, phases ...batch.JobPhase) *batch.Job {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	var last *batch.Job
+	for {
+		job, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			last = job
+			for _, p := range phases {
+				if job.Status.State.Phase == p {
+					return job
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			phase := batch.JobPhase("<none>")
+			if last != nil {
+				phase = last.Status.State.Phase
+			}
+			s.t.Fatalf("job %s/%s: phase %s after %v, want one of %v\n%s", ns, name, phase, limit, phases, s.Describe(ns, name))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Describe summarizes a Job, its pods and its events, for failure messages.
+func (s *Stack) Describe(ns, name string) string {
+	ctx := context.Background()
+	var b strings.Builder
+	if job, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		fmt.Fprintf(&b, "status: %+v\n", job.Status)
+	}
+	pods, _ := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batch.JobNameKey + "=" + name})
+	if pods != nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s: %s node=%q deleting=%v\n", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil)
+		}
+	}
+	events, _ := s.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if events != nil {
+		sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].LastTimestamp.Before(&events.Items[j].LastTimestamp) })
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "event %s %s: %s\n", e.Type, e.Reason, e.Message)
+		}
+	}
+	return b.String()
+}
+
+// Events returns the messages of the Job's events with the given reason.
+func (s *Stack) Events(ns, name, reason string) []string {
+	events, err := s.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range events.Items {
+		if e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// Pods returns the Job's pods.
+func (s *Stack) Pods(ns, name string) []corev1.Pod {
+	pods, err := s.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: batch.JobNameKey + "=" + name})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// Run is one reconcile of one Job key by one replica.
+type Run struct {
+	Key, Replica string
+	Start, End   time.Time
+}
+
+// Runs records reconciles from every replica.
+type Runs struct {
+	mu   sync.Mutex
+	runs []Run
+}
+
+func (r *Runs) add(run Run) {
+	r.mu.Lock()
+	r.runs = append(r.runs, run)
+	r.mu.Unlock()
+}
+
+// Overlaps returns descriptions of two reconciles of one key that ran at
+// the same time.
+func (r *Runs) Overlaps() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byKey := map[string][]Run{}
+	for _, run := range r.runs {
+		byKey[run.Key] = append(byKey[run.Key], run)
+	}
+	var bad []string
+	for key, runs := range byKey {
+		sort.Slice(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
+		last := runs[0]
+		for _, run := range runs[1:] {
+			if run.Start.Before(last.End) {
+				bad = append(bad, fmt.Sprintf("%s: %s [%s..%s] and %s [%s..%s]", key,
+					last.Replica, last.Start.Format("15:04:05.000"), last.End.Format("15:04:05.000"),
+					run.Replica, run.Start.Format("15:04:05.000"), run.End.Format("15:04:05.000")))
+			}
+			if run.End.After(last.End) {
+				last = run
+			}
+		}
+	}
+	return bad
+}
+
+// Count is the number of reconciles recorded.
+func (r *Runs) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.runs)
+}

@@ -1,0 +1,138 @@
+// Package replica wires one ringfire replica: membership and the slot
+// manager over etcd, the sharded cache over the API server, and the
+// controllers fed by the slots the replica holds. `ringfire run` and the
+// end-to-end tests start replicas through it.
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job"
+	"github.com/ringfire/ringfire/membership"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Config configures a replica.
+type Config struct {
+	ID     string
+	Etcd   *clientv3.Client
+	Prefix string
+	// Slots of a new ring; 0 for the ring's own or the default.
+	Slots        int
+	LeaseTTL     time.Duration
+	DrainTimeout time.Duration
+	// Kube is the API server; nil runs the ring only, with no controllers.
+	Kube    *rest.Config
+	Workers int
+	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
+	MaxRequeue int
+	// Observe is told of every Job reconcile (tests, tracing).
+	Observe    func(key string, start, end time.Time)
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Replica is one running member of the ring with its controllers.
+type Replica struct {
+	cfg     Config
+	Member  *membership.Member
+	Manager *shard.Manager
+	Cache   *cache.Cache
+	Jobs    *job.Controller
+}
+
+// New builds a replica; Run runs it.
+func New(cfg Config) (*Replica, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	mcfg := membership.DefaultConfig()
+	mcfg.Client, mcfg.Prefix, mcfg.ID = cfg.Etcd, cfg.Prefix, cfg.ID
+	if cfg.LeaseTTL > 0 {
+		mcfg.TTL = cfg.LeaseTTL
+	}
+	mcfg.Logger, mcfg.Registerer = cfg.Logger, cfg.Registerer
+	member, err := membership.New(mcfg)
+	if err != nil {
+		return nil, err
+	}
+	manager, err := shard.NewManager(shard.ManagerConfig{
+		Client: cfg.Etcd, Member: member, Prefix: cfg.Prefix, Slots: cfg.Slots,
+		DrainTimeout: cfg.DrainTimeout, Logger: cfg.Logger, Registerer: cfg.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{cfg: cfg, Member: member, Manager: manager}
+	if cfg.Kube == nil {
+		return r, nil
+	}
+	kube, err := kubernetes.NewForConfig(cfg.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	vc, err := vcclient.NewForConfig(cfg.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("volcano client: %w", err)
+	}
+	r.Cache = cache.New(cache.Config{
+		Kube: kube, Volcano: vc, Logger: cfg.Logger,
+		SlotsReady: func(slots []int) { r.Jobs.SlotsReady(slots) },
+	})
+	r.Jobs, err = job.New(job.Config{
+		Kube: kube, Volcano: vc, Cache: r.Cache, Ownership: manager, Valid: manager.Valid,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe,
+		Logger: cfg.Logger, Registerer: cfg.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	manager.AddDrainer(r.Jobs.Drainer())
+	manager.AddListener(r.Cache)
+	return r, nil
+}
+
+// Run runs the replica until ctx is done, then hands its slots over and
+// leaves the ring. It returns an error only for a configuration that can
+// never work (a mismatched slot count).
+func (r *Replica) Run(ctx context.Context) error {
+	if r.Cache == nil {
+		return r.Manager.Run(ctx)
+	}
+	// Controllers outlive the manager's graceful stop: the manager drains
+	// them before it leaves, and only then are they stopped.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.Jobs.Run(work) }()
+	defer wg.Wait()
+	cacheErr := make(chan error, 1)
+	go func() { cacheErr <- r.Cache.Start(work) }()
+	err := r.Manager.Run(ctx)
+	stopWork()
+	if cerr := <-cacheErr; cerr != nil && !errors.Is(cerr, context.Canceled) && work.Err() == nil {
+		return cerr
+	}
+	return err
+}
+
+// Ready reports why the replica is not ready, or nil.
+func (r *Replica) Ready() error {
+	if !r.Manager.Ready() {
+		return errors.New("not a member of the ring yet: etcd unreachable or not answering (see the log)")
+	}
+	return nil
+}
