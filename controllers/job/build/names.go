@@ -5,10 +5,12 @@ import (
 	"strconv"
 
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/shard"
 )
 
 // SlotLabel is the label on every object a Job owns: the decimal ring slot of the Job's key.
-const SlotLabel = "ringfire.io/slot"
+const SlotLabel = shard.SlotLabel
 
 // maxVolumeNameLength is the limit of a DNS-1123 label, which a pod volume name must be.
 const maxVolumeNameLength = 63
