@@ -19,6 +19,10 @@ const stopGrace = 10 * time.Second
 // process is one running control-plane binary. It runs in a process group of
 // its own so that stopping it also stops anything it forked, and it dies with
 // the test binary (Pdeathsig) if that is killed before Stop runs.
+//
+// Pdeathsig fires when the OS thread that forked the child exits, and Go
+// retires a thread only when a goroutine exits while locked to it
+// (runtime.LockOSThread): do not start a cluster from such a goroutine.
 type process struct {
 	name    string
 	logPath string
