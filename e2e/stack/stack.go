@@ -266,7 +266,9 @@ func (s *Stack) Describe(ns, name string) string {
 	return b.String()
 }
 
-// Events returns the messages of the Job's events with the given reason.
+// Events returns the messages of the Job's events with the given reason,
+// each as many times as it happened (the recorder folds repeats into one
+// Event with a count).
 func (s *Stack) Events(ns, name, reason string) []string {
 	events, err := s.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
@@ -275,7 +277,9 @@ func (s *Stack) Events(ns, name, reason string) []string {
 	var out []string
 	for _, e := range events.Items {
 		if e.Reason == reason {
-			out = append(out, e.Message)
+			for range max(e.Count, 1) {
+				out = append(out, e.Message)
+			}
 		}
 	}
 	return out
