@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -346,12 +345,10 @@ func compareJobs(a, b *jobState) int {
 		return 1
 	}
 	return cmp.Or(
-		compareTime(a.job.CreationTime, b.job.CreationTime),
+		a.job.CreationTime.Compare(b.job.CreationTime),
 		strings.Compare(a.key, b.key),
 	)
 }
-
-func compareTime(a, b time.Time) int { return a.Compare(b) }
 
 // compareQueues: lowest share first, then higher weight, then by name.
 func compareQueues(a, b *queueState) int {

@@ -30,6 +30,6 @@
 // per distinct set of node constraints, best fit by binary search over
 // nodes kept sorted by free resources, and per task shape an upper bound on
 // how many more fit, so that a gang that cannot fit is turned down without
-// a search once one like it has failed. See docs/scheduler.md for the
-// numbers and the differences from Volcano.
+// a search once one like it has failed (capacity.go). See docs/scheduler.md
+// for the numbers and the differences from Volcano.
 package scheduler
