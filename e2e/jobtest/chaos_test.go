@@ -1,0 +1,118 @@
+package jobtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/e2e/stack"
+)
+
+// podCreations counts, from a watch on the API server, the distinct pods
+// (UIDs) created under each pod name.
+type podCreations struct {
+	mu   sync.Mutex
+	uids map[string]map[types.UID]bool
+}
+
+func watchPodCreations(t *testing.T, s *stack.Stack) *podCreations {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	list, err := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &podCreations{uids: map[string]map[types.UID]bool{}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return s.Kube.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			pc.mu.Lock()
+			if pc.uids[pod.Name] == nil {
+				pc.uids[pod.Name] = map[types.UID]bool{}
+			}
+			pc.uids[pod.Name][pod.UID] = true
+			pc.mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return pc
+}
+
+func (pc *podCreations) twice() (names []string, total int) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for name, uids := range pc.uids {
+		total += len(uids)
+		if len(uids) > 1 {
+			names = append(names, name)
+		}
+	}
+	return names, total
+}
+
+// Three replicas share 300 Jobs; one is killed mid-run. Every Job still
+// completes, no pod is created twice, and no Job was reconciled by two
+// replicas at once.
+func TestKillReplicaUnderLoad(t *testing.T) {
+	const jobs = 300
+	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 8, StandIn: true})
+	creations := watchPodCreations(t, s)
+
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				create(t, s, newJob(fmt.Sprintf("load-%03d", i), task("worker", 2, "3s", "")))
+			}
+		}()
+	}
+	for i := range jobs {
+		if i == jobs/3 {
+			s.KillReplica("r1")
+			t.Logf("killed replica r1 after %d jobs were created", i)
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	deadline := time.Now().Add(4 * time.Minute)
+	for i := range jobs {
+		s.WaitPhase(ns, fmt.Sprintf("load-%03d", i), time.Until(deadline), batch.Completed)
+	}
+	twice, total := creations.twice()
+	if len(twice) > 0 {
+		t.Errorf("%d pod names were created more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
+	}
+	if total != 2*jobs {
+		t.Errorf("%d pods created, want %d", total, 2*jobs)
+	}
+	if bad := s.Runs.Overlaps(); len(bad) > 0 {
+		t.Errorf("%d Jobs were reconciled by two replicas at once, e.g. %s", len(bad), bad[0])
+	}
+	t.Logf("%d jobs completed, %d pods created once each, %d reconciles with no overlap", jobs, total, s.Runs.Count())
+}
