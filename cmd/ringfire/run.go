@@ -29,6 +29,7 @@ type runFlags struct {
 	drainTimeout time.Duration
 	listen       string
 	workers      int
+	scheduler    string
 	logFormat    string
 	logLevel     string
 }
@@ -53,6 +54,7 @@ func runCommand(args []string) error {
 	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
+	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs whose spec and templates name none")
 	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -123,7 +125,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	}
 	r, err := replica.New(replica.Config{
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
-		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, Logger: log, Registerer: reg,
+		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return err

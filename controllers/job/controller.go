@@ -38,6 +38,9 @@ type Config struct {
 	// right now, checked before every write.
 	Ownership shard.Ownership
 	Valid     func() error
+	// SchedulerName is the scheduler of Jobs that name none (Volcano's
+	// webhook sets "volcano").
+	SchedulerName string
 	// Workers reconcile Jobs in parallel; one Job is never in two at once.
 	Workers int
 	// MaxRequeue is how often a failing request is retried before the Job
@@ -94,6 +97,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 3
+	}
+	if cfg.SchedulerName == "" {
+		cfg.SchedulerName = state.DefaultSchedulerName
 	}
 	if cfg.MaxRequeue == 0 {
 		cfg.MaxRequeue = 15

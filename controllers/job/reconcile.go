@@ -44,8 +44,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	if req.ttl {
 		return c.expire(ctx, key, job)
 	}
-	if fields := state.Defaults(job.DeepCopy()); len(fields) > 0 {
-		return c.writeDefaults(ctx, job, fields)
+	if defaulted, fields := c.defaults(job); len(fields) > 0 {
+		return c.writeDefaults(ctx, defaulted, fields)
 	}
 
 	choice := state.ApplyPolicies(job, req.Request)
@@ -131,18 +131,27 @@ func knownAction(a bus.Action) bool {
 	return false
 }
 
-// writeDefaults writes what Volcano's mutating webhook would have set; the
-// update event brings the Job back with them.
-func (c *Controller) writeDefaults(ctx context.Context, job *batch.Job, fields []string) error {
+// defaults returns the Job with what Volcano's mutating webhook would have
+// set, and the fields it set; the scheduler name is this controller's.
+func (c *Controller) defaults(job *batch.Job) (*batch.Job, []string) {
+	defaulted := job.DeepCopy()
+	var fields []string
+	if defaulted.Spec.SchedulerName == "" {
+		defaulted.Spec.SchedulerName = c.cfg.SchedulerName
+		fields = append(fields, "spec.schedulerName")
+	}
+	return defaulted, append(fields, state.Defaults(defaulted)...)
+}
+
+// writeDefaults writes the defaulted Job; the update event brings it back.
+func (c *Controller) writeDefaults(ctx context.Context, defaulted *batch.Job, fields []string) error {
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
-	updated := job.DeepCopy()
-	state.Defaults(updated)
-	if _, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.cfg.Volcano.BatchV1alpha1().Jobs(defaulted.Namespace).Update(ctx, defaulted, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("write defaults %v: %w", fields, err)
 	}
-	c.log.Debug("defaulted job", "job", keyOf(job), "fields", fields)
+	c.log.Debug("defaulted job", "job", keyOf(defaulted), "fields", fields)
 	return nil
 }
 

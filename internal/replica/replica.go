@@ -36,6 +36,8 @@ type Config struct {
 	// Kube is the API server; nil runs the ring only, with no controllers.
 	Kube    *rest.Config
 	Workers int
+	// SchedulerName of Jobs that name none; "" for "volcano".
+	SchedulerName string
 	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
 	MaxRequeue int
 	// Observe is told of every Job reconcile (tests, tracing).
@@ -93,7 +95,7 @@ func New(cfg Config) (*Replica, error) {
 	})
 	r.Jobs, err = job.New(job.Config{
 		Kube: kube, Volcano: vc, Cache: r.Cache, Ownership: manager, Valid: manager.Valid,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe, SchedulerName: cfg.SchedulerName,
 		Logger: cfg.Logger, Registerer: cfg.Registerer,
 	})
 	if err != nil {
