@@ -40,6 +40,9 @@ type Options struct {
 	LeaseTTL   time.Duration // default 2s
 	// PodDuration is how long pods run unless annotated; default 1s.
 	PodDuration time.Duration
+	// NodeCPU, NodeMemory and NodePods size each KWOK node; defaults as
+	// cluster.Options.
+	NodeCPU, NodeMemory, NodePods string
 }
 
 // Stack is a running ringfire stack.
@@ -85,7 +88,10 @@ func Start(t testing.TB, opts Options) *Stack {
 		level = hclog.Debug
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "stack", Level: level, Output: testWriter{t}})
-	cl := cluster.StartForTest(t, cluster.Options{Nodes: opts.Nodes, DefaultPodDuration: opts.PodDuration, Logger: log.Named("cluster")})
+	cl := cluster.StartForTest(t, cluster.Options{
+		Nodes: opts.Nodes, DefaultPodDuration: opts.PodDuration, Logger: log.Named("cluster"),
+		NodeCPU: opts.NodeCPU, NodeMemory: opts.NodeMemory, NodePods: opts.NodePods,
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := crds.Install(ctx, cl.RESTConfig()); err != nil {
