@@ -1,0 +1,301 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Config configures the Queue controller.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
+	// whether this replica's membership is still valid right now, checked before every write.
+	Ownership shard.Ownership
+	Valid     func() error
+	// Workers reconcile queues in parallel; one queue is never in two at once. Default 2.
+	Workers int
+	// MaxRequeue is how often a failing request is retried before it is given up with a
+	// Warning event on the queue (Volcano's max-requeue-num). Default 15.
+	MaxRequeue int
+	// StatusInterval is the least time between two status writes of one queue that only
+	// refresh its PodGroup counts; state changes are written at once. Default 1s.
+	StatusInterval time.Duration
+	Logger         hclog.Logger
+	Registerer     prometheus.Registerer
+}
+
+// Controller keeps the state and PodGroup counts of the Queues whose slots this replica holds,
+// and runs the OpenQueue and CloseQueue Commands that target them.
+type Controller struct {
+	cfg      Config
+	log      hclog.Logger
+	disp     *shard.Dispatcher[request]
+	factory  vcinformers.SharedInformerFactory
+	queues   schedulinglisters.QueueLister
+	queueInf toolscache.SharedIndexInformer
+	cmdInf   toolscache.SharedIndexInformer
+	pgInf    toolscache.SharedIndexInformer
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
+	metrics  *metrics
+	written  writtenQueues
+	pace     *pacer
+	taken    takenCommands
+}
+
+// request is what the dispatcher carries for a queue key.
+type request struct {
+	// action is OpenQueue or CloseQueue from a Command; empty for a sync, which refreshes the
+	// counts and lets Closing become Closed.
+	action bus.Action
+	// command is the Command behind action; it is deleted as the request is taken.
+	command *commandRef
+}
+
+type commandRef struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// New builds the controller and its informers (Queues, Commands, and every PodGroup, slimmed
+// to queue and phase for counting). Run starts them.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
+		return nil, errors.New("queue controller: Kube, Volcano and Ownership are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.MaxRequeue == 0 {
+		cfg.MaxRequeue = 15
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = time.Second
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("queue controller: %w", err)
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.Named("queue"), metrics: m, pace: newPacer(cfg.StatusInterval)}
+	c.events = record.NewBroadcaster()
+	c.recorder = c.events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-queue-controller"})
+
+	dcfg := shard.DefaultDispatcherConfig[request]()
+	dcfg.Name, dcfg.Workers, dcfg.Ownership = "queue", cfg.Workers, cfg.Ownership
+	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
+	dcfg.Handler = c.reconcile
+	dcfg.OnGiveUp = c.giveUp
+	dcfg.Coalesce = func(queued, incoming request) bool { return queued == request{} && incoming == request{} }
+	if c.disp, err = shard.NewDispatcher(dcfg); err != nil {
+		return nil, err
+	}
+
+	c.factory = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
+	queues := c.factory.Scheduling().V1beta1().Queues()
+	c.queues, c.queueInf = queues.Lister(), queues.Informer()
+	c.cmdInf = c.factory.Bus().V1alpha1().Commands().Informer()
+	c.pgInf = c.factory.Scheduling().V1beta1().PodGroups().Informer()
+	if err := c.pgInf.AddIndexers(toolscache.Indexers{byQueue: queueOfPodGroup}); err != nil {
+		return nil, fmt.Errorf("queue controller: podgroup index: %w", err)
+	}
+	if err := c.pgInf.SetTransform(slimPodGroup); err != nil {
+		return nil, fmt.Errorf("queue controller: podgroup transform: %w", err)
+	}
+	if err := c.register(); err != nil {
+		return nil, fmt.Errorf("queue controller: %w", err)
+	}
+	return c, nil
+}
+
+// Drainer is the controller's in-flight work, for the shard.Manager.
+func (c *Controller) Drainer() shard.Drainer { return c.disp }
+
+// Run lists and watches, then reconciles until ctx is done. No request is handled before every
+// informer has listed: a Closing queue must not close on counts that are still loading.
+func (c *Controller) Run(ctx context.Context) {
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			c.log.Warn("stopped before the informer listed; are the Volcano CRDs installed?", "type", typ.String())
+			return
+		}
+	}
+	c.disp.Run(ctx)
+}
+
+// SlotsGained enqueues a sync of every Queue of the slots, and every Command that targets one:
+// this replica now owns them. It implements shard.Listener.
+func (c *Controller) SlotsGained(slots []int) {
+	held := make(map[int]bool, len(slots))
+	for _, s := range slots {
+		held[s] = true
+	}
+	n := c.cfg.Ownership.Slots()
+	for _, name := range c.queueInf.GetStore().ListKeys() {
+		if held[shard.SlotOf(name, n)] {
+			c.disp.Enqueue(name, request{})
+		}
+	}
+	for _, obj := range c.cmdInf.GetStore().List() {
+		if name, req, ok := commandRequest(obj); ok && held[shard.SlotOf(name, n)] {
+			c.disp.Enqueue(name, req)
+		}
+	}
+}
+
+// SlotsLost implements shard.Listener. Nothing is kept per slot: what the controller remembers
+// of a queue (its last write) is checked against the cache before use.
+func (c *Controller) SlotsLost([]int) {}
+
+// register adds the handlers to the informers.
+func (c *Controller) register() error {
+	handlers := []struct {
+		inf toolscache.SharedIndexInformer
+		h   toolscache.ResourceEventHandler
+	}{
+		{c.queueInf, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onQueue,
+			UpdateFunc: func(_, obj any) { c.onQueue(obj) },
+			DeleteFunc: c.onQueueDelete,
+		}},
+		{c.pgInf, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onPodGroup,
+			UpdateFunc: c.onPodGroupUpdate,
+			DeleteFunc: c.onPodGroup,
+		}},
+		{c.cmdInf, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onCommand,
+			DeleteFunc: c.onCommandDelete,
+		}},
+	}
+	for _, x := range handlers {
+		if _, err := x.inf.AddEventHandler(x.h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Controller) onQueue(obj any) {
+	if q, ok := obj.(*scheduling.Queue); ok {
+		c.disp.Enqueue(q.Name, request{})
+	}
+}
+
+func (c *Controller) onQueueDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if q, ok := obj.(*scheduling.Queue); ok {
+		c.written.forget(q.Name)
+		c.pace.forget(q.Name)
+	}
+}
+
+// onPodGroup syncs the queue of a PodGroup that came or went.
+func (c *Controller) onPodGroup(obj any) {
+	if pg, ok := podGroupOf(obj); ok {
+		c.disp.Enqueue(pg.Spec.Queue, request{})
+	}
+}
+
+// onPodGroupUpdate syncs the queue when the phase changed, and both queues when the PodGroup
+// moved from one to another.
+func (c *Controller) onPodGroupUpdate(old, new any) {
+	oldPG, ok1 := podGroupOf(old)
+	newPG, ok2 := podGroupOf(new)
+	if !ok1 || !ok2 {
+		return
+	}
+	if oldPG.Spec.Queue != newPG.Spec.Queue {
+		c.disp.Enqueue(oldPG.Spec.Queue, request{})
+		c.disp.Enqueue(newPG.Spec.Queue, request{})
+		return
+	}
+	if oldPG.Status.Phase != newPG.Status.Phase {
+		c.disp.Enqueue(newPG.Spec.Queue, request{})
+	}
+}
+
+func (c *Controller) onCommand(obj any) {
+	if name, req, ok := commandRequest(obj); ok {
+		c.disp.Enqueue(name, req)
+	}
+}
+
+func (c *Controller) onCommandDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if cmd, ok := obj.(*bus.Command); ok {
+		c.taken.forget(cmd.UID)
+	}
+}
+
+// commandRequest is the request of a Command that targets a Queue: its queue key and action.
+// Commands that target anything else belong to other controllers.
+func commandRequest(obj any) (string, request, bool) {
+	cmd, ok := obj.(*bus.Command)
+	if !ok || !targetsQueue(cmd.TargetObject) {
+		return "", request{}, false
+	}
+	return cmd.TargetObject.Name, request{
+		action:  bus.Action(cmd.Action),
+		command: &commandRef{namespace: cmd.Namespace, name: cmd.Name, uid: cmd.UID},
+	}, true
+}
+
+// giveUp records why a request of a queue failed for good, as Volcano does when a queue
+// request reaches the requeue limit.
+func (c *Controller) giveUp(name string, req request, err error) {
+	action := req.action
+	if action == "" {
+		action = bus.SyncQueueAction
+	}
+	c.log.Error("queue request failed too often; dropping it", "queue", name, "action", action, "error", err)
+	if q, gerr := c.queues.Get(name); gerr == nil {
+		c.recorder.Eventf(q, corev1.EventTypeWarning, string(action), "%s queue failed for %v", action, err)
+	}
+}
+
+// errNotOwner stops a write when this replica may no longer own the queue.
+var errNotOwner = errors.New("no longer the owner of this queue's slot")
+
+// guard is checked right before every write.
+func (c *Controller) guard(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
+	}
+	if c.cfg.Valid != nil {
+		if err := c.cfg.Valid(); err != nil {
+			return fmt.Errorf("%w: %v", errNotOwner, err)
+		}
+	}
+	return nil
+}

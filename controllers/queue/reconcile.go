@@ -1,0 +1,93 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// reconcile handles one request of the queue name: take its Command, read the queue and count
+// its PodGroups, decide the state, write the status if it changed.
+func (c *Controller) reconcile(ctx context.Context, name string, req request) error {
+	action := req.action
+	if req.command != nil {
+		run, err := c.takeCommand(ctx, name, req)
+		if err != nil {
+			return err
+		}
+		if !run {
+			action = "" // an earlier owner ran it
+		}
+	}
+	cached, err := c.queues.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get queue %s: %w", name, err)
+	}
+	queue := c.written.latest(cached)
+	counts, err := countPodGroups(c.pgInf.GetIndexer(), name)
+	if err != nil {
+		return err
+	}
+	if why := Refusal(name, action); why != "" {
+		c.recorder.Event(queue, corev1.EventTypeWarning, string(action), why)
+		action = ""
+	}
+
+	state := NextState(queue.Status.State, action, counts.Total)
+	status := DesiredStatus(queue.Status, state, counts)
+	if equality.Semantic.DeepEqual(status, queue.Status) {
+		return nil
+	}
+	if state == queue.Status.State {
+		if wait, schedule := c.pace.hold(name, time.Now()); wait > 0 {
+			if schedule {
+				c.disp.EnqueueAfter(name, request{}, wait)
+			}
+			return nil
+		}
+	}
+	return c.writeStatus(ctx, queue, status, action)
+}
+
+// writeStatus writes status over the queue as read: the update carries the resourceVersion it
+// was computed from, so a write from a stale view, or a stale owner, fails and is retried.
+func (c *Controller) writeStatus(ctx context.Context, queue *scheduling.Queue, status scheduling.QueueStatus, action bus.Action) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	updated := queue.DeepCopy()
+	updated.Status = status
+	got, err := c.cfg.Volcano.SchedulingV1beta1().Queues().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("update status of queue %s: %w", queue.Name, err)
+	}
+	c.written.remember(queue.ResourceVersion, got)
+	c.pace.wrote(queue.Name, time.Now())
+	c.metrics.statusWrites.Inc()
+	from, to := queue.Status.State, status.State
+	if from == to {
+		return nil
+	}
+	c.metrics.transitions.WithLabelValues(string(to)).Inc()
+	c.log.Info("queue state changed", "queue", queue.Name, "from", from, "to", to, "action", action)
+	switch action {
+	case bus.OpenQueueAction:
+		c.recorder.Event(got, corev1.EventTypeNormal, string(action), "Open queue succeed")
+	case bus.CloseQueueAction:
+		c.recorder.Event(got, corev1.EventTypeNormal, string(action), "Close queue succeed")
+	}
+	return nil
+}
