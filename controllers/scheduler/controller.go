@@ -1,0 +1,221 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Key is the scheduler's ring key: the replica that holds the slot of this
+// key runs the scheduler, and no other (DESIGN.md §3, singletons).
+const Key = "ringfire/scheduler"
+
+// Config configures the scheduler controller.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	// Ownership is the ring's view of held slots (the shard.Manager). The
+	// scheduler runs while this replica holds the slot of Key.
+	Ownership shard.Ownership
+	// Valid, when set, reports whether this replica's membership is still
+	// valid right now; it is checked before every write.
+	Valid func() error
+	// SchedulerNames are the pod scheduler names served. Default ["volcano"].
+	SchedulerNames []string
+	// Period is the longest time between two cycles. Default 1s.
+	Period time.Duration
+	// Debounce is how long a cycle waits after the event that asked for it,
+	// so that a burst of events makes one cycle. Default 50ms.
+	Debounce time.Duration
+	// Parallelism bounds the bindings and PodGroup writes of a cycle in
+	// flight at once. Default 16.
+	Parallelism int
+	// Options tune the allocation; zero means DefaultOptions.
+	Options Options
+	// Observe, when set, is told of every cycle this replica ran: when it
+	// started and ended and what it decided (for tests and tracing).
+	Observe    func(start, end time.Time, r Result)
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Controller runs the gang scheduler as a ring singleton. It implements
+// shard.Listener (it starts when this replica gains the slot of Key and
+// stops when it loses it) and shard.Drainer (a handover waits for the cycle
+// in flight). Run must be running for it to do anything.
+type Controller struct {
+	cfg     Config
+	log     hclog.Logger
+	metrics *metrics
+
+	// wake tells Run that the slots held here changed.
+	wake chan struct{}
+	// cycleLock is held by a cycle from its ownership check to its last
+	// write; Drain takes it to wait for the cycle in flight.
+	cycleLock chan struct{}
+
+	mu    sync.Mutex
+	shift *shift // the scheduler's run on this replica, nil when not running
+}
+
+// New validates cfg and returns a Controller.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
+		return nil, errors.New("scheduler controller: Kube, Volcano and Ownership are required")
+	}
+	if len(cfg.SchedulerNames) == 0 {
+		cfg.SchedulerNames = []string{"volcano"}
+	}
+	for _, name := range cfg.SchedulerNames {
+		if name == "" {
+			return nil, errors.New("scheduler controller: an empty scheduler name")
+		}
+	}
+	cfg.SchedulerNames = slices.Compact(slices.Sorted(slices.Values(cfg.SchedulerNames)))
+	if cfg.Period <= 0 {
+		cfg.Period = time.Second
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = 50 * time.Millisecond
+	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 16
+	}
+	if cfg.Options == (Options{}) {
+		cfg.Options = DefaultOptions()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Controller{
+		cfg:       cfg,
+		log:       cfg.Logger.Named("scheduler"),
+		metrics:   newMetrics(cfg.Registerer),
+		wake:      make(chan struct{}, 1),
+		cycleLock: make(chan struct{}, 1),
+	}, nil
+}
+
+// slot is the slot of Key, valid once the ring's slot count is known.
+func (c *Controller) slot() int { return shard.SlotOf(Key, c.cfg.Ownership.Slots()) }
+
+// SlotsGained implements shard.Listener: Run starts the scheduler if the
+// slot of Key is among slots.
+func (c *Controller) SlotsGained(slots []int) {
+	if slices.Contains(slots, c.slot()) {
+		c.poke()
+	}
+}
+
+// SlotsLost implements shard.Listener: the scheduler's run has ended with
+// its slot's context; Run drops what it held.
+func (c *Controller) SlotsLost(slots []int) {
+	if slices.Contains(slots, c.slot()) {
+		c.poke()
+	}
+}
+
+func (c *Controller) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Drain implements shard.Drainer: it returns once no cycle is in flight.
+// The Manager has stopped new work on the slot before it drains, and a
+// cycle checks ownership after taking cycleLock, so none starts after.
+func (c *Controller) Drain(ctx context.Context, slots []int) bool {
+	if !slices.Contains(slots, c.slot()) {
+		return true
+	}
+	select {
+	case c.cycleLock <- struct{}{}:
+		<-c.cycleLock
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Active reports whether the scheduler runs on this replica now.
+func (c *Controller) Active() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.shift != nil && c.shift.ctx.Err() == nil
+}
+
+// Run starts the scheduler whenever this replica holds the slot of Key and
+// reaps it when the slot is lost, until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	poll := time.NewTicker(time.Second) // a safety net under the listener calls
+	defer poll.Stop()
+	defer c.reap(true)
+	for {
+		c.reap(false)
+		c.startIfOwner(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// startIfOwner starts a shift when the slot of Key is held here and none runs.
+func (c *Controller) startIfOwner(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shift != nil || ctx.Err() != nil {
+		return
+	}
+	slot := c.slot()
+	slotCtx, ok := c.cfg.Ownership.SlotContext(slot)
+	if !ok {
+		return
+	}
+	c.shift = startShift(ctx, slotCtx, c, slot)
+}
+
+// reap waits for a shift whose context has ended (or for every shift when
+// stopping) and forgets it, with its informers.
+func (c *Controller) reap(stop bool) {
+	c.mu.Lock()
+	s := c.shift
+	c.mu.Unlock()
+	if s == nil || (!stop && s.ctx.Err() == nil) {
+		return
+	}
+	s.cancel()
+	<-s.done
+	c.mu.Lock()
+	c.shift = nil
+	c.mu.Unlock()
+}
+
+// errNotOwner stops a write when this replica may no longer run the scheduler.
+var errNotOwner = errors.New("no longer the owner of the scheduler's slot")
+
+// guard is checked right before every write.
+func (c *Controller) guard(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
+	}
+	if c.cfg.Valid != nil {
+		if err := c.cfg.Valid(); err != nil {
+			return fmt.Errorf("%w: %v", errNotOwner, err)
+		}
+	}
+	return nil
+}
