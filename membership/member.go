@@ -134,7 +134,11 @@ func (m *Member) join(ctx context.Context) (*Session, error) {
 		return nil, fmt.Errorf("grant lease: %w", err)
 	}
 	granted := time.Duration(grant.TTL) * time.Second
-	s := newSession(m.cfg.ID, grant.ID, granted, sent.Add(granted-m.cfg.FenceMargin))
+	s := newSession(m.cfg.ID, grant.ID, granted, sent.Add(granted-m.cfg.FenceMargin), func() {
+		m.metrics.fences.Inc()
+		m.log.Error("fencing: lease not renewed in time; stopped all work before it can expire at etcd",
+			"lease", fmt.Sprintf("%x", int64(grant.ID)))
+	})
 	val, _ := json.Marshal(Info{ID: m.cfg.ID, Lease: grant.ID, Joined: time.Now().UTC()})
 	txn, err := m.cfg.Client.Txn(rctx).
 		If(clientv3.Compare(clientv3.CreateRevision(m.key), "=", 0)).
@@ -202,26 +206,16 @@ func deleted(wr clientv3.WatchResponse) bool {
 	return false
 }
 
-// renew keeps the session's lease alive until ctx is done, the lease is lost,
-// or the fence deadline passes without a successful renewal.
+// renew keeps the session's lease alive until ctx is done, the lease is
+// lost, or the session's own fence timer ends it.
 func (m *Member) renew(ctx context.Context, s *Session) {
-	fence := time.NewTimer(time.Until(s.Deadline()))
-	defer fence.Stop()
 	next := time.NewTimer(m.cfg.KeepAliveInterval)
 	defer next.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-fence.C:
-			if time.Now().Before(s.Deadline()) { // extended meanwhile
-				fence.Reset(time.Until(s.Deadline()))
-				continue
-			}
-			m.metrics.fences.Inc()
-			m.log.Error("fencing: lease not renewed in time; stopping all work before it can expire at etcd",
-				"lease", fmt.Sprintf("%x", int64(s.Lease)), "deadline", s.Deadline())
-			s.end(ErrFenced)
+		case <-s.Done():
 			return
 		case <-next.C:
 			ok, lost := m.keepAliveOnce(ctx, s)
@@ -232,11 +226,10 @@ func (m *Member) renew(ctx context.Context, s *Session) {
 				return
 			}
 			wait := m.cfg.KeepAliveInterval
-			if !ok { // retry sooner, still bounded by the fence timer
+			if !ok { // retry sooner; the fence timer bounds how long this may go on
 				wait = min(wait, 250*time.Millisecond)
 			}
 			next.Reset(wait)
-			fence.Reset(time.Until(s.Deadline()))
 		}
 	}
 }
@@ -246,8 +239,10 @@ func (m *Member) renew(ctx context.Context, s *Session) {
 // after it was sent, so its own expiry is later still.
 func (m *Member) keepAliveOnce(ctx context.Context, s *Session) (ok, lost bool) {
 	sent := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.KeepAliveInterval)
+	rctx, cancel := context.WithTimeout(s.Context(), m.cfg.KeepAliveInterval)
 	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
 	resp, err := m.cfg.Client.KeepAliveOnce(rctx, s.Lease)
 	took := time.Since(sent).Seconds()
 	switch {

@@ -20,6 +20,7 @@ func startMember(t *testing.T, client *clientv3.Client, id string, ttl time.Dura
 	t.Helper()
 	cfg := membership.DefaultConfig()
 	cfg.Client, cfg.Prefix, cfg.ID, cfg.TTL = client, prefix, id, ttl
+	cfg.FenceMargin = ttl / 3 // room for a loaded test machine between the fence and the check
 	m, err := membership.New(cfg)
 	if err != nil {
 		t.Fatal(err)

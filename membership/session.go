@@ -33,13 +33,34 @@ type Session struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	deadline atomic.Int64 // unix nanoseconds of the fence deadline
+	fence    *time.Timer  // ends the session at the deadline
+	onFence  func()       // called once if the fence timer ends the session
 }
 
-func newSession(id string, lease clientv3.LeaseID, ttl time.Duration, deadline time.Time) *Session {
+// newSession starts a session whose fence timer ends it at deadline unless
+// extend moves the deadline first. The timer runs on its own, so a renewal
+// request that hangs cannot hold the fence back.
+func newSession(id string, lease clientv3.LeaseID, ttl time.Duration, deadline time.Time, onFence func()) *Session {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Session{ID: id, Lease: lease, TTL: ttl, ctx: ctx, cancel: cancel}
+	s := &Session{ID: id, Lease: lease, TTL: ttl, ctx: ctx, cancel: cancel, onFence: onFence}
 	s.deadline.Store(deadline.UnixNano())
+	s.fence = time.AfterFunc(time.Until(deadline), s.checkFence)
 	return s
+}
+
+// checkFence ends the session if the deadline has passed, else waits for it again.
+func (s *Session) checkFence() {
+	if s.ctx.Err() != nil {
+		return
+	}
+	if left := time.Until(s.Deadline()); left > 0 {
+		s.fence.Reset(left)
+		return
+	}
+	s.end(ErrFenced)
+	if s.onFence != nil {
+		s.onFence()
+	}
 }
 
 // Context is done when the session ends; context.Cause says why.
@@ -63,6 +84,15 @@ func (s *Session) Valid() error {
 	return nil
 }
 
-func (s *Session) extend(deadline time.Time) { s.deadline.Store(deadline.UnixNano()) }
+// extend moves the deadline later; the fence timer, when it fires, finds
+// the new deadline and waits for it.
+func (s *Session) extend(deadline time.Time) {
+	if deadline.UnixNano() > s.deadline.Load() {
+		s.deadline.Store(deadline.UnixNano())
+	}
+}
 
-func (s *Session) end(cause error) { s.cancel(cause) }
+func (s *Session) end(cause error) {
+	s.cancel(cause)
+	s.fence.Stop()
+}

@@ -322,6 +322,24 @@ func (c *cluster) awaitConverged(what string, since time.Time, limit time.Durati
 	}
 }
 
+// awaitMemberGone waits until the member key of id is gone from etcd and
+// returns when it went.
+func (c *cluster) awaitMemberGone(id string, since time.Time, limit time.Duration) time.Time {
+	c.t.Helper()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		resp, err := c.observer.Get(ctx, testPrefix+"/members/"+id)
+		cancel()
+		if err == nil && len(resp.Kvs) == 0 {
+			return time.Now()
+		}
+		if time.Since(since) > limit {
+			c.t.Fatalf("member %s still in the member set %v after it was killed", id, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (c *cluster) assertNoOverlap() {
 	c.t.Helper()
 	if bad := c.rec.overlaps(); len(bad) > 0 {
