@@ -1,0 +1,213 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Config configures the PodGroup controller.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
+	// whether this replica's membership is still valid right now, checked before every write.
+	Ownership shard.Ownership
+	Valid     func() error
+	// SchedulerNames are the schedulers whose pods get a PodGroup. Default ["volcano"].
+	SchedulerNames []string
+	// SkipOwnerAnnotations turns off what Volcano's --inherit-owner-annotations (on by default)
+	// does: read the pod's owners (ReplicaSet, DaemonSet, StatefulSet, batch Job) for their
+	// volcano.sh/ annotations and group-min-member. Reading them needs RBAC get on those.
+	SkipOwnerAnnotations bool
+	// Workers handle pods in parallel; one pod is never in two at once. Default 2.
+	Workers int
+	// MaxRequeue is how often a failing pod is retried before it is given up. Default 15.
+	MaxRequeue int
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Controller gives a PodGroup to every pending pod of a served scheduler that has none, on the
+// pods of the slots this replica holds.
+type Controller struct {
+	cfg       Config
+	log       hclog.Logger
+	disp      *shard.Dispatcher[request]
+	factories []informers.SharedInformerFactory
+	pods      []toolscache.SharedIndexInformer // one per scheduler name
+	metrics   *metrics
+}
+
+// request is what the dispatcher carries for a pod key: look at the pod. Any two coalesce.
+type request struct{}
+
+// New builds the controller and its pod informers, one per served scheduler name; Run starts
+// them.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
+		return nil, errors.New("podgroup controller: Kube, Volcano and Ownership are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if len(cfg.SchedulerNames) == 0 {
+		cfg.SchedulerNames = []string{"volcano"}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.MaxRequeue == 0 {
+		cfg.MaxRequeue = 15
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("podgroup controller: %w", err)
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.Named("podgroup"), metrics: m}
+
+	dcfg := shard.DefaultDispatcherConfig[request]()
+	dcfg.Name, dcfg.Workers, dcfg.Ownership = "podgroup", cfg.Workers, cfg.Ownership
+	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
+	dcfg.Handler = c.reconcile
+	dcfg.Coalesce = func(request, request) bool { return true }
+	if c.disp, err = shard.NewDispatcher(dcfg); err != nil {
+		return nil, err
+	}
+
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPod,
+		UpdateFunc: func(_, obj any) { c.onPod(obj) },
+	}
+	for _, name := range cfg.SchedulerNames {
+		f := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { *o = podSelector(name, *o) }))
+		inf := f.Core().V1().Pods().Informer()
+		if err := inf.SetTransform(slimPod); err != nil {
+			return nil, fmt.Errorf("podgroup controller: pod transform: %w", err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, fmt.Errorf("podgroup controller: %w", err)
+		}
+		c.factories, c.pods = append(c.factories, f), append(c.pods, inf)
+	}
+	return c, nil
+}
+
+// podSelector narrows a pod list and watch to what may need a PodGroup: pods of the scheduler
+// that are not bound yet (spec.nodeName empty) and carry no volcano.sh/job-name label (pods of
+// a Volcano Job, which have their Job's PodGroup). A pod leaves the watch when it is bound, so
+// every replica holds only the pending bare pods of the cluster, not all of its pods.
+func podSelector(scheduler string, o metav1.ListOptions) metav1.ListOptions {
+	o.FieldSelector = fields.AndSelectors(
+		fields.OneTermEqualSelector("spec.schedulerName", scheduler),
+		fields.OneTermEqualSelector("spec.nodeName", ""),
+	).String()
+	notJob, err := labels.NewRequirement(batch.JobNameKey, selection.DoesNotExist, nil)
+	if err == nil { // the key is a valid label key: err is always nil
+		o.LabelSelector = labels.NewSelector().Add(*notJob).String()
+	}
+	return o
+}
+
+// slimPod drops what the controller never reads from a cached pod: managed fields and status.
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Status = corev1.PodStatus{}
+	return pod, nil
+}
+
+// Drainer is the controller's in-flight work, for the shard.Manager.
+func (c *Controller) Drainer() shard.Drainer { return c.disp }
+
+// Run lists and watches the pods, then handles them until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	for _, f := range c.factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				c.log.Warn("stopped before the pod informer listed", "type", typ.String())
+				return
+			}
+		}
+	}
+	c.disp.Run(ctx)
+}
+
+// SlotsGained enqueues every cached pod of the slots: this replica now owns them. It
+// implements shard.Listener.
+func (c *Controller) SlotsGained(slots []int) {
+	held := make(map[int]bool, len(slots))
+	for _, s := range slots {
+		held[s] = true
+	}
+	n := c.cfg.Ownership.Slots()
+	for _, inf := range c.pods {
+		for _, key := range inf.GetStore().ListKeys() {
+			if held[shard.SlotOf(key, n)] {
+				c.disp.Enqueue(key, request{})
+			}
+		}
+	}
+}
+
+// SlotsLost implements shard.Listener; the controller keeps nothing per slot.
+func (c *Controller) SlotsLost([]int) {}
+
+func (c *Controller) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || Skip(pod, c.cfg.SchedulerNames) != "" {
+		return
+	}
+	c.disp.Enqueue(pod.Namespace+"/"+pod.Name, request{})
+}
+
+// pod returns the cached pod at key, or nil.
+func (c *Controller) pod(key string) *corev1.Pod {
+	for _, inf := range c.pods {
+		if obj, ok, _ := inf.GetStore().GetByKey(key); ok {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				return pod
+			}
+		}
+	}
+	return nil
+}
+
+// errNotOwner stops a write when this replica may no longer own the pod's slot.
+var errNotOwner = errors.New("no longer the owner of this pod's slot")
+
+// guard is checked right before every write.
+func (c *Controller) guard(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
+	}
+	if c.cfg.Valid != nil {
+		if err := c.cfg.Valid(); err != nil {
+			return fmt.Errorf("%w: %v", errNotOwner, err)
+		}
+	}
+	return nil
+}

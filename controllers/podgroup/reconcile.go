@@ -1,0 +1,71 @@
+package podgroup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// reconcile gives the pod at key its PodGroup: create it (AlreadyExists is success: the name
+// is deterministic), then annotate the pod with its name.
+func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
+	pod := c.pod(key)
+	if pod == nil {
+		return nil // deleted, or bound: it left the watch
+	}
+	if why := Skip(pod, c.cfg.SchedulerNames); why != "" {
+		return nil
+	}
+	var owners map[string]string
+	if !c.cfg.SkipOwnerAnnotations {
+		owners = c.ownerAnnotations(ctx, pod)
+	}
+	pg := Build(pod, shard.SlotOf(key, c.cfg.Ownership.Slots()), owners)
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pod.Namespace).Create(ctx, pg, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		c.metrics.created.Inc()
+		c.log.Debug("podgroup created", "pod", key, "podgroup", pg.Name, "queue", pg.Spec.Queue)
+	case apierrors.IsAlreadyExists(err):
+		// An earlier try, another pod of the same owner, or a stale owner made it.
+	default:
+		return fmt.Errorf("create podgroup %s/%s for pod %s: %w", pod.Namespace, pg.Name, pod.Name, err)
+	}
+	return c.annotate(ctx, pod, pg.Name)
+}
+
+// annotate sets the pod's group-name annotation. The patch carries the pod's UID and the
+// resourceVersion it was read at, so it lands only on the pod as read: never on a pod
+// re-created under the same name, never over a change made since.
+func (c *Controller) annotate(ctx context.Context, pod *corev1.Pod, group string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":             pod.UID,
+		"resourceVersion": pod.ResourceVersion,
+		"annotations":     map[string]string{scheduling.KubeGroupNameAnnotationKey: group},
+	}})
+	if err != nil {
+		return fmt.Errorf("annotate pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	_, err = c.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("annotate pod %s/%s with podgroup %s: %w", pod.Namespace, pod.Name, group, err)
+	}
+	return nil
+}
