@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/runlog"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
 )
@@ -28,58 +28,6 @@ const (
 	testTTL    = 2 * time.Second
 	testKeys   = 2000
 )
-
-// interval is one handler run: key processed by member from start to end.
-type interval struct {
-	key, member string
-	start, end  time.Time
-}
-
-// recorder logs every handler run of every member, independently of the
-// members' own view of who owns what.
-type recorder struct {
-	mu   sync.Mutex
-	runs []interval
-}
-
-func (r *recorder) add(iv interval) {
-	r.mu.Lock()
-	r.runs = append(r.runs, iv)
-	r.mu.Unlock()
-}
-
-// overlaps returns the keys with two runs that overlapped in time: by two
-// members (the ring's invariant) or by one (the dispatcher's).
-func (r *recorder) overlaps() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	byKey := map[string][]interval{}
-	for _, iv := range r.runs {
-		byKey[iv.key] = append(byKey[iv.key], iv)
-	}
-	var bad []string
-	for key, runs := range byKey {
-		sort.Slice(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
-		latest := runs[0] // the run that ends last among those started so far
-		for _, iv := range runs[1:] {
-			if iv.start.Before(latest.end) {
-				bad = append(bad, fmt.Sprintf("%s: %s [%v..%v] overlaps %s [%v..%v]", key,
-					latest.member, latest.start.Format("15:04:05.000"), latest.end.Format("15:04:05.000"),
-					iv.member, iv.start.Format("15:04:05.000"), iv.end.Format("15:04:05.000")))
-			}
-			if iv.end.After(latest.end) {
-				latest = iv
-			}
-		}
-	}
-	return bad
-}
-
-func (r *recorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.runs)
-}
 
 // node is one ring member with a dispatcher whose handler records its runs.
 type node struct {
@@ -97,7 +45,7 @@ type cluster struct {
 	mu       sync.Mutex // guards nodes and cut against the load goroutine
 	etcd     *localetcd.Server
 	endpoint string
-	rec      *recorder
+	rec      *runlog.Log
 	keys     []string
 	nodes    map[string]*node
 	cut      map[string]bool // members partitioned away: not expected to own slots
@@ -107,7 +55,7 @@ type cluster struct {
 
 func newCluster(t testing.TB) *cluster {
 	etcd := localetcd.StartForTest(t)
-	c := &cluster{t: t, etcd: etcd, endpoint: etcd.Endpoint(), rec: &recorder{}, nodes: map[string]*node{}, cut: map[string]bool{},
+	c := &cluster{t: t, etcd: etcd, endpoint: etcd.Endpoint(), rec: &runlog.Log{}, nodes: map[string]*node{}, cut: map[string]bool{},
 		log: hclog.New(&hclog.LoggerOptions{Name: "ringtest", Level: hclog.Warn, Output: testWriter{t}})}
 	for i := range testKeys {
 		c.keys = append(c.keys, fmt.Sprintf("ns-%d/job-%d", i%7, i))
@@ -144,13 +92,13 @@ func (c *cluster) start(id, endpoint string) *node {
 	dcfg := shard.DefaultDispatcherConfig[int]()
 	dcfg.Name, dcfg.Workers, dcfg.Ownership, dcfg.Logger = "ringtest-"+id, 4, manager, c.log.Named(id)
 	dcfg.Handler = func(ctx context.Context, key string, _ int) error {
-		iv := interval{key: key, member: id, start: time.Now()}
+		run := runlog.Run{Key: key, Replica: id, Start: time.Now()}
 		select { // a short reconcile that stops when its slot is lost
 		case <-time.After(time.Millisecond):
 		case <-ctx.Done():
 		}
-		iv.end = time.Now()
-		c.rec.add(iv)
+		run.End = time.Now()
+		c.rec.Add(run)
 		return nil
 	}
 	n.disp, err = shard.NewDispatcher(dcfg)
@@ -342,8 +290,8 @@ func (c *cluster) awaitMemberGone(id string, since time.Time, limit time.Duratio
 
 func (c *cluster) assertNoOverlap() {
 	c.t.Helper()
-	if bad := c.rec.overlaps(); len(bad) > 0 {
+	if bad := c.rec.Overlaps(); len(bad) > 0 {
 		c.t.Fatalf("%d keys were processed by two members at once, e.g.:\n%s", len(bad), bad[0])
 	}
-	c.t.Logf("%d handler runs recorded, no key processed by two members at once", c.rec.count())
+	c.t.Logf("%d handler runs recorded, no key processed by two members at once", c.rec.Count())
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/ringfire/ringfire/e2e/standin"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/replica"
+	"github.com/ringfire/ringfire/internal/runlog"
 )
 
 // Options configures a Stack.
@@ -58,7 +59,7 @@ type Stack struct {
 	mu       sync.Mutex
 	replicas map[string]*running
 	// Runs records every Job reconcile of every replica.
-	Runs *Runs
+	Runs *runlog.Log
 }
 
 type running struct {
@@ -99,7 +100,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	s := &Stack{
 		t: t, opts: opts, Cluster: cl, Kube: cl.Clientset(), Volcano: vcclient.NewForConfigOrDie(cl.RESTConfig()),
-		Ring: localetcd.StartForTest(t), log: log, replicas: map[string]*running{}, Runs: &Runs{},
+		Ring: localetcd.StartForTest(t), log: log, replicas: map[string]*running{}, Runs: &runlog.Log{},
 	}
 	if opts.StandIn {
 		done := make(chan struct{})
@@ -133,7 +134,9 @@ func (s *Stack) StartReplica(id string) {
 	r, err := replica.New(replica.Config{
 		ID: id, Etcd: client, Prefix: "/ringfire", Slots: 256, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
 		Kube: cfg, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
-		Observe: func(key string, start, end time.Time) { s.Runs.add(Run{Key: key, Replica: id, Start: start, End: end}) },
+		Observe: func(key string, start, end time.Time) {
+			s.Runs.Add(runlog.Run{Key: key, Replica: id, Start: start, End: end})
+		},
 	})
 	if err != nil {
 		s.t.Fatal(err)
@@ -298,56 +301,4 @@ func (s *Stack) Pods(ns, name string) []corev1.Pod {
 		s.t.Fatal(err)
 	}
 	return pods.Items
-}
-
-// Run is one reconcile of one Job key by one replica.
-type Run struct {
-	Key, Replica string
-	Start, End   time.Time
-}
-
-// Runs records reconciles from every replica.
-type Runs struct {
-	mu   sync.Mutex
-	runs []Run
-}
-
-func (r *Runs) add(run Run) {
-	r.mu.Lock()
-	r.runs = append(r.runs, run)
-	r.mu.Unlock()
-}
-
-// Overlaps returns descriptions of two reconciles of one key that ran at
-// the same time.
-func (r *Runs) Overlaps() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	byKey := map[string][]Run{}
-	for _, run := range r.runs {
-		byKey[run.Key] = append(byKey[run.Key], run)
-	}
-	var bad []string
-	for key, runs := range byKey {
-		sort.Slice(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
-		last := runs[0]
-		for _, run := range runs[1:] {
-			if run.Start.Before(last.End) {
-				bad = append(bad, fmt.Sprintf("%s: %s [%s..%s] and %s [%s..%s]", key,
-					last.Replica, last.Start.Format("15:04:05.000"), last.End.Format("15:04:05.000"),
-					run.Replica, run.Start.Format("15:04:05.000"), run.End.Format("15:04:05.000")))
-			}
-			if run.End.After(last.End) {
-				last = run
-			}
-		}
-	}
-	return bad
-}
-
-// Count is the number of reconciles recorded.
-func (r *Runs) Count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.runs)
 }
