@@ -1,0 +1,181 @@
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/podgroup"
+	"github.com/ringfire/ringfire/controllers/queue"
+	"github.com/ringfire/ringfire/e2e/stack"
+)
+
+const ns = "default"
+
+// allSlots is the Ownership of a replica that holds every slot while its context lives: the
+// controllers run beside the stack's replicas, not inside them.
+type allSlots struct{ ctx context.Context }
+
+func (a allSlots) Slots() int                              { return 256 }
+func (a allSlots) SlotContext(int) (context.Context, bool) { return a.ctx, a.ctx.Err() == nil }
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// startControllers runs the Queue and PodGroup controllers against the stack until the test
+// ends.
+func startControllers(t *testing.T, s *stack.Stack) {
+	t.Helper()
+	log := hclog.New(&hclog.LoggerOptions{Name: "queuetest", Level: hclog.Warn, Output: testWriter{t}})
+	ctx, cancel := context.WithCancel(context.Background())
+	own := allSlots{ctx}
+	queues, err := queue.New(queue.Config{Kube: s.Kube, Volcano: s.Volcano, Ownership: own,
+		StatusInterval: 200 * time.Millisecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := podgroup.New(podgroup.Config{Kube: s.Kube, Volcano: s.Volcano, Ownership: own, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { queues.Run(ctx) })
+	wg.Go(func() { groups.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// waitFor polls cond every 50ms until it holds, and fails the test after limit with the last
+// description cond gave.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last seen: %s", what, limit, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func createQueue(t *testing.T, s *stack.Stack, name string) {
+	t.Helper()
+	q := &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: scheduling.QueueSpec{Weight: 1}}
+	if _, err := s.Volcano.SchedulingV1beta1().Queues().Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+}
+
+// command issues action on the queue, as vcctl queue operate does.
+func command(t *testing.T, s *stack.Stack, queueName string, action bus.Action) string {
+	t.Helper()
+	cmd := &bus.Command{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: queueName + "-" + strings.ToLower(string(action)) + "-"},
+		Action:     string(action),
+		TargetObject: &metav1.OwnerReference{
+			APIVersion: scheduling.SchemeGroupVersion.String(), Kind: "Queue", Name: queueName, UID: "unused",
+		},
+	}
+	got, err := s.Volcano.BusV1alpha1().Commands(ns).Create(context.Background(), cmd, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create command %s on %s: %v", action, queueName, err)
+	}
+	return got.Name
+}
+
+func commandGone(s *stack.Stack, name string) bool {
+	_, err := s.Volcano.BusV1alpha1().Commands(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return err != nil
+}
+
+func queueStatus(s *stack.Stack, name string) scheduling.QueueStatus {
+	q, err := s.Volcano.SchedulingV1beta1().Queues().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return scheduling.QueueStatus{}
+	}
+	return q.Status
+}
+
+// waitState waits for the queue's state, and returns its status then.
+func waitState(t *testing.T, s *stack.Stack, name string, state scheduling.QueueState) scheduling.QueueStatus {
+	t.Helper()
+	var st scheduling.QueueStatus
+	waitFor(t, "queue "+name+" "+string(state), 20*time.Second, func() (bool, string) {
+		st = queueStatus(s, name)
+		return st.State == state, fmt.Sprintf("%+v", st)
+	})
+	return st
+}
+
+// queueEvents are the reason: message pairs of the queue's events.
+func queueEvents(s *stack.Stack, name string) string {
+	list, err := s.Kube.CoreV1().Events(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Queue,involvedObject.name=" + name,
+	})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason+": "+e.Message)
+	}
+	return strings.Join(out, "; ")
+}
+
+func createPodGroup(t *testing.T, s *stack.Stack, name, queueName string) {
+	t.Helper()
+	pg := &scheduling.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       scheduling.PodGroupSpec{MinMember: 1, Queue: queueName},
+	}
+	if _, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create podgroup %s: %v", name, err)
+	}
+}
+
+// setPhase moves a PodGroup to phase once the stand-in has admitted it (it turns every Pending
+// PodGroup Inqueue), retrying on conflicts.
+func setPhase(t *testing.T, s *stack.Stack, name string, phase scheduling.PodGroupPhase) {
+	t.Helper()
+	client := s.Volcano.SchedulingV1beta1().PodGroups(ns)
+	waitFor(t, "podgroup "+name+" → "+string(phase), 20*time.Second, func() (bool, string) {
+		pg, err := client.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if pg.Status.Phase != scheduling.PodGroupInqueue {
+			return false, "phase " + string(pg.Status.Phase) + ", not admitted yet"
+		}
+		pg.Status.Phase = phase
+		_, err = client.Update(context.Background(), pg, metav1.UpdateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+func deletePodGroup(t *testing.T, s *stack.Stack, name string) {
+	t.Helper()
+	if err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete podgroup %s: %v", name, err)
+	}
+}
+
+// podPhase describes a pod for failure messages.
+func podPhase(p *corev1.Pod) string {
+	return fmt.Sprintf("phase %s node %q annotations %v gates %v", p.Status.Phase, p.Spec.NodeName, p.Annotations, p.Spec.SchedulingGates)
+}

@@ -1,0 +1,188 @@
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/stack"
+)
+
+// The Queue and PodGroup controllers on one stack with the stand-in admitting PodGroups and
+// binding pods; every case uses its own queue or pod.
+func TestQueuesAndPodGroups(t *testing.T) {
+	s := stack.Start(t, stack.Options{StandIn: true})
+	startControllers(t, s)
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, s *stack.Stack)
+	}{
+		{"a new queue is written Open", newQueueOpens},
+		{"CloseQueue on an empty queue closes it", closeEmpty},
+		{"CloseQueue with a PodGroup: Closing until it is deleted", closeBusy},
+		{"OpenQueue reopens a closed queue", reopen},
+		{"status counts PodGroups by phase", counts},
+		{"a bare pod gets a PodGroup and runs", barePod},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, s)
+		})
+	}
+}
+
+func newQueueOpens(t *testing.T, s *stack.Stack) {
+	createQueue(t, s, "fresh")
+	waitState(t, s, "fresh", scheduling.QueueStateOpen)
+	waitState(t, s, "default", scheduling.QueueStateOpen)
+}
+
+func closeEmpty(t *testing.T, s *stack.Stack) {
+	createQueue(t, s, "empty")
+	waitState(t, s, "empty", scheduling.QueueStateOpen)
+	cmd := command(t, s, "empty", bus.CloseQueueAction)
+	waitState(t, s, "empty", scheduling.QueueStateClosed)
+	waitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	waitFor(t, "events", 10*time.Second, func() (bool, string) {
+		ev := queueEvents(s, "empty")
+		return strings.Contains(ev, "CommandIssued") && strings.Contains(ev, "CloseQueue: Close queue succeed"), ev
+	})
+}
+
+func closeBusy(t *testing.T, s *stack.Stack) {
+	createQueue(t, s, "busy")
+	createPodGroup(t, s, "busy-pg", "busy")
+	waitFor(t, "the PodGroup counted", 20*time.Second, func() (bool, string) {
+		st := queueStatus(s, "busy")
+		return st.Pending+st.Inqueue == 1, fmt.Sprintf("%+v", st)
+	})
+	cmd := command(t, s, "busy", bus.CloseQueueAction)
+	waitState(t, s, "busy", scheduling.QueueStateClosing)
+	waitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	// Closing holds while the PodGroup lives, through its phase changes.
+	setPhase(t, s, "busy-pg", scheduling.PodGroupRunning)
+	waitFor(t, "running counted", 20*time.Second, func() (bool, string) {
+		st := queueStatus(s, "busy")
+		return st.Running == 1, fmt.Sprintf("%+v", st)
+	})
+	if st := queueStatus(s, "busy"); st.State != scheduling.QueueStateClosing {
+		t.Fatalf("queue left Closing with its PodGroup alive: %+v", st)
+	}
+	deletePodGroup(t, s, "busy-pg")
+	st := waitState(t, s, "busy", scheduling.QueueStateClosed)
+	if st.Running != 0 || st.Pending != 0 || st.Inqueue != 0 {
+		t.Errorf("counts after the PodGroup went: %+v", st)
+	}
+}
+
+func reopen(t *testing.T, s *stack.Stack) {
+	createQueue(t, s, "reopen")
+	waitState(t, s, "reopen", scheduling.QueueStateOpen)
+	command(t, s, "reopen", bus.CloseQueueAction)
+	waitState(t, s, "reopen", scheduling.QueueStateClosed)
+	cmd := command(t, s, "reopen", bus.OpenQueueAction)
+	waitState(t, s, "reopen", scheduling.QueueStateOpen)
+	waitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	waitFor(t, "events", 10*time.Second, func() (bool, string) {
+		ev := queueEvents(s, "reopen")
+		return strings.Contains(ev, "OpenQueue: Open queue succeed"), ev
+	})
+}
+
+func counts(t *testing.T, s *stack.Stack) {
+	createQueue(t, s, "counted")
+	for i := range 4 {
+		createPodGroup(t, s, fmt.Sprintf("counted-%d", i), "counted")
+	}
+	setPhase(t, s, "counted-1", scheduling.PodGroupRunning)
+	setPhase(t, s, "counted-2", scheduling.PodGroupRunning)
+	setPhase(t, s, "counted-3", scheduling.PodGroupCompleted)
+	want := scheduling.QueueStatus{State: scheduling.QueueStateOpen, Inqueue: 1, Running: 2, Completed: 1}
+	waitFor(t, "counts", 20*time.Second, func() (bool, string) {
+		st := queueStatus(s, "counted")
+		got := scheduling.QueueStatus{State: st.State, Pending: st.Pending, Inqueue: st.Inqueue, Running: st.Running,
+			Unknown: st.Unknown, Completed: st.Completed}
+		return got.State == want.State && got.Pending == 0 && got.Inqueue == 1 && got.Running == 2 &&
+			got.Unknown == 0 && got.Completed == 1, fmt.Sprintf("%+v", got)
+	})
+	for i := range 4 {
+		deletePodGroup(t, s, fmt.Sprintf("counted-%d", i))
+	}
+	waitFor(t, "counts back to zero", 20*time.Second, func() (bool, string) {
+		st := queueStatus(s, "counted")
+		return st.Inqueue+st.Running+st.Completed+st.Pending == 0, fmt.Sprintf("%+v", st)
+	})
+}
+
+// barePod creates a pod for the volcano scheduler with no PodGroup. It carries a scheduling
+// gate at first: the stand-in is no gang scheduler and would bind it at once, where Volcano's
+// scheduler waits for its PodGroup. Once the PodGroup and the annotation are there, the gate
+// goes, the stand-in binds the pod and it runs on a KWOK node.
+func barePod(t *testing.T, s *stack.Stack) {
+	ctx := context.Background()
+	pods := s.Kube.CoreV1().Pods(ns)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns, Annotations: map[string]string{
+			cluster.PodDurationAnnotation:     "1s",
+			scheduling.QueueNameAnnotationKey: "default",
+		}},
+		Spec: corev1.PodSpec{
+			SchedulerName:   "volcano",
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "queuetest.ringfire.io/hold"}},
+			Containers: []corev1.Container{{Name: "main", Image: "example.invalid/bare:latest",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+				}}}},
+		},
+	}
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := "podgroup-" + string(created.UID)
+	waitFor(t, "pod annotated with its PodGroup", 20*time.Second, func() (bool, string) {
+		p, err := pods.Get(ctx, "bare", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if p.Spec.NodeName != "" {
+			t.Fatalf("the gated pod was bound before it had its PodGroup: %s", podPhase(p))
+		}
+		return p.Annotations[scheduling.KubeGroupNameAnnotationKey] == group, podPhase(p)
+	})
+	pg, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, group, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("podgroup %s: %v", group, err)
+	}
+	ref := metav1.GetControllerOf(pg)
+	if ref == nil || ref.Kind != "Pod" || ref.UID != created.UID {
+		t.Errorf("podgroup not controlled by the pod: %+v", pg.OwnerReferences)
+	}
+	cpu := pg.Spec.MinResources.Cpu()
+	if pg.Spec.MinMember != 1 || pg.Spec.Queue != "default" || cpu.MilliValue() != 100 {
+		t.Errorf("podgroup spec %+v", pg.Spec)
+	}
+
+	patch := []byte(`[{"op":"remove","path":"/spec/schedulingGates"}]`)
+	if _, err := pods.Patch(ctx, "bare", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("remove the scheduling gate: %v", err)
+	}
+	waitFor(t, "pod bound and Succeeded", 30*time.Second, func() (bool, string) {
+		p, err := pods.Get(ctx, "bare", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodSucceeded, podPhase(p)
+	})
+}
