@@ -14,7 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -51,6 +54,8 @@ type Controller struct {
 	disp      *shard.Dispatcher[request]
 	factories []informers.SharedInformerFactory
 	pods      []toolscache.SharedIndexInformer // one per scheduler name
+	events    record.EventBroadcaster
+	recorder  record.EventRecorder
 	metrics   *metrics
 }
 
@@ -80,6 +85,8 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("podgroup controller: %w", err)
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.Named("podgroup"), metrics: m}
+	c.events = record.NewBroadcaster()
+	c.recorder = c.events.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: "ringfire-podgroup-controller"})
 
 	dcfg := shard.DefaultDispatcherConfig[request]()
 	dcfg.Name, dcfg.Workers, dcfg.Ownership = "podgroup", cfg.Workers, cfg.Ownership
@@ -141,6 +148,8 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 
 // Run lists and watches the pods, then handles them until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
+	defer c.events.Shutdown()
 	for _, f := range c.factories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()

@@ -11,7 +11,8 @@
 // annotation else "default", priority class, owner references so it is deleted with its owner),
 // then sets the pod's scheduling.k8s.io/group-name annotation to it. A pod that already has
 // the annotation, as every pod of a Volcano Job does, is left alone. An existing PodGroup is
-// never changed.
+// never changed. A PodGroup the API server refuses as invalid (a queue annotation that is no
+// valid name) is not retried: a Warning event PodGroupInvalid on the pod says why.
 //
 // # Sharding and memory
 //

@@ -33,6 +33,7 @@ func TestQueuesAndPodGroups(t *testing.T) {
 		{"OpenQueue reopens a closed queue", reopen},
 		{"status counts PodGroups by phase", counts},
 		{"a bare pod gets a PodGroup and runs", barePod},
+		{"a pod naming an invalid queue gets a Warning event", invalidQueue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -131,25 +132,7 @@ func counts(t *testing.T, s *stack.Stack) {
 func barePod(t *testing.T, s *stack.Stack) {
 	ctx := context.Background()
 	pods := s.Kube.CoreV1().Pods(ns)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns, Annotations: map[string]string{
-			cluster.PodDurationAnnotation:     "1s",
-			scheduling.QueueNameAnnotationKey: "default",
-		}},
-		Spec: corev1.PodSpec{
-			SchedulerName:   "volcano",
-			RestartPolicy:   corev1.RestartPolicyNever,
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: "queuetest.ringfire.io/hold"}},
-			Containers: []corev1.Container{{Name: "main", Image: "example.invalid/bare:latest",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
-				}}}},
-		},
-	}
-	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createGatedPod(t, s, "bare", "default")
 	group := "podgroup-" + string(created.UID)
 	waitFor(t, "pod annotated with its PodGroup", 20*time.Second, func() (bool, string) {
 		p, err := pods.Get(ctx, "bare", metav1.GetOptions{})
@@ -185,4 +168,48 @@ func barePod(t *testing.T, s *stack.Stack) {
 		}
 		return p.Status.Phase == corev1.PodSucceeded, podPhase(p)
 	})
+}
+
+// invalidQueue: a pod whose queue annotation is no valid queue name gets no PodGroup (the API
+// server refuses it) and a Warning event says why; the controller does not retry it.
+func invalidQueue(t *testing.T, s *stack.Stack) {
+	createGatedPod(t, s, "badqueue", "Not_A_Queue")
+	waitFor(t, "Warning event on the pod", 20*time.Second, func() (bool, string) {
+		list, err := s.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Pod,involvedObject.name=badqueue,reason=PodGroupInvalid",
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 1, fmt.Sprintf("%d events", len(list.Items))
+	})
+	if err := s.Kube.CoreV1().Pods(ns).Delete(context.Background(), "badqueue", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createGatedPod creates a pending pod for the volcano scheduler in queue, held by a scheduling
+// gate, that runs for a second once bound.
+func createGatedPod(t *testing.T, s *stack.Stack, name, queueName string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{
+			cluster.PodDurationAnnotation:     "1s",
+			scheduling.QueueNameAnnotationKey: queueName,
+		}},
+		Spec: corev1.PodSpec{
+			SchedulerName:   "volcano",
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "queuetest.ringfire.io/hold"}},
+			Containers: []corev1.Container{{Name: "main", Image: "example.invalid/bare:latest",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+				}}}},
+		},
+	}
+	created, err := s.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+	return created
 }
