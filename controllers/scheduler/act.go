@@ -112,10 +112,12 @@ func (s *shift) writeStatuses(v *view, result Result) int {
 		if g == nil {
 			continue
 		}
-		st := nextStatus(g, gs, transition, now)
+		st := nextStatus(g, gs, transition, now, c.cfg.MessageQuiet)
 		if equality.Semantic.DeepEqual(st, g.pg.Status) {
 			continue
 		}
+		// Written anyway: with the latest message.
+		st = nextStatus(g, gs, transition, now, 0)
 		pg := g.pg.DeepCopy()
 		pg.Status = st
 		writes = append(writes, write{pg: pg, from: g.pg})

@@ -37,6 +37,12 @@ type Config struct {
 	// Debounce is how long a cycle waits after the event that asked for it,
 	// so that a burst of events makes one cycle. Default 50ms.
 	Debounce time.Duration
+	// MessageQuiet is how long the Unschedulable message of a gang still
+	// waiting for the same reason is left as written: its amounts move with
+	// every pod that starts or ends, and rewriting every waiting PodGroup
+	// each cycle would cost a write per waiting gang per cycle. A new reason
+	// or phase is written at once. Default 10s.
+	MessageQuiet time.Duration
 	// Parallelism bounds the bindings and PodGroup writes of a cycle in
 	// flight at once. Default 16.
 	Parallelism int
@@ -87,6 +93,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = 50 * time.Millisecond
+	}
+	if cfg.MessageQuiet <= 0 {
+		cfg.MessageQuiet = 10 * time.Second
 	}
 	if cfg.Parallelism <= 0 {
 		cfg.Parallelism = 16

@@ -203,6 +203,19 @@ func TestAdmitsThenBindsAGang(t *testing.T) {
 	if got := counterValue(t, reg, "ringfire_scheduler_pods_bound_total"); got != 8 {
 		t.Errorf("pods bound metric %v, want 8", got)
 	}
+	eventually(t, "Scheduled events on the pods and the PodGroup", func() bool {
+		events, err := c.kube.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]int{}
+		for _, e := range events.Items {
+			if e.Reason == "Scheduled" {
+				kinds[e.InvolvedObject.Kind]++
+			}
+		}
+		return kinds["Pod"] == 8 && kinds["PodGroup"] == 1
+	})
 }
 
 func TestGangWithoutRoomBindsNothing(t *testing.T) {

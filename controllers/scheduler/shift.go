@@ -5,10 +5,21 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 )
+
+// eventScheme knows the kinds the scheduler records Events on: Pods and PodGroups.
+var eventScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(vcscheme.AddToScheme(s))
+	return s
+}()
 
 // shift is one stretch of the scheduler running on this replica, from
 // gaining the slot of Key to losing it. It owns the informers and what
@@ -64,7 +75,7 @@ func (s *shift) run() {
 	events := record.NewBroadcaster(record.WithContext(s.ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
 	defer events.Shutdown()
-	s.recorder = events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-scheduler"})
+	s.recorder = events.NewRecorder(eventScheme, corev1.EventSource{Component: "ringfire-scheduler"})
 
 	s.watch = newWatch(c.cfg, s.poke)
 	s.watch.start(s.ctx)
