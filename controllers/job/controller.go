@@ -66,7 +66,14 @@ type Controller struct {
 	metrics  *metrics
 	written  writtenJobs
 	delays   delays
+	// taken holds the UIDs of the Commands this replica deleted (taken);
+	// entries older than takenMemory are dropped.
+	taken sync.Map
 }
+
+// takenMemory is how long a taken Command is remembered: longer than any
+// retry of its request.
+const takenMemory = time.Hour
 
 // request is what the dispatcher carries for a Job key.
 type request struct {
@@ -141,10 +148,30 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 
 // SlotsReady enqueues every Job of slots whose objects the cache has just
 // listed: this replica now owns them and must look at each.
+// Commands still waiting for those Jobs are taken up again too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
 		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
+	held := map[int]bool{}
+	for _, s := range slots {
+		held[s] = true
+	}
+	for _, obj := range c.cfg.Cache.Volcano.Bus().V1alpha1().Commands().Informer().GetStore().List() {
+		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held[c.slotOf(cmd.Namespace+"/"+cmd.TargetObject.Name)] {
+			c.onCommand(cmd)
+		}
+	}
+	c.forgetOldTaken()
+}
+
+func (c *Controller) forgetOldTaken() {
+	c.taken.Range(func(uid, at any) bool {
+		if time.Since(at.(time.Time)) > takenMemory {
+			c.taken.Delete(uid)
+		}
+		return true
+	})
 }
 
 // Run reconciles until ctx is done.

@@ -25,7 +25,8 @@ const recheckMissing = 15 * time.Second
 // the action, act on the pods, write the status.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
 	if req.command != nil {
-		if err := c.takeCommand(ctx, key, req); err != nil {
+		apply, err := c.takeCommand(ctx, key, req)
+		if err != nil || !apply {
 			return err
 		}
 	}
@@ -94,21 +95,26 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 }
 
 // takeCommand deletes the Command behind req, so that it runs once, and
-// records that it was taken.
-func (c *Controller) takeCommand(ctx context.Context, key string, req request) error {
+// records that it was taken. It reports whether to apply the action: a
+// Command found gone is applied only if this replica took it (an earlier
+// try of this same request); one taken elsewhere — a stale copy seen after
+// a handover — is not applied twice.
+func (c *Controller) takeCommand(ctx context.Context, key string, req request) (bool, error) {
 	cmd := req.command
 	if err := c.guard(ctx); err != nil {
-		return err
+		return false, err
 	}
 	err := c.cfg.Volcano.BusV1alpha1().Commands(cmd.namespace).Delete(ctx, cmd.name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &cmd.uid},
 	})
-	if apierrors.IsNotFound(err) {
-		return nil // taken already, by an earlier try of this request
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		_, mine := c.taken.Load(cmd.uid)
+		return mine, nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete command %s/%s: %w", cmd.namespace, cmd.name, err)
+		return false, fmt.Errorf("delete command %s/%s: %w", cmd.namespace, cmd.name, err)
 	}
+	c.taken.Store(cmd.uid, time.Now())
 	if job, ok, _ := c.cfg.Cache.Job(key); ok {
 		if !knownAction(req.Action) {
 			c.recorder.Eventf(job, corev1.EventTypeWarning, "UnknownCommandAction",
@@ -118,7 +124,7 @@ func (c *Controller) takeCommand(ctx context.Context, key string, req request) e
 				"Start to execute command %s, and clean it up to make sure executed not more than once.", req.Action)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 func knownAction(a bus.Action) bool {

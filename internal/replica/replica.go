@@ -20,6 +20,8 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job"
+	"github.com/ringfire/ringfire/controllers/podgroup"
+	"github.com/ringfire/ringfire/controllers/queue"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
 )
@@ -53,6 +55,9 @@ type Replica struct {
 	Manager *shard.Manager
 	Cache   *cache.Cache
 	Jobs    *job.Controller
+	// Queues keeps Queue state and counts; PodGroups gives bare pods a PodGroup.
+	Queues    *queue.Controller
+	PodGroups *podgroup.Controller
 }
 
 // New builds a replica; Run runs it.
@@ -101,8 +106,30 @@ func New(cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	manager.AddDrainer(r.Jobs.Drainer())
-	manager.AddListener(r.Cache)
+	r.Queues, err = queue.New(queue.Config{
+		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
+		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	schedulers := []string{"volcano"}
+	if cfg.SchedulerName != "" {
+		schedulers = []string{cfg.SchedulerName}
+	}
+	r.PodGroups, err = podgroup.New(podgroup.Config{
+		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
+		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()} {
+		manager.AddDrainer(d)
+	}
+	for _, l := range []shard.Listener{r.Cache, r.Queues, r.PodGroups} {
+		manager.AddListener(l)
+	}
 	return r, nil
 }
 
@@ -118,8 +145,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); r.Jobs.Run(work) }()
+	wg.Go(func() { r.Jobs.Run(work) })
+	wg.Go(func() { r.Queues.Run(work) })
+	wg.Go(func() { r.PodGroups.Run(work) })
 	defer wg.Wait()
 	cacheErr := make(chan error, 1)
 	go func() { cacheErr <- r.Cache.Start(work) }()
