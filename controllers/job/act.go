@@ -16,6 +16,7 @@ import (
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/build"
 	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/shard"
 )
 
 // podCounts are a Job's pods by phase after a kill or a sync, overall and
@@ -162,7 +163,7 @@ func (c *Controller) deletePods(ctx context.Context, job *batch.Job, pods []*cor
 		return nil
 	})
 	if err := errors.Join(errs...); err != nil {
-		if !errors.Is(err, errNotOwner) {
+		if !errors.Is(err, shard.ErrNotOwner) {
 			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDeletePod", "Error deleting pods: %v", err)
 		}
 		return gone, err
@@ -316,7 +317,7 @@ func (c *Controller) createPods(ctx context.Context, job *batch.Job, pods []*cor
 		return nil
 	})
 	if err := errors.Join(errs...); err != nil {
-		if !errors.Is(err, errNotOwner) {
+		if !errors.Is(err, shard.ErrNotOwner) {
 			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Error creating pods: %v", err)
 		}
 		return created, err

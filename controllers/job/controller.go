@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -483,18 +482,5 @@ func (d *delays) forget(key string) {
 	delete(d.byKey, key)
 }
 
-// errNotOwner stops a write when this replica may no longer own the Job.
-var errNotOwner = errors.New("no longer the owner of this job's slot")
-
 // guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
-	}
-	if c.cfg.Valid != nil {
-		if err := c.cfg.Valid(); err != nil {
-			return fmt.Errorf("%w: %v", errNotOwner, err)
-		}
-	}
-	return nil
-}
+func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

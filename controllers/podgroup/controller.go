@@ -205,18 +205,5 @@ func (c *Controller) pod(key string) *corev1.Pod {
 	return nil
 }
 
-// errNotOwner stops a write when this replica may no longer own the pod's slot.
-var errNotOwner = errors.New("no longer the owner of this pod's slot")
-
 // guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
-	}
-	if c.cfg.Valid != nil {
-		if err := c.cfg.Valid(); err != nil {
-			return fmt.Errorf("%w: %v", errNotOwner, err)
-		}
-	}
-	return nil
-}
+func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

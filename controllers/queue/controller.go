@@ -284,18 +284,5 @@ func (c *Controller) giveUp(name string, req request, err error) {
 	}
 }
 
-// errNotOwner stops a write when this replica may no longer own the queue.
-var errNotOwner = errors.New("no longer the owner of this queue's slot")
-
 // guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
-	}
-	if c.cfg.Valid != nil {
-		if err := c.cfg.Valid(); err != nil {
-			return fmt.Errorf("%w: %v", errNotOwner, err)
-		}
-	}
-	return nil
-}
+func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }
