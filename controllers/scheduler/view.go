@@ -65,23 +65,24 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 	}
 
 	priorities := newPriorities(in)
-	jobs := make(map[string]int, len(in.podGroups)) // key → index in snap.Jobs
+	type name struct{ namespace, name string }
+	jobs := make(map[name]int, len(in.podGroups)) // → index in snap.Jobs and views
+	views := make([]groupView, len(in.podGroups))
 	groups := make(map[string]*groupView, len(in.podGroups))
 	snap.Jobs = make([]Job, 0, len(in.podGroups))
-	for _, pg := range in.podGroups {
-		key := pg.Namespace + "/" + pg.Name
-		jobs[key] = len(snap.Jobs)
-		groups[key] = &groupView{pg: pg}
+	for i, pg := range in.podGroups {
+		jobs[name{pg.Namespace, pg.Name}] = i
+		views[i].pg = pg
+		groups[pg.Namespace+"/"+pg.Name] = &views[i]
 		snap.Jobs = append(snap.Jobs, jobOf(pg, priorities))
 	}
 	groupOf := func(pod *corev1.Pod) (*Job, *groupView) {
-		name := pod.Annotations[vcv1beta1.KubeGroupNameAnnotationKey]
-		if name == "" {
+		group := pod.Annotations[vcv1beta1.KubeGroupNameAnnotationKey]
+		if group == "" {
 			return nil, nil
 		}
-		key := pod.Namespace + "/" + name
-		if i, ok := jobs[key]; ok {
-			return &snap.Jobs[i], groups[key]
+		if i, ok := jobs[name{pod.Namespace, group}]; ok {
+			return &snap.Jobs[i], &views[i]
 		}
 		return nil, nil
 	}
@@ -146,8 +147,8 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 			if u := usage[a.node]; u != nil {
 				u.add(a.requests)
 			}
-			if i, ok := jobs[a.group]; ok {
-				job, g := &snap.Jobs[i], groups[a.group]
+			if g := groups[a.group]; g != nil {
+				job := &snap.Jobs[jobs[name{g.pg.Namespace, g.pg.Name}]]
 				job.Bound[a.task]++
 				addList(job.Allocated, a.requests)
 				g.scheduled++

@@ -3,6 +3,7 @@ package schedtest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,15 +17,19 @@ import (
 )
 
 // queuesShareByWeight: two queues of weights 3 and 1, each with a backlog
-// larger than the cluster of gangs of 2 × 200m running 4s. Once both run,
-// the cpu their bound pods hold is sampled; its mean splits about 3:1.
+// of gangs of 2 × 200m running 4s, larger than the cluster. Once both run,
+// the cpu their bound pods hold is sampled over two and a half generations
+// of pods; its mean splits about 3:1, with the cluster busy.
 //
-// Sizes matter: a queue's admission may run OvercommitFactor (1.2) times
-// its deserved share ahead, in whole gangs, which keeps gangs ready to
-// replace the ones ending. Half the cluster (8 cpu: deserved 6 and 2,
-// admission 7.2 and 2.4) and gangs of 400m give both queues that slack
-// exactly (18 and 6 gangs); with a coarser size the small queue gets less
-// and holds less than its share while replacements come up.
+// The backlog is in place before the scheduler starts: with no preemption,
+// gangs placed while only a few had arrived would keep an early-comer's
+// larger share for their whole run. Sizes matter too: a queue's admission
+// may run OvercommitFactor (1.2) times its deserved share ahead, in whole
+// gangs, which keeps gangs ready to replace the ones ending. Half the
+// cluster (8 cpu: deserved 6 and 2, admission 7.2 and 2.4) and gangs of
+// 400m give both queues that slack exactly (18 and 6 gangs); with a coarser
+// size the small queue gets less and holds less than its share while
+// replacements come up.
 func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 	for _, n := range []string{"kwok-node-2", "kwok-node-3"} {
 		cordon(t, s, n, true)
@@ -37,23 +42,43 @@ func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 			t.Fatal(err)
 		}
 	}
-	runScheduler(t, s)
 	// The cluster runs 20 such gangs at once, 15 of rf-three and 5 of
-	// rf-one at 3:1: each backlog lasts four or five rounds of 4s.
-	for i := range 60 {
-		create(t, s, job(fmt.Sprintf("three-%02d", i), "rf-three", 2, "200m", "4s"))
-		if i < 24 {
-			create(t, s, job(fmt.Sprintf("one-%02d", i), "rf-one", 2, "200m", "4s"))
-		}
+	// rf-one at 3:1: each backlog lasts four rounds or more.
+	const threes, ones = 60, 24
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < threes; i += 6 {
+				mustCreate(t, s, job(fmt.Sprintf("three-%02d", i), "rf-three", 2, "200m", "4s"))
+				if i < ones {
+					mustCreate(t, s, job(fmt.Sprintf("one-%02d", i), "rf-one", 2, "200m", "4s"))
+				}
+			}
+		}()
 	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "every gang has its PodGroup", 30*time.Second, func() (bool, string) {
+		pgs, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pgs.Items) >= threes+ones, fmt.Sprintf("%d PodGroups", len(pgs.Items))
+	})
+	runScheduler(t, s)
 
 	waitFor(t, "both queues run pods", 30*time.Second, func() (bool, string) {
 		three, one := heldByQueue(t, s)
 		return three > 0 && one > 0, fmt.Sprintf("rf-three %.1f cpu, rf-one %.1f cpu", three, one)
 	})
+	time.Sleep(time.Second)
 	var sumThree, sumOne float64
 	samples := 0
-	for end := time.Now().Add(12 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		three, one := heldByQueue(t, s)
 		sumThree += three
 		sumOne += one
@@ -90,4 +115,11 @@ func heldByQueue(t *testing.T, s *stack.Stack) (three, one float64) {
 		}
 	}
 	return three, one
+}
+
+// mustCreate creates a Job from any goroutine; a failure fails the test.
+func mustCreate(t *testing.T, s *stack.Stack, j *batch.Job) {
+	if _, err := s.Volcano.BatchV1alpha1().Jobs(ns).Create(context.Background(), j, metav1.CreateOptions{}); err != nil {
+		t.Errorf("create job %s: %v", j.Name, err)
+	}
 }

@@ -254,7 +254,7 @@ func singletonMoves(t *testing.T, s *stack.Stack) {
 	s2 := startMember(t, s, "s2", log)
 	all = append(all, s2)
 	members = append(slices.DeleteFunc(members, func(m *member) bool { return m == holder }), s2)
-	time.Sleep(2 * time.Second) // the ring rebalances
+	time.Sleep(time.Second) // the ring rebalances
 	holder = activeOne(t, 20*time.Second, members...)
 
 	// A kill leaves the lease to expire.
