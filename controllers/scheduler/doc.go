@@ -1,9 +1,14 @@
-// Package scheduler is ringfire's gang scheduler core: one scheduling cycle
-// over a plain Snapshot, in the manner of Volcano's enqueue and allocate
-// actions with the gang, priority and proportion plugins. It is pure: no
-// clients, no clock, no goroutines; the same snapshot gives the same Result.
-// The controller around it (informers, the ring singleton, binding, status
-// writes) lives elsewhere.
+// Package scheduler is ringfire's gang scheduler: a pure core, one
+// scheduling cycle over a plain Snapshot (Allocate), in the manner of
+// Volcano's enqueue and allocate actions with the gang, priority and
+// proportion plugins; and the Controller that runs it as a ring singleton.
+//
+// The core is pure: no clients, no clock, no goroutines; the same snapshot
+// gives the same Result. The controller (controller.go, shift.go, watch.go,
+// view.go, act.go, status.go, memory.go) runs on the replica that holds the
+// slot of Key: it watches nodes, pods, PodGroups, Queues and
+// PriorityClasses, turns them into a Snapshot each cycle, calls Allocate,
+// binds the pods and writes the PodGroups' status.
 //
 // A cycle (Allocate):
 //
