@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -125,6 +127,18 @@ func (s *shift) writeStatuses(v *view, result Result) int {
 	if len(writes) == 0 || !s.stillOwner() {
 		return 0
 	}
+	// Phase changes first: an admission lets the Job controller make the
+	// gang's pods, a waiting gang's new message can wait behind it.
+	slices.SortFunc(writes, func(a, b write) int {
+		ac, bc := a.pg.Status.Phase != a.from.Status.Phase, b.pg.Status.Phase != b.from.Status.Phase
+		if ac != bc {
+			if ac {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.pg.Namespace+"/"+a.pg.Name, b.pg.Namespace+"/"+b.pg.Name)
+	})
 	sem := make(chan struct{}, c.cfg.Parallelism)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

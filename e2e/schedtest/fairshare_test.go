@@ -91,7 +91,9 @@ func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 	if ratio < 2.2 || ratio > 4 {
 		t.Errorf("queues of weights 3 and 1 held cpu %.2f : %.2f, ratio %.2f, want about 3", meanThree, meanOne, ratio)
 	}
-	if busy := (meanThree + meanOne) / clusterCPU; busy < 0.6 {
+	// Not a throughput test (that depends on the machine's load): only
+	// that the ratio was not taken over a cluster left mostly idle.
+	if busy := (meanThree + meanOne) / clusterCPU; busy < 0.4 {
 		t.Errorf("the cluster was only %.0f%% busy with a backlog in both queues", 100*busy)
 	}
 }
