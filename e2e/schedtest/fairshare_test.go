@@ -17,8 +17,8 @@ import (
 )
 
 // queuesShareByWeight: two queues of weights 3 and 1, each with a backlog
-// of gangs of 2 × 200m running 4s, larger than the cluster. Once both run,
-// the cpu their bound pods hold is sampled over two and a half generations
+// of gangs of 2 × 200m running 6s, larger than the cluster. Once both run,
+// the cpu their bound pods hold is sampled over about two generations
 // of pods; its mean splits about 3:1, with the cluster busy.
 //
 // The backlog is in place before the scheduler starts: with no preemption,
@@ -43,7 +43,7 @@ func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 		}
 	}
 	// The cluster runs 20 such gangs at once, 15 of rf-three and 5 of
-	// rf-one at 3:1: each backlog lasts four rounds or more.
+	// rf-one at 3:1: each backlog lasts three rounds or more.
 	const threes, ones = 60, 24
 	var wg sync.WaitGroup
 	for w := range 6 {
@@ -51,9 +51,9 @@ func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < threes; i += 6 {
-				mustCreate(t, s, job(fmt.Sprintf("three-%02d", i), "rf-three", 2, "200m", "4s"))
+				mustCreate(t, s, job(fmt.Sprintf("three-%02d", i), "rf-three", 2, "200m", "6s"))
 				if i < ones {
-					mustCreate(t, s, job(fmt.Sprintf("one-%02d", i), "rf-one", 2, "200m", "4s"))
+					mustCreate(t, s, job(fmt.Sprintf("one-%02d", i), "rf-one", 2, "200m", "6s"))
 				}
 			}
 		}()
