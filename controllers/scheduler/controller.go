@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -213,18 +212,5 @@ func (c *Controller) reap(stop bool) {
 	c.mu.Unlock()
 }
 
-// errNotOwner stops a write when this replica may no longer run the scheduler.
-var errNotOwner = errors.New("no longer the owner of the scheduler's slot")
-
 // guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %v", errNotOwner, context.Cause(ctx))
-	}
-	if c.cfg.Valid != nil {
-		if err := c.cfg.Valid(); err != nil {
-			return fmt.Errorf("%w: %v", errNotOwner, err)
-		}
-	}
-	return nil
-}
+func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }
