@@ -118,7 +118,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 		}
 		log.Info("submitted the sample jobs of deploy/examples")
 	}
-	fmt.Printf("\nringfire dev cluster is up. Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  go run ./cmd/ringfire ring status --etcd-endpoints %s\n", c.Kubeconfig(), ringEtcd.Endpoint())
+	fmt.Printf("\nringfire dev cluster is up (replicas with the gang scheduler). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  go run ./cmd/ringfire ring status --etcd-endpoints %s\n", c.Kubeconfig(), ringEtcd.Endpoint())
 	for i := range replicas {
 		fmt.Printf("  status page of replica %d: http://127.0.0.1:%d/\n", i, replicaPort(i))
 	}
@@ -169,6 +169,7 @@ func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]rep
 			return out, err
 		}
 		cmd := exec.Command(self, "run", "--id", id, "--etcd-endpoints", etcd, "--kubeconfig", kubeconfig,
+			"--controllers", "job,queue,podgroup,scheduler",
 			"--listen", fmt.Sprintf("127.0.0.1:%d", replicaPort(i)), "--data-dir", filepath.Join(f.dir, id))
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ type runFlags struct {
 	listen       string
 	workers      int
 	scheduler    string
+	controllers  string
 	logFormat    string
 	logLevel     string
 }
@@ -54,7 +56,8 @@ func runCommand(args []string) error {
 	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
-	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs whose spec and templates name none")
+	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs that name none, and the one the gang scheduler serves")
+	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler)")
 	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -123,8 +126,13 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
+	scheduler, err := parseControllers(f.controllers)
+	if err != nil {
+		return err
+	}
 	r, err := replica.New(replica.Config{
-		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
+		Scheduler: scheduler,
+		ID:        f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
 		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})
 	if err != nil {
@@ -161,4 +169,19 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// parseControllers checks --controllers and reports whether it asks for the
+// gang scheduler. The Job, Queue and PodGroup controllers always run.
+func parseControllers(list string) (scheduler bool, err error) {
+	for _, name := range strings.Split(list, ",") {
+		switch strings.TrimSpace(name) {
+		case "job", "queue", "podgroup", "":
+		case "scheduler":
+			scheduler = true
+		default:
+			return false, fmt.Errorf("--controllers: unknown controller %q (known: job, queue, podgroup, scheduler)", name)
+		}
+	}
+	return scheduler, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/job"
 	"github.com/ringfire/ringfire/controllers/podgroup"
 	"github.com/ringfire/ringfire/controllers/queue"
+	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
 )
@@ -38,8 +39,12 @@ type Config struct {
 	// Kube is the API server; nil runs the ring only, with no controllers.
 	Kube    *rest.Config
 	Workers int
-	// SchedulerName of Jobs that name none; "" for "volcano".
+	// SchedulerName of Jobs that name none, and the one the gang scheduler
+	// and the PodGroup controller serve; "" for "volcano".
 	SchedulerName string
+	// Scheduler runs the gang scheduler, a ring singleton: off unless asked
+	// for, so that it never fights a real vc-scheduler.
+	Scheduler bool
 	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
 	MaxRequeue int
 	// Observe is told of every Job reconcile (tests, tracing).
@@ -58,6 +63,7 @@ type Replica struct {
 	// Queues keeps Queue state and counts; PodGroups gives bare pods a PodGroup.
 	Queues    *queue.Controller
 	PodGroups *podgroup.Controller
+	Scheduler *scheduler.Controller // nil unless Config.Scheduler
 }
 
 // New builds a replica; Run runs it.
@@ -124,10 +130,22 @@ func New(cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()} {
+	drainers := []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()}
+	listeners := []shard.Listener{r.Cache, r.Queues, r.PodGroups}
+	if cfg.Scheduler {
+		r.Scheduler, err = scheduler.New(scheduler.Config{
+			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
+			Logger: cfg.Logger, Registerer: cfg.Registerer,
+		})
+		if err != nil {
+			return nil, err
+		}
+		drainers, listeners = append(drainers, r.Scheduler), append(listeners, r.Scheduler)
+	}
+	for _, d := range drainers {
 		manager.AddDrainer(d)
 	}
-	for _, l := range []shard.Listener{r.Cache, r.Queues, r.PodGroups} {
+	for _, l := range listeners {
 		manager.AddListener(l)
 	}
 	return r, nil
@@ -148,6 +166,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	wg.Go(func() { r.Jobs.Run(work) })
 	wg.Go(func() { r.Queues.Run(work) })
 	wg.Go(func() { r.PodGroups.Run(work) })
+	if r.Scheduler != nil {
+		wg.Go(func() { r.Scheduler.Run(work) })
+	}
 	defer wg.Wait()
 	cacheErr := make(chan error, 1)
 	go func() { cacheErr <- r.Cache.Start(work) }()
