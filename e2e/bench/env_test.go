@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/client-go/kubernetes"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/deploy/crds"
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/standin"
+	"github.com/ringfire/ringfire/internal/localetcd"
+)
+
+// env is one benchmark's world: a fresh control plane, a ring etcd, the
+// stand-in scheduler and the ringfire replica processes.
+type env struct {
+	cluster  *cluster.Cluster
+	kube     kubernetes.Interface // the load generator's clients, not rate limited in practice
+	volcano  vcclient.Interface
+	replicas []*replicaProcess
+	logDir   string // the replicas' logs
+}
+
+// startEnv brings an env up and tears it down when b ends.
+func startEnv(b *testing.B, c config, bin string, replicas int) *env {
+	b.Helper()
+	level := hclog.Warn
+	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" {
+		level = hclog.Debug
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: level, Output: os.Stderr})
+	logDir, clusterDir := dirs(b, c)
+	cl := cluster.StartForTest(b, cluster.Options{
+		Nodes: c.nodes, NodePods: strconv.Itoa(c.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	installCtx, installDone := context.WithTimeout(ctx, time.Minute)
+	defer installDone()
+	if err := crds.Install(installCtx, cl.RESTConfig()); err != nil {
+		b.Fatal(err)
+	}
+
+	// The load generator and the stand-in get clients of their own with a
+	// limiter far above what the API server serves here, so that neither
+	// Job creation nor PodGroup admission is paced by the test's client.
+	cfg := cl.RESTConfig()
+	cfg.QPS, cfg.Burst = 5000, 5000
+	e := &env{
+		cluster: cl, kube: kubernetes.NewForConfigOrDie(cfg), volcano: vcclient.NewForConfigOrDie(cfg),
+		logDir: logDir,
+	}
+	standinDone := make(chan struct{})
+	go func() {
+		defer close(standinDone)
+		standin.Run(ctx, kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg), cl.NodeNames())
+	}()
+	b.Cleanup(func() { cancel(); <-standinDone })
+
+	ring := localetcd.StartForTest(b)
+	args := replicaArgs{
+		bin: bin, etcd: ring.Endpoint(), kubeconfig: cl.Kubeconfig(), logDir: e.logDir,
+		logLevel: c.logLevel, qps: c.qps, burst: c.burst, workers: c.workers,
+	}
+	b.Cleanup(func() {
+		stopReplicas(b, e.replicas)
+		if b.Failed() {
+			for _, r := range e.replicas {
+				b.Logf("replica %s log tail:\n%s", r.id, tail(r.logPath, 30))
+			}
+		}
+	})
+	for i := range replicas {
+		e.replicas = append(e.replicas, startReplica(b, args, fmt.Sprintf("r%d", i)))
+	}
+	if err := waitRing(ctx, e.replicas, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// dirs returns where the replicas log and the control plane keeps its state
+// ("" for a temporary directory). With RINGFIRE_BENCH_LOGS both stay there,
+// per sub-benchmark, for a look afterwards; else they go with b.
+func dirs(b *testing.B, c config) (logDir, clusterDir string) {
+	if c.logDir == "" {
+		return b.TempDir(), ""
+	}
+	logDir = filepath.Join(c.logDir, strings.NewReplacer("/", "_", "=", "-").Replace(b.Name()))
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return logDir, filepath.Join(logDir, "cluster")
+}
+
+// components are the processes whose CPU time a run accounts for, by name:
+// the control plane's (from the pid files the harness keeps), the replicas,
+// and the benchmark process itself (load generator, pod watch, stand-in,
+// ring etcd).
+func (e *env) components() map[string]int {
+	pids := map[string]int{"bench-process": os.Getpid()}
+	for _, name := range []cluster.Component{cluster.APIServer, cluster.Etcd, cluster.ControllerManager, cluster.KWOK} {
+		if pid, err := readPIDFile(filepath.Join(e.cluster.Dir(), string(name)+".pid")); err == nil {
+			pids[string(name)] = pid
+		}
+	}
+	for _, r := range e.replicas {
+		pids[r.id] = r.pid()
+	}
+	return pids
+}
+
+// cpuSeconds reads the CPU time of every component; unreadable ones are
+// left out.
+func cpuSeconds(pids map[string]int) map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range pids {
+		if u, err := readProc(pid); err == nil {
+			out[name] = u.cpuSeconds
+		}
+	}
+	return out
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

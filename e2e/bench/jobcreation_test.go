@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ringfire/ringfire/e2e/cluster"
+)
+
+// BenchmarkJobCreation measures how fast ringfire turns a burst of Jobs into
+// pods: the time from the first Job create to the last of their pods seen
+// by a watch on the API server, for each Job count and replica count of the
+// configuration (default 1,000 Jobs × 10 pods, with 1 and with 3 replicas).
+// Each sub-benchmark runs on a control plane of its own. Run it with
+// -benchtime=1x: every iteration adds its Jobs to the same cluster.
+func BenchmarkJobCreation(b *testing.B) {
+	cluster.RequireTools(b)
+	quietClientGo()
+	c := configFromEnv(b)
+	bin := buildRingfire(b)
+	b.Logf("%s; %d CPUs", c, runtime.NumCPU())
+	for _, jobs := range c.jobs {
+		for _, n := range c.replicas {
+			b.Run(fmt.Sprintf("jobs=%dx%d/replicas=%d", jobs, c.taskPods, n), func(b *testing.B) {
+				benchJobCreation(b, c, bin, jobs, n)
+			})
+		}
+	}
+}
+
+// quietClientGo drops the client-go log lines of the benchmark's own
+// clients (the stand-in's watches end with warnings at teardown) unless
+// $RINGFIRE_E2E_DEBUG is set.
+func quietClientGo() {
+	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" {
+		return
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}
+
+func benchJobCreation(b *testing.B, c config, bin string, jobs, replicas int) {
+	e := startEnv(b, c, bin, replicas)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := measure(ctx, b, e, c, jobs)
+
+	// The summary goes to stdout: a benchmark's log is cut at ten lines.
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s (%s)\n", b.Name(), c)
+	if m.loadErr != nil {
+		// Still report what was measured: a run too slow for the bound is a
+		// result too.
+		b.Errorf("load: %v", m.loadErr)
+		fmt.Fprintf(&out, "load failed: %v\n", m.loadErr)
+	} else {
+		out.WriteString(reportLoad(b, m.res, jobs))
+	}
+	if m.res.duplicates > 0 {
+		b.Errorf("%d pod names were added more than once", m.res.duplicates)
+	}
+	b.ReportMetric(float64(c.qps), "replica-QPS")
+	b.ReportMetric(float64(c.burst), "replica-burst")
+	b.ReportMetric(m.cpu[string(cluster.APIServer)], "cpu-s-apiserver")
+	b.ReportMetric(sumReplicas(m.cpu, e.replicas), "cpu-s-replicas")
+	out.WriteString(reportReplicas(ctx, b, e.replicas, m, float64(c.workers)*m.res.allPods.Seconds()))
+	out.WriteString(reportCPU(b, m))
+	fmt.Print(out.String())
+}
+
+// measurement is what one sub-benchmark saw.
+type measurement struct {
+	res        loadResult
+	loadErr    error
+	idleRSS    map[string]float64 // per replica, before the load
+	cpu        map[string]float64 // CPU seconds per process during the load
+	machine    machineCPU         // the whole machine during the load
+	machineErr error
+	loadAvg    [2]string // before and after the load
+}
+
+// measure runs the load b.N times (once with -benchtime=1x), sampling the
+// replicas' heap, and accounts for the CPU time spent meanwhile.
+func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) measurement {
+	m := measurement{idleRSS: map[string]float64{}}
+	var sampling sync.WaitGroup
+	samplingCtx, stopSampling := context.WithCancel(ctx)
+	for _, r := range e.replicas {
+		sampling.Go(func() { r.sampleHeap(samplingCtx, time.Second) })
+		if u, err := readProc(r.pid()); err == nil {
+			m.idleRSS[r.id] = u.rss
+		}
+	}
+	pids := e.components()
+	cpuBefore := cpuSeconds(pids)
+	machineBefore, errBefore := readMachineCPU()
+	m.loadAvg[0] = loadAverage()
+	progress := func(string, ...any) {} // with -v only: the log is cut short
+	if testing.Verbose() {
+		progress = b.Logf
+	}
+
+	b.ResetTimer()
+	for i := range b.N {
+		l := load{
+			kube: e.kube, volcano: e.volcano, namespace: fmt.Sprintf("bench-%d", i),
+			jobs: jobs, taskPods: c.taskPods, creators: c.creators, podRun: c.podRunTime, limit: c.waitLimit,
+			log: progress,
+		}
+		if m.res, m.loadErr = l.run(ctx); m.loadErr != nil {
+			break
+		}
+	}
+	b.StopTimer()
+
+	stopSampling()
+	sampling.Wait()
+	m.cpu = cpuSeconds(pids)
+	for name := range m.cpu {
+		m.cpu[name] -= cpuBefore[name]
+	}
+	machine, errAfter := readMachineCPU()
+	m.machine = machineCPU{busy: machine.busy - machineBefore.busy, total: machine.total - machineBefore.total}
+	m.machineErr = errors.Join(errBefore, errAfter)
+	m.loadAvg[1] = loadAverage()
+	return m
+}
+
+// reportLoad reports the throughput and per-Job latency as metrics, and
+// returns them as lines for the summary.
+func reportLoad(b *testing.B, res loadResult, jobs int) string {
+	secs := res.allPods.Seconds()
+	p50, p99 := percentile(res.jobLatency, 50).Seconds(), percentile(res.jobLatency, 99).Seconds()
+	b.ReportMetric(float64(jobs)/secs, "jobs/s")
+	b.ReportMetric(float64(res.pods)/secs, "pods/s")
+	b.ReportMetric(secs, "s-to-all-pods")
+	b.ReportMetric(res.jobsCreated.Seconds(), "s-to-all-jobs-created")
+	b.ReportMetric(p50, "s-job-p50")
+	b.ReportMetric(p99, "s-job-p99")
+	return fmt.Sprintf("%d pods of %d Jobs in %.1fs (newest creationTimestamp %.0fs after the first create, ±1s): %.1f jobs/s, %.0f pods/s\n"+
+		"Jobs created in %.1fs; per Job, create → last pod seen: p50 %.1fs, p99 %.1fs, max %.1fs\n",
+		res.pods, jobs, secs, res.lastCreated.Sub(res.start).Seconds(), float64(jobs)/secs, float64(res.pods)/secs,
+		res.jobsCreated.Seconds(), p50, p99, percentile(res.jobLatency, 100).Seconds())
+}
+
+// reportReplicas reports each replica's peak memory and share of the pods as
+// metrics, and returns a table of them with its CPU time and reconciles.
+// workerSeconds is what the replica's workers had during the load: the
+// share of it spent in reconciles tells whether the workers were the limit.
+func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProcess, m measurement, workerSeconds float64) string {
+	created, err := podsCreated(ctx, replicas, m.res.pods, 10*time.Second)
+	if err != nil {
+		b.Error(err)
+	}
+	var t strings.Builder
+	t.WriteString("replicas (RSS from /proc/<pid>/status, peak = VmHWM; heap = go_memstats_heap_inuse_bytes, sampled each second, peak at s after the first create):\n")
+	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %6s %6s %10s %7s %7s %14s %12s\n",
+		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "pods", "slots", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
+	for _, r := range replicas {
+		u, err := readProc(r.pid())
+		if err != nil {
+			b.Errorf("replica %s: %v", r.id, err)
+			continue
+		}
+		slots, _ := r.metric(ctx, "ringfire_slots_owned")
+		reconciles, _ := r.metric(ctx, "ringfire_dispatch_handler_duration_seconds_count")
+		reconcileSeconds, _ := r.metric(ctx, "ringfire_dispatch_handler_duration_seconds_sum")
+		errs, _ := r.metric(ctx, "ringfire_dispatch_handler_errors_total")
+		retries, _ := r.metric(ctx, "ringfire_dispatch_retries_total")
+		heap, heapAt := r.sampledPeakHeap()
+		at := 0.0
+		if !m.res.start.IsZero() {
+			at = heapAt.Sub(m.res.start).Seconds()
+		}
+		b.ReportMetric(u.peakRSS/mib, "MiB-peak-RSS-"+r.id)
+		b.ReportMetric(heap/mib, "MiB-peak-heap-"+r.id)
+		b.ReportMetric(created[r.id], "pods-"+r.id)
+		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %6.0f %6.0f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
+			r.id, m.idleRSS[r.id]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.id], created[r.id], slots,
+			reconciles, errs, retries, 1000*reconcileSeconds/max(reconciles, 1), 100*reconcileSeconds/max(workerSeconds, 1))
+	}
+	return t.String()
+}
+
+func sumReplicas(cpu map[string]float64, replicas []*replicaProcess) float64 {
+	sum := 0.0
+	for _, r := range replicas {
+		sum += cpu[r.id]
+	}
+	return sum
+}
+
+// reportCPU lists the CPU seconds each process spent during the load, and
+// what the rest of the machine took: CPU the control plane and the replicas
+// did not get, the caveat of a shared machine.
+func reportCPU(b *testing.B, m measurement) string {
+	names := make([]string, 0, len(m.cpu))
+	ours := 0.0
+	for name, v := range m.cpu {
+		names = append(names, name)
+		ours += v
+	}
+	sort.Slice(names, func(i, j int) bool { return m.cpu[names[i]] > m.cpu[names[j]] })
+	var t strings.Builder
+	t.WriteString("CPU seconds during the load:")
+	for _, name := range names {
+		fmt.Fprintf(&t, " %s %.1f;", name, m.cpu[name])
+	}
+	t.WriteString("\n")
+	if m.machineErr == nil {
+		others := max(0, m.machine.busy-ours)
+		b.ReportMetric(others, "cpu-s-others")
+		fmt.Fprintf(&t, "machine: %d CPUs, %.0f of %.0f CPU-s busy (%.0f%%) during the load: %.0f by the processes above, %.0f by others; load average %s → %s\n",
+			runtime.NumCPU(), m.machine.busy, m.machine.total, 100*m.machine.busy/max(m.machine.total, 1), ours, others, m.loadAvg[0], m.loadAvg[1])
+	}
+	return t.String()
+}
+
+// podsCreated reads each replica's count of pods created, waiting up to
+// limit for the counts to add up to want: a replica counts a pod once its
+// create call returns, which may be after the watch saw the pod.
+func podsCreated(ctx context.Context, replicas []*replicaProcess, want int, limit time.Duration) (map[string]float64, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		created, sum := map[string]float64{}, 0.0
+		var errs []error
+		for _, r := range replicas {
+			n, err := r.metric(ctx, "ringfire_job_pods_created_total")
+			errs = append(errs, err)
+			created[r.id], sum = n, sum+n
+		}
+		if err := errors.Join(errs...); err != nil || int(sum) == want || time.Now().After(deadline) {
+			if err == nil && int(sum) != want {
+				err = fmt.Errorf("replicas count %.0f pods created, the watch saw %d", sum, want)
+			}
+			return created, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,260 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/e2e/cluster"
+)
+
+// load is one burst of Jobs created into a fresh namespace.
+type load struct {
+	kube      kubernetes.Interface
+	volcano   vcclient.Interface
+	namespace string
+	jobs      int
+	taskPods  int
+	creators  int
+	podRun    string        // each pod's run time on its KWOK node
+	limit     time.Duration // bound on first create → all pods
+	log       func(format string, args ...any)
+}
+
+// loadResult is what a load measured. Durations count from start, just
+// before the first create call.
+type loadResult struct {
+	start       time.Time
+	jobsCreated time.Duration   // until the last Job create returned
+	allPods     time.Duration   // until the last pod was seen by the watch
+	jobLatency  []time.Duration // per Job: its create returned → its last pod seen
+	pods        int             // distinct pods seen
+	duplicates  int             // pod names seen added more than once
+	// lastCreated is the latest creationTimestamp of the pods: the API
+	// server's own clock (whole seconds), a check on the watch's lag.
+	lastCreated time.Time
+}
+
+// benchJob is a Job of one task of n small pods that run for podRun.
+func benchJob(namespace, name string, n int, podRun string) *batch.Job {
+	return &batch.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: batch.JobSpec{
+			SchedulerName: "volcano",
+			Tasks: []batch.TaskSpec{{
+				Name: "worker", Replicas: int32(n),
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: podRun}},
+					Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{
+							Name: "main", Image: "example.invalid/batch:latest",
+							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+								corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+							}},
+						}},
+					},
+				},
+			}},
+		},
+	}
+}
+
+// run creates the namespace, starts a watch on its pods, creates the Jobs
+// from l.creators goroutines as fast as the API server takes them, and
+// returns once the watch has seen every pod or l.limit has passed.
+func (l load) run(ctx context.Context) (loadResult, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.namespace}}
+	if _, err := l.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return loadResult{}, fmt.Errorf("create namespace %s: %w", l.namespace, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.limit)
+	defer cancel()
+	w, err := l.watchPods(ctx)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer w.Stop()
+
+	start := time.Now()
+	created := make([]time.Time, l.jobs)
+	createErr := make(chan error, 1)
+	go func(done chan<- error) { done <- l.createJobs(ctx, created) }(createErr)
+	want := l.jobs * l.taskPods
+	tally := newPodTally(l.taskPods, want)
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
+	for tally.pods < want {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return tally.result(start), fmt.Errorf("pod watch ended after %d of %d pods: %v", tally.pods, want, ev.Object)
+			}
+			if pod, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type == watch.Added {
+				tally.add(pod)
+			}
+		case err := <-createErr:
+			createErr = nil // every create has returned
+			if err != nil {
+				return tally.result(start), err
+			}
+			l.log("%d Jobs created in %.1fs", l.jobs, time.Since(start).Seconds())
+		case <-progress.C:
+			l.log("%.0fs: %d of %d pods, %d of %d Jobs complete", time.Since(start).Seconds(), tally.pods, want, len(tally.jobDone), l.jobs)
+		case <-ctx.Done():
+			return tally.result(start), fmt.Errorf("%d of %d pods (%d of %d Jobs complete) after %v",
+				tally.pods, want, len(tally.jobDone), l.jobs, l.limit)
+		}
+	}
+	res := tally.result(start)
+	res.allPods = time.Since(start)
+	if createErr != nil {
+		// Every pod exists, so every create has returned, or failed after
+		// landing; only the send is left.
+		if err := <-createErr; err != nil {
+			return res, err
+		}
+	}
+	for i, at := range created {
+		res.jobsCreated = max(res.jobsCreated, at.Sub(start))
+		res.jobLatency = append(res.jobLatency, max(0, tally.jobDone[jobName(i)].Sub(at)))
+	}
+	slices.Sort(res.jobLatency)
+	return res, nil
+}
+
+// podTally counts the pods a watch reports added, per Job.
+type podTally struct {
+	taskPods    int
+	seen        map[string]bool
+	perJob      map[string]int
+	jobDone     map[string]time.Time // when a Job's last pod was seen
+	pods        int
+	duplicates  int
+	lastCreated time.Time
+}
+
+func newPodTally(taskPods, want int) *podTally {
+	return &podTally{taskPods: taskPods, seen: make(map[string]bool, want), perJob: map[string]int{}, jobDone: map[string]time.Time{}}
+}
+
+func (t *podTally) add(pod *corev1.Pod) {
+	if t.seen[pod.Name] {
+		t.duplicates++
+		return
+	}
+	t.seen[pod.Name] = true
+	t.pods++
+	if c := pod.CreationTimestamp.Time; c.After(t.lastCreated) {
+		t.lastCreated = c
+	}
+	job := pod.Labels[batch.JobNameKey]
+	if t.perJob[job]++; t.perJob[job] == t.taskPods {
+		t.jobDone[job] = time.Now()
+	}
+}
+
+func (t *podTally) result(start time.Time) loadResult {
+	return loadResult{start: start, pods: t.pods, duplicates: t.duplicates, lastCreated: t.lastCreated}
+}
+
+func jobName(i int) string { return fmt.Sprintf("job-%05d", i) }
+
+// watchPods watches the pods of the namespace's Jobs from now on, resuming
+// after a dropped connection.
+func (l load) watchPods(ctx context.Context) (watch.Interface, error) {
+	pods := l.kube.CoreV1().Pods(l.namespace)
+	list, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	lw := &toolscache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.LabelSelector = batch.JobNameKey
+		return pods.Watch(ctx, opts)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
+	if err != nil {
+		return nil, fmt.Errorf("watch pods: %w", err)
+	}
+	return w, nil
+}
+
+// createJobs creates the Jobs, recording when each create returned. A
+// failed create is retried a few times: under this load the API server may
+// time a request out.
+func (l load) createJobs(ctx context.Context, created []time.Time) error {
+	next := make(chan int)
+	errs := make(chan error, l.creators)
+	var wg sync.WaitGroup
+	for range l.creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := l.createJob(ctx, jobName(i)); err != nil {
+					errs <- err
+					return
+				}
+				created[i] = time.Now()
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := range l.jobs {
+		select {
+		case next <- i:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return errors.Join(err, <-errs)
+}
+
+func (l load) createJob(ctx context.Context, name string) error {
+	job := benchJob(l.namespace, name, l.taskPods, l.podRun)
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err = l.volcano.BatchV1alpha1().Jobs(l.namespace).Create(rctx, job, metav1.CreateOptions{})
+		cancel()
+		// AlreadyExists after a retry: the earlier attempt landed.
+		if err == nil || (attempt > 0 && apierrors.IsAlreadyExists(err)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("create job %s: %w", name, err)
+}
+
+// percentile returns the p-th percentile (0 < p ≤ 100) of sorted values.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p/100+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
