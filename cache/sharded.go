@@ -51,7 +51,8 @@ type Sharded struct {
 
 // slotBatch is one reflector over a set of slots gained together.
 type slotBatch struct {
-	slots  map[int]bool // still held; the reflector stops when empty
+	slots  map[int]bool // still held
+	parent context.Context
 	cancel context.CancelFunc
 	synced chan struct{}
 	once   sync.Once
@@ -92,12 +93,21 @@ func (s *Sharded) Listings() int {
 // Gain starts a reflector for slots and returns a channel closed once it
 // has listed them. ctx bounds the reflector's life.
 func (s *Sharded) Gain(ctx context.Context, slots []int) <-chan struct{} {
-	b := &slotBatch{slots: map[int]bool{}, synced: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	for _, n := range slots {
 		s.owned[n] = true
+	}
+	s.mu.Unlock()
+	return s.startBatch(ctx, slots).synced
+}
+
+// startBatch runs a reflector over exactly slots.
+func (s *Sharded) startBatch(ctx context.Context, slots []int) *slotBatch {
+	b := &slotBatch{slots: map[int]bool{}, parent: ctx, synced: make(chan struct{}), done: make(chan struct{})}
+	for _, n := range slots {
 		b.slots[n] = true
 	}
+	s.mu.Lock()
 	s.batches[b] = true
 	s.mu.Unlock()
 
@@ -121,28 +131,32 @@ func (s *Sharded) Gain(ctx context.Context, slots []int) <-chan struct{} {
 		defer close(b.done)
 		r.RunWithContext(rctx)
 	}()
-	return b.synced
+	return b
 }
 
-// Lose drops the objects of slots from the index, without events, and stops
-// the reflectors none of whose slots is held any more.
+// Lose drops the objects of slots from the index, without events. A
+// reflector none of whose slots is held any more stops; one that still has
+// some is restarted over just those, so that the API server stops sending
+// this replica the lost slots' objects (its selector is fixed). That lists
+// the slots it keeps again: losing slots costs a list, gaining them never
+// does.
 func (s *Sharded) Lose(slots []int) {
 	s.mu.Lock()
-	var stopped []*slotBatch
+	changed := map[*slotBatch]bool{}
 	for _, n := range slots {
 		delete(s.owned, n)
 		for b := range s.batches {
 			if b.slots[n] {
 				delete(b.slots, n)
-				if len(b.slots) == 0 {
-					delete(s.batches, b)
-					stopped = append(stopped, b)
-				}
+				changed[b] = true
 			}
 		}
 	}
+	for b := range changed {
+		delete(s.batches, b)
+	}
 	s.mu.Unlock()
-	for _, b := range stopped {
+	for b := range changed {
 		b.cancel()
 		<-b.done
 	}
@@ -150,6 +164,15 @@ func (s *Sharded) Lose(slots []int) {
 		objs, _ := s.indexer.ByIndex(bySlot, strconv.Itoa(n))
 		for _, o := range objs {
 			_ = s.indexer.Delete(o)
+		}
+	}
+	for b := range changed {
+		if len(b.slots) > 0 && b.parent.Err() == nil {
+			kept := make([]int, 0, len(b.slots))
+			for n := range b.slots {
+				kept = append(kept, n)
+			}
+			s.startBatch(b.parent, kept)
 		}
 	}
 }

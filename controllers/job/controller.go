@@ -401,30 +401,38 @@ func keyOf(job *batch.Job) string { return job.Namespace + "/" + job.Name }
 
 // writtenJobs remembers the Job each status write returned until the cache
 // has caught up, so that the next request does not decide on a Job older
-// than the one it just wrote.
+// than the one it just wrote. Writes can chain before the cache sees the
+// first: each remembers every version it (transitively) replaced.
 type writtenJobs struct {
 	mu   sync.Mutex
 	jobs map[string]writtenJob
 }
 
 type writtenJob struct {
-	from string // the resourceVersion the write replaced
-	job  *batch.Job
+	replaced map[string]bool // resourceVersions the written Job supersedes
+	job      *batch.Job
 }
 
 func (w *writtenJobs) remember(key, from string, job *batch.Job) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.jobs[key] = writtenJob{from: from, job: job}
+	replaced := map[string]bool{from: true}
+	if prev, ok := w.jobs[key]; ok && prev.job.ResourceVersion == from {
+		for rv := range prev.replaced {
+			replaced[rv] = true
+		}
+		replaced[prev.job.ResourceVersion] = true
+	}
+	w.jobs[key] = writtenJob{replaced: replaced, job: job}
 }
 
-// latest returns the written Job if the cache still holds the version it
+// latest returns the written Job while the cache holds a version it
 // replaced, else the cached one.
 func (w *writtenJobs) latest(key string, cached *batch.Job) *batch.Job {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if wj, ok := w.jobs[key]; ok {
-		if wj.from == cached.ResourceVersion {
+		if wj.replaced[cached.ResourceVersion] {
 			return wj.job
 		}
 		delete(w.jobs, key)
