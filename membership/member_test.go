@@ -20,7 +20,7 @@ func startMember(t *testing.T, client *clientv3.Client, id string, ttl time.Dura
 	t.Helper()
 	cfg := membership.DefaultConfig()
 	cfg.Client, cfg.Prefix, cfg.ID, cfg.TTL = client, prefix, id, ttl
-	cfg.FenceMargin = ttl / 3 // room for a loaded test machine between the fence and the check
+	cfg.FenceMargin = ttl / 2 // room for a loaded test machine between the fence and the check
 	m, err := membership.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestFenceBeforeLeaseExpires(t *testing.T) {
 	defer proxy.Close()
 	viaProxy := localetcd.ClientForTest(t, "http://"+proxy.Addr())
 
-	m, _, _ := startMember(t, viaProxy, "cut", 3*time.Second)
+	m, _, _ := startMember(t, viaProxy, "cut", 4*time.Second)
 	s := waitSession(t, m, 5*time.Second)
 
 	proxy.Cut()
