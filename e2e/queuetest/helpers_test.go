@@ -4,58 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/ringfire/ringfire/controllers/podgroup"
-	"github.com/ringfire/ringfire/controllers/queue"
 	"github.com/ringfire/ringfire/e2e/stack"
 )
 
 const ns = "default"
-
-// allSlots is the Ownership of a replica that holds every slot while its context lives: the
-// controllers run beside the stack's replicas, not inside them.
-type allSlots struct{ ctx context.Context }
-
-func (a allSlots) Slots() int                              { return 256 }
-func (a allSlots) SlotContext(int) (context.Context, bool) { return a.ctx, a.ctx.Err() == nil }
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// startControllers runs the Queue and PodGroup controllers against the stack until the test
-// ends.
-func startControllers(t *testing.T, s *stack.Stack) {
-	t.Helper()
-	log := hclog.New(&hclog.LoggerOptions{Name: "queuetest", Level: hclog.Warn, Output: testWriter{t}})
-	ctx, cancel := context.WithCancel(context.Background())
-	own := allSlots{ctx}
-	queues, err := queue.New(queue.Config{Kube: s.Kube, Volcano: s.Volcano, Ownership: own,
-		StatusInterval: 200 * time.Millisecond, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, err := podgroup.New(podgroup.Config{Kube: s.Kube, Volcano: s.Volcano, Ownership: own, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { queues.Run(ctx) })
-	wg.Go(func() { groups.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-}
 
 // waitFor polls cond every 50ms until it holds, and fails the test after limit with the last
 // description cond gave.

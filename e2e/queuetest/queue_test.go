@@ -21,8 +21,8 @@ import (
 // The Queue and PodGroup controllers on one stack with the stand-in admitting PodGroups and
 // binding pods; every case uses its own queue or pod.
 func TestQueuesAndPodGroups(t *testing.T) {
-	s := stack.Start(t, stack.Options{StandIn: true})
-	startControllers(t, s)
+	// The replicas run the Queue and PodGroup controllers, sharded between them.
+	s := stack.Start(t, stack.Options{Replicas: 2, StandIn: true})
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T, s *stack.Stack)

@@ -31,6 +31,7 @@ func TestScheduler(t *testing.T) {
 		{"a gang that fits runs", gangFits},
 		{"a gang without room binds nothing until room appears", gangWaitsWhole},
 		{"higher priority is admitted first", priorityFirst},
+		{"a closed queue admits nothing; reopened, it admits", closedQueueAdmitsNothing},
 		{"the singleton moves and binds no pod twice", singletonMoves},
 		{"queues of weights 3 and 1 share 3 to 1", queuesShareByWeight},
 	} {
