@@ -73,13 +73,10 @@ func (c *Cache) OwnedBy(r Resource, key string) ([]interface{}, error) {
 // JobsInSlots returns the keys of the Jobs whose slot (among slots slots in
 // the ring) is in held.
 func (c *Cache) JobsInSlots(held []int, slots int) []string {
-	want := make(map[int]bool, len(held))
-	for _, s := range held {
-		want[s] = true
-	}
+	want := shard.NewSlotSet(held)
 	var keys []string
 	for _, key := range c.Volcano.Batch().V1alpha1().Jobs().Informer().GetStore().ListKeys() {
-		if want[shard.SlotOf(key, slots)] {
+		if want.HasKey(key, slots) {
 			keys = append(keys, key)
 		}
 	}

@@ -23,3 +23,18 @@ func SlotOf(key string, slots int) int {
 // its Job's key. Replicas watch only the objects of the slots they hold by
 // selecting on it.
 const SlotLabel = "ringfire.io/slot"
+
+// SlotSet is a set of slots, for picking the keys that fall in them.
+type SlotSet map[int]bool
+
+// NewSlotSet holds the given slots.
+func NewSlotSet(slots []int) SlotSet {
+	s := make(SlotSet, len(slots))
+	for _, n := range slots {
+		s[n] = true
+	}
+	return s
+}
+
+// HasKey reports whether key's slot, among slots slots, is in the set.
+func (s SlotSet) HasKey(key string, slots int) bool { return s[SlotOf(key, slots)] }

@@ -152,12 +152,9 @@ func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
 		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
-	held := map[int]bool{}
-	for _, s := range slots {
-		held[s] = true
-	}
+	held := shard.NewSlotSet(slots)
 	for _, obj := range c.cfg.Cache.Volcano.Bus().V1alpha1().Commands().Informer().GetStore().List() {
-		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held[c.slotOf(cmd.Namespace+"/"+cmd.TargetObject.Name)] {
+		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held.HasKey(cmd.Namespace+"/"+cmd.TargetObject.Name, c.cfg.Ownership.Slots()) {
 			c.onCommand(cmd)
 		}
 	}

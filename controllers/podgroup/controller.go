@@ -168,14 +168,10 @@ func (c *Controller) Run(ctx context.Context) {
 // SlotsGained enqueues every cached pod of the slots: this replica now owns them. It
 // implements shard.Listener.
 func (c *Controller) SlotsGained(slots []int) {
-	held := make(map[int]bool, len(slots))
-	for _, s := range slots {
-		held[s] = true
-	}
-	n := c.cfg.Ownership.Slots()
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
 	for _, inf := range c.pods {
 		for _, key := range inf.GetStore().ListKeys() {
-			if held[shard.SlotOf(key, n)] {
+			if held.HasKey(key, n) {
 				c.disp.Enqueue(key, request{})
 			}
 		}

@@ -152,18 +152,14 @@ func (c *Controller) Run(ctx context.Context) {
 // SlotsGained enqueues a sync of every Queue of the slots, and every Command that targets one:
 // this replica now owns them. It implements shard.Listener.
 func (c *Controller) SlotsGained(slots []int) {
-	held := make(map[int]bool, len(slots))
-	for _, s := range slots {
-		held[s] = true
-	}
-	n := c.cfg.Ownership.Slots()
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
 	for _, name := range c.queueInf.GetStore().ListKeys() {
-		if held[shard.SlotOf(name, n)] {
+		if held.HasKey(name, n) {
 			c.disp.Enqueue(name, request{})
 		}
 	}
 	for _, obj := range c.cmdInf.GetStore().List() {
-		if name, req, ok := commandRequest(obj); ok && held[shard.SlotOf(name, n)] {
+		if name, req, ok := commandRequest(obj); ok && held.HasKey(name, n) {
 			c.disp.Enqueue(name, req)
 		}
 	}
