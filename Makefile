@@ -3,10 +3,10 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help dev run test unit bench build vet fmt tools
+.PHONY: help dev run test bench-e2e unit bench build vet fmt tools
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/ringfire
 	$(GO) build -o bin/ringfire ./cmd/ringfire
@@ -29,8 +29,11 @@ test: tools ## the whole suite under -race, as CI runs it
 	$(GO) test $(TESTFLAGS) -exec /bin/true $(PKGS) >/dev/null # build every test binary, in parallel
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test $(TESTFLAGS) -p 1 $(PKGS) # run them one package at a time
 
-bench: ## the Go benchmarks (ring, dispatcher, failover)
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
+bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, allocation
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./shard/ ./controllers/...
+
+bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and 3 replicas (minutes)
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/bench/
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
