@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ringfire/ringfire/internal/kubemetrics"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
 	"github.com/ringfire/ringfire/internal/replica"
@@ -32,6 +33,7 @@ type runFlags struct {
 	workers      int
 	scheduler    string
 	controllers  string
+	pprof        bool
 	logFormat    string
 	logLevel     string
 }
@@ -60,6 +62,7 @@ func runCommand(args []string) error {
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler)")
 	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --listen")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -117,6 +120,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	kubemetrics.Register(reg)
 
 	var wg sync.WaitGroup
 	opsCtx, stopOps := context.WithCancel(context.Background())
@@ -147,7 +151,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	go func() {
 		defer wg.Done()
 		err := opsserver.Serve(opsCtx, opsserver.Config{
-			Addr: f.listen, Gatherer: reg, Logger: log, Status: r.Manager.Status,
+			Addr: f.listen, Gatherer: reg, Logger: log, Status: r.Manager.Status, Pprof: f.pprof,
 			Ready: func() error {
 				if err := r.Ready(); err != nil {
 					return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,6 +29,8 @@ type Config struct {
 	Ready    Readiness
 	Status   func() shard.Status
 	Logger   hclog.Logger
+	// Pprof serves Go's profiles under /debug/pprof/.
+	Pprof bool
 }
 
 // Serve serves until ctx is done. It returns once the listener is closed.
@@ -59,6 +62,11 @@ func ServeListener(ctx context.Context, ln net.Listener, cfg Config) error {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		renderStatus(w, cfg.Status())
 	})
+	if cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
