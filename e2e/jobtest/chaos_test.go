@@ -1,18 +1,14 @@
 package jobtest
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
@@ -25,37 +21,19 @@ type podCreations struct {
 	uids map[string]map[types.UID]bool
 }
 
-func watchPodCreations(t *testing.T, s *stack.Stack) *podCreations {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	list, err := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+func watchPodCreations(s *stack.Stack) *podCreations {
 	pc := &podCreations{uids: map[string]map[types.UID]bool{}}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return s.Kube.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added {
-				continue
-			}
-			pc.mu.Lock()
-			if pc.uids[pod.Name] == nil {
-				pc.uids[pod.Name] = map[types.UID]bool{}
-			}
-			pc.uids[pod.Name][pod.UID] = true
-			pc.mu.Unlock()
+	s.WatchPods(ns, func(ev watch.EventType, pod *corev1.Pod) {
+		if ev != watch.Added {
+			return
 		}
-	}()
-	t.Cleanup(w.Stop)
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		if pc.uids[pod.Name] == nil {
+			pc.uids[pod.Name] = map[types.UID]bool{}
+		}
+		pc.uids[pod.Name][pod.UID] = true
+	})
 	return pc
 }
 
@@ -77,7 +55,7 @@ func (pc *podCreations) twice() (names []string, total int) {
 func TestKillReplicaUnderLoad(t *testing.T) {
 	const jobs = 300
 	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 8, StandIn: true})
-	creations := watchPodCreations(t, s)
+	creations := watchPodCreations(s)
 
 	var wg sync.WaitGroup
 	work := make(chan int)

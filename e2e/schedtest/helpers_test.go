@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -262,32 +260,8 @@ type bindings struct {
 }
 
 func watchBindings(t *testing.T, s *stack.Stack) *bindings {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	list, err := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := &bindings{nodes: map[types.UID]map[string]bool{}, names: map[types.UID]string{}}
-	for i := range list.Items {
-		b.see(&list.Items[i])
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return s.Kube.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				b.see(pod)
-			}
-		}
-	}()
-	t.Cleanup(w.Stop)
+	s.WatchPods(ns, func(_ watch.EventType, pod *corev1.Pod) { b.see(pod) })
 	return b
 }
 

@@ -19,7 +19,10 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -301,4 +304,36 @@ func (s *Stack) Pods(ns, name string) []corev1.Pod {
 		s.t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// WatchPods calls see with every pod of the namespace as it stands now,
+// then with every change the API server reports, in order and without gaps,
+// until the test ends.
+func (s *Stack) WatchPods(ns string, see func(watch.EventType, *corev1.Pod)) {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.t.Cleanup(cancel)
+	list, err := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for i := range list.Items {
+		see(watch.Added, &list.Items[i])
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return s.Kube.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				see(ev.Type, pod)
+			}
+		}
+	}()
+	s.t.Cleanup(w.Stop)
 }
