@@ -4,12 +4,16 @@
 //
 // The pieces, each in its own file:
 //
-//   - slot.go: SlotOf, the hash from a key to its slot.
+//   - slot.go: SlotOf, the hash from a key to its slot; SlotLabel; SlotSet.
 //   - assign.go: Assign, the pure slot→member table (consistent hashing with
 //     bounded loads).
+//   - ring.go: the ring's fixed configuration in etcd (EnsureRing) and its keys.
 //   - ownership.go: the interfaces between the slot holder and the work that
 //     runs on slots (Ownership, Drainer, Listener).
-//   - manager.go: the Manager, which acquires and releases slot keys in etcd
-//     as the member set changes.
+//   - manager.go, tenure.go: the Manager, which acquires and releases slot
+//     keys in etcd as the member set changes, one tenure per membership
+//     session.
 //   - dispatcher.go: the Dispatcher, per-key ordered workers over owned slots.
+//   - guard.go: CheckOwner, the check every controller makes before a write.
+//   - snapshot.go: the whole ring read at one revision, for operators.
 package shard
