@@ -92,6 +92,11 @@ func New(cfg Config) (*Replica, error) {
 	if cfg.Kube == nil {
 		return r, nil
 	}
+	// Every request names the replica, so the API server's audit log and
+	// its metrics tell the replicas apart.
+	cfg.Kube = rest.CopyConfig(cfg.Kube)
+	cfg.Kube.UserAgent = UserAgent(cfg.ID)
+	r.cfg.Kube = cfg.Kube
 	kube, err := kubernetes.NewForConfig(cfg.Kube)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -178,12 +183,4 @@ func (r *Replica) Run(ctx context.Context) error {
 		return cerr
 	}
 	return err
-}
-
-// Ready reports why the replica is not ready, or nil.
-func (r *Replica) Ready() error {
-	if !r.Manager.Ready() {
-		return errors.New("not a member of the ring yet: etcd unreachable or not answering (see the log)")
-	}
-	return nil
 }
