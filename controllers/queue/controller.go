@@ -40,8 +40,14 @@ type Config struct {
 	// StatusInterval is the least time between two status writes of one queue that only
 	// refresh its PodGroup counts; state changes are written at once. Default 1s.
 	StatusInterval time.Duration
-	Logger         hclog.Logger
-	Registerer     prometheus.Registerer
+	// Informers, when set, is a factory whose owner starts it (the replica's cache): the
+	// controller takes its Queue, Command and PodGroup informers from it, so a replica watches
+	// each of them once. Nil makes a factory of the controller's own, started by Run. The
+	// factory's PodGroup informer keeps only what counting needs (see slimPodGroup), so no
+	// other user of the factory may rely on full PodGroups from it.
+	Informers  vcinformers.SharedInformerFactory
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
 }
 
 // Controller keeps the state and PodGroup counts of the Queues whose slots this replica holds,
@@ -51,6 +57,7 @@ type Controller struct {
 	log      hclog.Logger
 	disp     *shard.Dispatcher[request]
 	factory  vcinformers.SharedInformerFactory
+	ownsF    bool // factory is the controller's own: Run starts and stops it
 	queues   schedulinglisters.QueueLister
 	queueInf toolscache.SharedIndexInformer
 	cmdInf   toolscache.SharedIndexInformer
@@ -113,7 +120,10 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 
-	c.factory = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
+	c.factory = cfg.Informers
+	if c.factory == nil {
+		c.factory, c.ownsF = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0), true
+	}
 	queues := c.factory.Scheduling().V1beta1().Queues()
 	c.queues, c.queueInf = queues.Lister(), queues.Informer()
 	c.cmdInf = c.factory.Bus().V1alpha1().Commands().Informer()
@@ -138,13 +148,13 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 func (c *Controller) Run(ctx context.Context) {
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
 	defer c.events.Shutdown()
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
-	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			c.log.Warn("stopped before the informer listed; are the Volcano CRDs installed?", "type", typ.String())
-			return
-		}
+	if c.ownsF {
+		c.factory.Start(ctx.Done())
+		defer c.factory.Shutdown()
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.queueInf.HasSynced, c.cmdInf.HasSynced, c.pgInf.HasSynced) {
+		c.log.Warn("stopped before the Queue, Command and PodGroup informers listed; are the Volcano CRDs installed?")
+		return
 	}
 	c.disp.Run(ctx)
 }

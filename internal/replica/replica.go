@@ -118,7 +118,7 @@ func New(cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.Queues, err = queue.New(queue.Config{
-		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
+		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
 		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 	})
 	if err != nil {
