@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -60,49 +55,4 @@ func routeKlog(log hclog.Logger) {
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("alsologtostderr", "false")
 	klog.SetOutput(log.Named("client-go").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
-}
-
-// apiHealth checks the API server every period and remembers the last error.
-type apiHealth struct {
-	err atomic.Pointer[error]
-}
-
-func (h *apiHealth) run(ctx context.Context, cfg *rest.Config, log hclog.Logger) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		h.set(err)
-		return
-	}
-	var wasDown bool
-	for {
-		_, err := dc.ServerVersion()
-		h.set(err)
-		switch {
-		case err != nil && !wasDown:
-			log.Error("API server unreachable; not ready until it answers", "host", cfg.Host, "error", err)
-		case err == nil && wasDown:
-			log.Info("API server reachable again", "host", cfg.Host)
-		}
-		wasDown = err != nil
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(5 * time.Second):
-		}
-	}
-}
-
-func (h *apiHealth) set(err error) {
-	if err != nil {
-		err = fmt.Errorf("API server unreachable: %w", err)
-	}
-	h.err.Store(&err)
-}
-
-// Err is nil while the API server answers.
-func (h *apiHealth) Err() error {
-	if p := h.err.Load(); p != nil {
-		return *p
-	}
-	return errors.New("API server not checked yet")
 }

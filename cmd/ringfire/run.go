@@ -142,25 +142,13 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var api apiHealth
-	if kubeCfg != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); api.run(opsCtx, kubeCfg, log) }()
-	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		err := opsserver.Serve(opsCtx, opsserver.Config{
 			Addr: f.listen, Gatherer: reg, Logger: log, Status: r.Manager.Status, Pprof: f.pprof,
-			Ready: func() error {
-				if err := r.Ready(); err != nil {
-					return err
-				}
-				if kubeCfg != nil {
-					return api.Err()
-				}
-				return nil
-			},
+			// Ready covers the ring and, with a cluster, the API server.
+			Ready: r.Ready,
 		})
 		if err != nil {
 			log.Error("ops server stopped", "error", err)

@@ -7,6 +7,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -47,6 +48,9 @@ type Options struct {
 	// NodeCPU, NodeMemory and NodePods size each KWOK node; defaults as
 	// cluster.Options.
 	NodeCPU, NodeMemory, NodePods string
+	// LogOutput, if set, receives the stack's and the replicas' log lines
+	// besides the test log, for tests that check what a replica logged.
+	LogOutput io.Writer
 }
 
 // Stack is a running ringfire stack.
@@ -91,7 +95,11 @@ func Start(t testing.TB, opts Options) *Stack {
 	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" {
 		level = hclog.Debug
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "stack", Level: level, Output: testWriter{t}})
+	var out io.Writer = testWriter{t}
+	if opts.LogOutput != nil {
+		out = io.MultiWriter(out, opts.LogOutput)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "stack", Level: level, Output: out})
 	cl := cluster.StartForTest(t, cluster.Options{
 		Nodes: opts.Nodes, DefaultPodDuration: opts.PodDuration, Logger: log.Named("cluster"),
 		NodeCPU: opts.NodeCPU, NodeMemory: opts.NodeMemory, NodePods: opts.NodePods,
@@ -172,6 +180,30 @@ func (s *Stack) KillReplica(id string) {
 	rr.client.Close()
 	rr.cancel()
 	s.wait(id, rr)
+}
+
+// IDs returns the ids of the running replicas, sorted.
+func (s *Stack) IDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.replicas))
+	for id := range s.replicas {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Ready is the running replica's own readiness (what its /readyz serves):
+// nil, or why it is not ready.
+func (s *Stack) Ready(id string) error {
+	s.mu.Lock()
+	rr := s.replicas[id]
+	s.mu.Unlock()
+	if rr == nil {
+		return fmt.Errorf("no replica %s", id)
+	}
+	return rr.r.Ready()
 }
 
 func (s *Stack) take(id string) *running {

@@ -64,6 +64,8 @@ type Replica struct {
 	Queues    *queue.Controller
 	PodGroups *podgroup.Controller
 	Scheduler *scheduler.Controller // nil unless Config.Scheduler
+
+	api apiHealth // the API server probe's last answer (ready.go)
 }
 
 // New builds a replica; Run runs it.
@@ -171,6 +173,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	wg.Go(func() { r.Jobs.Run(work) })
 	wg.Go(func() { r.Queues.Run(work) })
 	wg.Go(func() { r.PodGroups.Run(work) })
+	wg.Go(func() { r.probeAPIServer(work) })
 	if r.Scheduler != nil {
 		wg.Go(func() { r.Scheduler.Run(work) })
 	}
