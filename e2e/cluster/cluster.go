@@ -111,6 +111,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.argv[Etcd] = c.etcdArgs(etcdPeerPort)
 	c.argv[APIServer] = c.apiServerArgs(serverPort, files)
+	audit, err := c.writeAuditPolicy()
+	if err != nil {
+		return err
+	}
+	c.argv[APIServer] = append(c.argv[APIServer], audit...)
 	c.argv[ControllerManager] = c.controllerManagerArgs(files)
 	c.argv[KWOK] = c.kwokArgs(files)
 	if err := os.WriteFile(files.stages, renderStages(c.opts.DefaultPodDuration), 0o644); err != nil {
@@ -170,7 +175,9 @@ func (c *Cluster) prepareDir() error {
 	if err := StopDir(c.dir); err != nil {
 		return fmt.Errorf("stop the cluster left in %s: %w", c.dir, err)
 	}
-	for _, stale := range []string{"etcd-data", "pki"} {
+	// The audit log records one run: the old one would mix in writes of
+	// objects that no longer exist.
+	for _, stale := range []string{"etcd-data", "pki", auditLogFile} {
 		if err := os.RemoveAll(filepath.Join(c.dir, stale)); err != nil {
 			return err
 		}

@@ -16,6 +16,10 @@
 // the pod's restartPolicy; there are no container restarts. Deleted pods
 // disappear once their finalizers are gone, as with a kubelet.
 //
+// With Options.AuditLog the API server also keeps an audit log
+// (Cluster.AuditLogPath) of every write on Jobs and the objects they own,
+// for tests that check from outside which replica wrote what, and when.
+//
 // Each component logs to <Dir>/<component>.log. Stop terminates every
 // process; processes also die with the test binary if it is killed.
 package cluster

@@ -39,6 +39,13 @@ type Options struct {
 
 	// StartTimeout bounds Start as a whole. Default 2 minutes.
 	StartTimeout time.Duration
+
+	// AuditLog turns the API server's audit log on (Cluster.AuditLogPath):
+	// every write on Jobs, Queues, Commands and the objects a Job owns, with
+	// request and response bodies, so a test can check from outside the
+	// replicas which of them wrote what and when. Off by default: it costs
+	// disk and API server time that other suites do not need.
+	AuditLog bool
 }
 
 // Annotations on a pod that drive its life on a KWOK node.
