@@ -31,12 +31,6 @@ const (
 
 var dispatchBenchWorkers = []int{1, 4, 16}
 
-// allSlotsHeld holds every slot, for ever; its SlotContext costs nothing.
-type allSlotsHeld struct{}
-
-func (allSlotsHeld) Slots() int                              { return 1024 }
-func (allSlotsHeld) SlotContext(int) (context.Context, bool) { return context.Background(), true }
-
 func dispatchBenchKeyNames() []string {
 	keys := make([]string, dispatchBenchKeys)
 	for i := range keys {
@@ -75,7 +69,7 @@ func benchmarkDispatcher(b *testing.B, keys []string, workers int, mode dispatch
 		cfg := DefaultDispatcherConfig[int]()
 		cfg.Name = "bench"
 		cfg.Workers = workers
-		cfg.Ownership = allSlotsHeld{}
+		cfg.Ownership = HoldAll{}
 		cfg.Handler = func(_ context.Context, key string, seq int) error {
 			calls.Add(1)
 			if mode.coalesce {

@@ -34,3 +34,27 @@ type Listener interface {
 	// replica: after draining on handover, at once on fencing.
 	SlotsLost(slots []int)
 }
+
+// HoldAll is the Ownership of a process that works alone, with no ring: it
+// holds all of S slots (DefaultSlots if S is 0) for as long as Ctx lives
+// (for ever if Ctx is nil). Controller tests and one-process tools use it.
+type HoldAll struct {
+	Ctx context.Context
+	S   int
+}
+
+// Slots implements Ownership.
+func (h HoldAll) Slots() int {
+	if h.S > 0 {
+		return h.S
+	}
+	return DefaultSlots
+}
+
+// SlotContext implements Ownership: every slot is held until Ctx ends.
+func (h HoldAll) SlotContext(int) (context.Context, bool) {
+	if h.Ctx == nil {
+		return context.Background(), true
+	}
+	return h.Ctx, h.Ctx.Err() == nil
+}

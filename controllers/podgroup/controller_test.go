@@ -11,13 +11,9 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
+
+	"github.com/ringfire/ringfire/shard"
 )
-
-// allSlots holds every slot for as long as its context lives.
-type allSlots struct{ ctx context.Context }
-
-func (a allSlots) Slots() int                              { return 64 }
-func (a allSlots) SlotContext(int) (context.Context, bool) { return a.ctx, a.ctx.Err() == nil }
 
 func TestControllerGivesBarePodsAPodGroup(t *testing.T) {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", UID: "owner-rs",
@@ -31,7 +27,7 @@ func TestControllerGivesBarePodsAPodGroup(t *testing.T) {
 	kube := kubefake.NewSimpleClientset(rs, bare, ofRS, grouped)
 	vc := vcfake.NewSimpleClientset()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: allSlots{ctx}})
+	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
+
+	"github.com/ringfire/ringfire/shard"
 )
 
 // TestMain turns off client-go's streaming lists: Volcano's generated fake clientset does not
@@ -22,12 +24,6 @@ func TestMain(m *testing.M) {
 	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
 	os.Exit(m.Run())
 }
-
-// allSlots holds every slot for as long as its context lives.
-type allSlots struct{ ctx context.Context }
-
-func (a allSlots) Slots() int                              { return 64 }
-func (a allSlots) SlotContext(int) (context.Context, bool) { return a.ctx, a.ctx.Err() == nil }
 
 func newQueue(name string, state scheduling.QueueState) *scheduling.Queue {
 	return &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: scheduling.QueueSpec{Weight: 1},
@@ -65,7 +61,7 @@ func start(t *testing.T, objs ...any) (*vcfake.Clientset, *kubefake.Clientset) {
 	}
 	kube := kubefake.NewSimpleClientset()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: allSlots{ctx}, StatusInterval: 50 * time.Millisecond})
+	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, StatusInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/shard"
 )
 
 const ns = "default"
@@ -53,12 +54,6 @@ func clients(t *testing.T, s *stack.Stack) (kubernetes.Interface, vcclient.Inter
 	return kube, vc
 }
 
-// allSlots holds every slot for as long as its context lives.
-type allSlots struct{ ctx context.Context }
-
-func (a allSlots) Slots() int                              { return 64 }
-func (a allSlots) SlotContext(int) (context.Context, bool) { return a.ctx, a.ctx.Err() == nil }
-
 // runScheduler runs a scheduler controller that holds its slot alone, until
 // the (sub)test ends.
 func runScheduler(t *testing.T, s *stack.Stack) *scheduler.Controller {
@@ -68,7 +63,7 @@ func runScheduler(t *testing.T, s *stack.Stack) *scheduler.Controller {
 	var mu sync.Mutex
 	var took []time.Duration
 	ctrl, err := scheduler.New(scheduler.Config{
-		Kube: kube, Volcano: vc, Ownership: allSlots{ctx}, Logger: testLogger(t, "scheduler"),
+		Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, Logger: testLogger(t, "scheduler"),
 		Observe: func(start, end time.Time, _ scheduler.Result) {
 			mu.Lock()
 			took = append(took, end.Sub(start))
