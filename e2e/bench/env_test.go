@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/e2e/standin"
 	"github.com/ringfire/ringfire/internal/localetcd"
 )
@@ -67,22 +68,22 @@ func startEnv(b *testing.B, c config, bin string, replicas int) *env {
 	b.Cleanup(func() { cancel(); <-standinDone })
 
 	ring := localetcd.StartForTest(b)
-	args := replicaArgs{
-		bin: bin, etcd: ring.Endpoint(), kubeconfig: cl.Kubeconfig(), logDir: e.logDir,
-		logLevel: c.logLevel, qps: c.qps, burst: c.burst, workers: c.workers,
+	args := procs.Args{
+		Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: cl.Kubeconfig(), LogDir: e.logDir,
+		LogLevel: c.logLevel, QPS: c.qps, Burst: c.burst, Workers: c.workers,
 	}
 	b.Cleanup(func() {
-		stopReplicas(b, e.replicas)
+		procs.StopAll(b, processes(e.replicas))
 		if b.Failed() {
 			for _, r := range e.replicas {
-				b.Logf("replica %s log tail:\n%s", r.id, tail(r.logPath, 30))
+				b.Logf("replica %s log tail:\n%s", r.ID, r.LogTail(30))
 			}
 		}
 	})
 	for i := range replicas {
-		e.replicas = append(e.replicas, startReplica(b, args, fmt.Sprintf("r%d", i)))
+		e.replicas = append(e.replicas, &replicaProcess{Replica: procs.Start(b, args, fmt.Sprintf("r%d", i))})
 	}
-	if err := waitRing(ctx, e.replicas, time.Minute); err != nil {
+	if err := procs.WaitRing(ctx, processes(e.replicas), time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	return e
@@ -114,7 +115,7 @@ func (e *env) components() map[string]int {
 		}
 	}
 	for _, r := range e.replicas {
-		pids[r.id] = r.pid()
+		pids[r.ID] = r.PID()
 	}
 	return pids
 }
@@ -129,16 +130,4 @@ func cpuSeconds(pids map[string]int) map[string]float64 {
 		}
 	}
 	return out
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

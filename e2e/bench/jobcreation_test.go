@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/procs"
 )
 
 // BenchmarkJobCreation measures how fast ringfire turns a burst of Jobs into
@@ -29,7 +30,7 @@ func BenchmarkJobCreation(b *testing.B) {
 	cluster.RequireTools(b)
 	quietClientGo()
 	c := configFromEnv(b)
-	bin := buildRingfire(b)
+	bin := procs.Build(b)
 	b.Logf("%s; %d CPUs", c, runtime.NumCPU())
 	for _, jobs := range c.jobs {
 		for _, n := range c.replicas {
@@ -102,8 +103,8 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 	samplingCtx, stopSampling := context.WithCancel(ctx)
 	for _, r := range e.replicas {
 		sampling.Go(func() { r.sampleHeap(samplingCtx, time.Second) })
-		if u, err := readProc(r.pid()); err == nil {
-			m.idleRSS[r.id] = u.rss
+		if u, err := readProc(r.PID()); err == nil {
+			m.idleRSS[r.ID] = u.rss
 		}
 	}
 	pids := e.components()
@@ -172,26 +173,26 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %6s %6s %10s %7s %7s %14s %12s\n",
 		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "pods", "slots", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
 	for _, r := range replicas {
-		u, err := readProc(r.pid())
+		u, err := readProc(r.PID())
 		if err != nil {
-			b.Errorf("replica %s: %v", r.id, err)
+			b.Errorf("replica %s: %v", r.ID, err)
 			continue
 		}
-		slots, _ := r.metric(ctx, "ringfire_slots_owned")
-		reconciles, _ := r.metric(ctx, "ringfire_dispatch_handler_duration_seconds_count")
-		reconcileSeconds, _ := r.metric(ctx, "ringfire_dispatch_handler_duration_seconds_sum")
-		errs, _ := r.metric(ctx, "ringfire_dispatch_handler_errors_total")
-		retries, _ := r.metric(ctx, "ringfire_dispatch_retries_total")
+		slots, _ := r.Metric(ctx, "ringfire_slots_owned")
+		reconciles, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_count")
+		reconcileSeconds, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_sum")
+		errs, _ := r.Metric(ctx, "ringfire_dispatch_handler_errors_total")
+		retries, _ := r.Metric(ctx, "ringfire_dispatch_retries_total")
 		heap, heapAt := r.sampledPeakHeap()
 		at := 0.0
 		if !m.res.start.IsZero() {
 			at = heapAt.Sub(m.res.start).Seconds()
 		}
-		b.ReportMetric(u.peakRSS/mib, "MiB-peak-RSS-"+r.id)
-		b.ReportMetric(heap/mib, "MiB-peak-heap-"+r.id)
-		b.ReportMetric(created[r.id], "pods-"+r.id)
+		b.ReportMetric(u.peakRSS/mib, "MiB-peak-RSS-"+r.ID)
+		b.ReportMetric(heap/mib, "MiB-peak-heap-"+r.ID)
+		b.ReportMetric(created[r.ID], "pods-"+r.ID)
 		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %6.0f %6.0f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
-			r.id, m.idleRSS[r.id]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.id], created[r.id], slots,
+			r.ID, m.idleRSS[r.ID]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.ID], created[r.ID], slots,
 			reconciles, errs, retries, 1000*reconcileSeconds/max(reconciles, 1), 100*reconcileSeconds/max(workerSeconds, 1))
 	}
 	return t.String()
@@ -200,7 +201,7 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 func sumReplicas(cpu map[string]float64, replicas []*replicaProcess) float64 {
 	sum := 0.0
 	for _, r := range replicas {
-		sum += cpu[r.id]
+		sum += cpu[r.ID]
 	}
 	return sum
 }
@@ -240,9 +241,9 @@ func podsCreated(ctx context.Context, replicas []*replicaProcess, want int, limi
 		created, sum := map[string]float64{}, 0.0
 		var errs []error
 		for _, r := range replicas {
-			n, err := r.metric(ctx, "ringfire_job_pods_created_total")
+			n, err := r.Metric(ctx, "ringfire_job_pods_created_total")
 			errs = append(errs, err)
-			created[r.id], sum = n, sum+n
+			created[r.ID], sum = n, sum+n
 		}
 		if err := errors.Join(errs...); err != nil || int(sum) == want || time.Now().After(deadline) {
 			if err == nil && int(sum) != want {

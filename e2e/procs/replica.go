@@ -1,0 +1,231 @@
+package procs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Args are the flags every replica of a run shares. A zero field leaves the
+// flag at ringfire's default.
+type Args struct {
+	Bin        string // the ringfire binary (Build)
+	Etcd       string // --etcd-endpoints of the ring
+	Prefix     string // --etcd-prefix
+	Kubeconfig string // --kubeconfig
+	LogDir     string // each replica logs to <LogDir>/<id>.log
+	LogLevel   string // --log-level
+	// Controllers is --controllers; empty for "job,queue,podgroup", which
+	// leaves admission and binding to a stand-in (e2e/standin).
+	Controllers string
+	Slots       int           // --slots of a new ring
+	LeaseTTL    time.Duration // --lease-ttl
+	QPS, Burst  int           // --kube-api-qps, --kube-api-burst
+	Workers     int           // --workers
+}
+
+// command returns the command line of replica id serving its ops server on
+// addr.
+func (a Args) command(id, addr string) []string {
+	controllers := a.Controllers
+	if controllers == "" {
+		controllers = "job,queue,podgroup"
+	}
+	argv := []string{"run", "--id", id, "--etcd-endpoints", a.Etcd, "--kubeconfig", a.Kubeconfig,
+		"--listen", addr, "--controllers", controllers}
+	optional := []struct {
+		flag string
+		set  bool
+		val  string
+	}{
+		{"--etcd-prefix", a.Prefix != "", a.Prefix},
+		{"--log-level", a.LogLevel != "", a.LogLevel},
+		{"--slots", a.Slots != 0, strconv.Itoa(a.Slots)},
+		{"--lease-ttl", a.LeaseTTL != 0, a.LeaseTTL.String()},
+		{"--kube-api-qps", a.QPS != 0, strconv.Itoa(a.QPS)},
+		{"--kube-api-burst", a.Burst != 0, strconv.Itoa(a.Burst)},
+		{"--workers", a.Workers != 0, strconv.Itoa(a.Workers)},
+	}
+	for _, o := range optional {
+		if o.set {
+			argv = append(argv, o.flag, o.val)
+		}
+	}
+	return argv
+}
+
+// Replica is one `ringfire run` process.
+type Replica struct {
+	ID      string
+	Addr    string // ops server: /metrics, /readyz, /status.json
+	LogPath string
+
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process is reaped
+	http *http.Client
+}
+
+// Start starts replica id. It runs in a process group of its own, so that a
+// signal to it reaches nothing else, and dies with the test binary
+// (Pdeathsig). Stop it with StopAll.
+func Start(tb testing.TB, a Args, id string) *Replica {
+	tb.Helper()
+	port, err := FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &Replica{
+		ID: id, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		LogPath: filepath.Join(a.LogDir, id+".log"), done: make(chan struct{}),
+		http: &http.Client{Timeout: 5 * time.Second},
+	}
+	logFile, err := os.Create(r.LogPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.cmd = exec.Command(a.Bin, a.command(id, r.Addr)...)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		logFile.Close()
+		tb.Fatalf("start replica %s: %v", id, err)
+	}
+	go func() {
+		_ = r.cmd.Wait()
+		logFile.Close()
+		close(r.done)
+	}()
+	return r
+}
+
+// StopAll asks every replica to leave the ring at once (one by one, each
+// leave would hand its slots to the others, which would list their pods),
+// continues any that is paused, and kills the process group of any that has
+// not exited within 20 seconds.
+func StopAll(tb testing.TB, replicas []*Replica) {
+	for _, r := range replicas {
+		_ = r.Signal(syscall.SIGTERM)
+		_ = r.Signal(syscall.SIGCONT)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, r := range replicas {
+		select {
+		case <-r.done:
+		case <-time.After(time.Until(deadline)):
+			tb.Errorf("replica %s ignored SIGTERM for 20s; killing it (log %s)", r.ID, r.LogPath)
+			_ = r.Signal(syscall.SIGKILL)
+			<-r.done
+		}
+	}
+}
+
+// PID is the replica's process id.
+func (r *Replica) PID() int { return r.cmd.Process.Pid }
+
+// Signal sends sig to the replica's process group.
+func (r *Replica) Signal(sig syscall.Signal) error {
+	if r.Exited() {
+		return fmt.Errorf("replica %s has exited", r.ID)
+	}
+	return syscall.Kill(-r.PID(), sig)
+}
+
+// Exited reports whether the process has ended.
+func (r *Replica) Exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Get fetches path from the replica's ops server.
+func (r *Replica) Get(ctx context.Context, path string) (string, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr+path, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), resp.StatusCode, err
+}
+
+// Status is the part of the replica's /status.json tests read.
+type Status struct {
+	Slots    int
+	Members  []string
+	Held     []int
+	Assigned int
+}
+
+// Status reads the replica's view of the ring.
+func (r *Replica) Status(ctx context.Context) (Status, error) {
+	var st Status
+	body, code, err := r.Get(ctx, "/status.json")
+	if err != nil {
+		return st, err
+	}
+	if code != http.StatusOK {
+		return st, fmt.Errorf("status.json: HTTP %d", code)
+	}
+	return st, json.Unmarshal([]byte(body), &st)
+}
+
+// Metric reads one metric from the replica's /metrics, summed over its
+// label sets.
+func (r *Replica) Metric(ctx context.Context, name string) (float64, error) {
+	body, code, err := r.Get(ctx, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("metrics: HTTP %d", code)
+	}
+	v, ok := MetricValue(body, name)
+	if !ok {
+		return 0, fmt.Errorf("metrics: no %s", name)
+	}
+	return v, nil
+}
+
+// LogTail returns the last n lines of the replica's log.
+func (r *Replica) LogTail(n int) string { return Tail(r.LogPath, n) }
+
+// Tail returns the last n lines of a file, or the error reading it.
+func Tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
