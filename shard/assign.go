@@ -32,6 +32,8 @@
 //	Maglev-style round robin (max/mean 1.03)                           2.67
 //	sequential two-choice with the cap                             2.5–6.3
 //	global greedy, per-member permutations (Assign)                    1.47
+//	min-cost assignment under the same cap (optimal transport)     1.42–1.69
+//	join order (member create revisions), equal shares     joins 1.00, leaves 10.1
 //
 // The target of 1.25 holds while members have many slots each, and for
 // larger N it needs more: S=1024 up to N≈17, S=4096 up to N≈45, S=16384 up to
