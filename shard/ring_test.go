@@ -165,6 +165,34 @@ func TestRingEtcdRestart(t *testing.T) {
 	c.assertNoOverlap()
 }
 
+// A replica started while etcd is unreachable keeps running, reports
+// not-ready, logs why, and joins by itself once etcd answers (DESIGN.md §4,
+// invariant 5): no crash loop.
+func TestRingStartsBeforeEtcd(t *testing.T) {
+	c := newCluster(t)
+	c.etcd.Stop()
+	n := c.start("early", c.endpoint)
+	time.Sleep(2 * testTTL)
+	select {
+	case <-n.done:
+		t.Fatal("the member stopped while etcd was unreachable; it must keep retrying")
+	default:
+	}
+	if n.manager.Ready() {
+		t.Error("the member reports ready with etcd unreachable")
+	}
+	if logs := c.logs.String(); !strings.Contains(logs, "will retry") {
+		t.Errorf("nothing in the log says why the member is not in the ring; the log:\n%s", logs)
+	}
+	if err := c.etcd.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.awaitConverged("etcd up after the member started", time.Now(), 4*testTTL+5*time.Second)
+	if !n.manager.Ready() {
+		t.Error("the member is not ready after etcd came up")
+	}
+}
+
 // The slot count is fixed at ring creation: a replica asking for another
 // gets an error that says what to do.
 func TestRingSlotCountIsImmutable(t *testing.T) {

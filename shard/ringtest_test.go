@@ -3,7 +3,9 @@ package shard_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,12 +53,33 @@ type cluster struct {
 	cut      map[string]bool // members partitioned away: not expected to own slots
 	observer *clientv3.Client
 	log      hclog.Logger
+	logs     *logBuffer // everything log wrote
+}
+
+// logBuffer keeps what the members logged, for tests that check a message.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newCluster(t testing.TB) *cluster {
 	etcd := localetcd.StartForTest(t)
+	logs := &logBuffer{}
 	c := &cluster{t: t, etcd: etcd, endpoint: etcd.Endpoint(), rec: &runlog.Log{}, nodes: map[string]*node{}, cut: map[string]bool{},
-		log: hclog.New(&hclog.LoggerOptions{Name: "ringtest", Level: hclog.Warn, Output: testWriter{t}})}
+		log:  hclog.New(&hclog.LoggerOptions{Name: "ringtest", Level: hclog.Warn, Output: io.MultiWriter(testWriter{t}, logs)}),
+		logs: logs}
 	for i := range testKeys {
 		c.keys = append(c.keys, fmt.Sprintf("ns-%d/job-%d", i%7, i))
 	}
