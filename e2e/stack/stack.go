@@ -206,6 +206,23 @@ func (s *Stack) Ready(id string) error {
 	return rr.r.Ready()
 }
 
+// Running reports whether the replica is started and its Run has not
+// returned.
+func (s *Stack) Running(id string) bool {
+	s.mu.Lock()
+	rr := s.replicas[id]
+	s.mu.Unlock()
+	if rr == nil {
+		return false
+	}
+	select {
+	case <-rr.done:
+		return false
+	default:
+		return true
+	}
+}
+
 func (s *Stack) take(id string) *running {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -343,22 +360,29 @@ func (s *Stack) Pods(ns, name string) []corev1.Pod {
 // until the test ends.
 func (s *Stack) WatchPods(ns string, see func(watch.EventType, *corev1.Pod)) {
 	s.t.Helper()
+	WatchPods(s.t, s.Kube, ns, see)
+}
+
+// WatchPods is Stack.WatchPods for a test that has a cluster but no Stack
+// (replicas as processes, say).
+func WatchPods(t testing.TB, kube kubernetes.Interface, ns string, see func(watch.EventType, *corev1.Pod)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s.t.Cleanup(cancel)
-	list, err := s.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	t.Cleanup(cancel)
+	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	for i := range list.Items {
 		see(watch.Added, &list.Items[i])
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return s.Kube.CoreV1().Pods(ns).Watch(ctx, o)
+			return kube.CoreV1().Pods(ns).Watch(ctx, o)
 		},
 	})
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() {
 		for ev := range w.ResultChan() {
@@ -367,5 +391,5 @@ func (s *Stack) WatchPods(ns string, see func(watch.EventType, *corev1.Pod)) {
 			}
 		}
 	}()
-	s.t.Cleanup(w.Stop)
+	t.Cleanup(w.Stop)
 }

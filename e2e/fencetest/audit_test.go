@@ -1,0 +1,198 @@
+package fencetest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/replica"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// auditEvent is the part of an audit.k8s.io/v1 Event this package reads; a
+// local type, so that ringfire does not depend on k8s.io/apiserver for it.
+type auditEvent struct {
+	Stage          string          `json:"stage"`
+	Verb           string          `json:"verb"`
+	UserAgent      string          `json:"userAgent"`
+	ObjectRef      *objectRef      `json:"objectRef"`
+	ResponseStatus *responseStatus `json:"responseStatus"`
+	RequestObject  json.RawMessage `json:"requestObject"`
+	ResponseObject json.RawMessage `json:"responseObject"`
+	Received       time.Time       `json:"requestReceivedTimestamp"`
+	StageTime      time.Time       `json:"stageTimestamp"`
+}
+
+type objectRef struct {
+	Resource    string `json:"resource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	APIGroup    string `json:"apiGroup"`
+	Subresource string `json:"subresource"`
+}
+
+type responseStatus struct {
+	Code int `json:"code"`
+}
+
+// body is the part of a request or response object that tells its key: its
+// name and slot label, and for a Command the object it targets.
+type body struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Target *struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+	} `json:"target"`
+}
+
+// writeVerbs are the verbs that change objects.
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
+// auditRecord is what readAudit finds in the audit log.
+type auditRecord struct {
+	writes     []write  // the replicas' writes on key-owned objects, in log order
+	unresolved []string // replica writes whose slot could not be told
+	events     int      // ResponseComplete events read
+}
+
+// readAudit reads an audit log and returns every write a replica made on a
+// key-owned object, with its slot. Writes by anyone else (the test, KWOK,
+// the stand-in) are not returned, but teach the slots of the objects they
+// name, for deletes whose response carries no object.
+//
+// Events (core and events.k8s.io) are not key-owned writes: any replica may
+// record an event about any object, and the audit policy leaves them out.
+func readAudit(path string, slots int) (auditRecord, error) {
+	var rec auditRecord
+	f, err := os.Open(path)
+	if err != nil {
+		return rec, err
+	}
+	defer f.Close()
+	known := map[string]int{} // object → slot, from bodies seen earlier
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return rec, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if ev.Stage != "ResponseComplete" || ev.ObjectRef == nil || !writeVerbs[ev.Verb] || ev.ObjectRef.Resource == "events" {
+			continue
+		}
+		rec.events++
+		slot, ok := slotOf(ev, slots, known)
+		id, isReplica := strings.CutPrefix(ev.UserAgent, replica.UserAgent(""))
+		if !isReplica {
+			continue
+		}
+		w := write{
+			Replica: id, Slot: slot, Verb: ev.Verb, Object: objectName(ev),
+			Received: ev.Received, Completed: ev.StageTime,
+		}
+		if ev.ResponseStatus != nil {
+			w.Code = ev.ResponseStatus.Code
+		}
+		if !ok {
+			rec.unresolved = append(rec.unresolved, w.String())
+			continue
+		}
+		rec.writes = append(rec.writes, w)
+	}
+	return rec, sc.Err()
+}
+
+// slotOf tells the slot of the key an event's object belongs to: a Job's
+// or a Queue's own key, a Command's target, else the object's
+// ringfire.io/slot label, from its bodies or from an earlier event on it.
+func slotOf(ev auditEvent, slots int, known map[string]int) (int, bool) {
+	ref := ev.ObjectRef
+	bodies := decodeBodies(ev)
+	name := ref.Name
+	for _, b := range bodies {
+		if name == "" {
+			name = b.Metadata.Name
+		}
+	}
+	switch {
+	case ref.APIGroup == "batch.volcano.sh" && ref.Resource == "jobs" && name != "":
+		return shard.SlotOf(ref.Namespace+"/"+name, slots), true
+	case ref.APIGroup == "scheduling.volcano.sh" && ref.Resource == "queues" && name != "":
+		return shard.SlotOf(name, slots), true
+	}
+	obj := ref.APIGroup + "/" + ref.Resource + " " + ref.Namespace + "/" + name
+	for _, b := range bodies {
+		if s, ok := bodySlot(b, ref.Namespace, slots); ok {
+			known[obj] = s
+			return s, true
+		}
+	}
+	s, ok := known[obj]
+	return s, ok
+}
+
+// bodySlot reads the slot from an object body: a Command's target, or the
+// slot label.
+func bodySlot(b body, namespace string, slots int) (int, bool) {
+	if b.Target != nil && b.Target.Name != "" {
+		switch b.Target.Kind {
+		case "Job":
+			return shard.SlotOf(namespace+"/"+b.Target.Name, slots), true
+		case "Queue":
+			return shard.SlotOf(b.Target.Name, slots), true
+		}
+	}
+	v, ok := b.Metadata.Labels[shard.SlotLabel]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n >= slots {
+		return 0, false
+	}
+	return n, true
+}
+
+// decodeBodies returns the event's response and request objects that parse,
+// the response first: it is what the API server stored.
+func decodeBodies(ev auditEvent) []body {
+	var out []body
+	for _, raw := range []json.RawMessage{ev.ResponseObject, ev.RequestObject} {
+		var b body
+		if len(raw) > 0 && json.Unmarshal(raw, &b) == nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// objectName prints the object of an event as resource[/subresource]
+// namespace/name.
+func objectName(ev auditEvent) string {
+	ref := ev.ObjectRef
+	res := ref.Resource
+	if ref.Subresource != "" {
+		res += "/" + ref.Subresource
+	}
+	name := ref.Name
+	if name == "" {
+		for _, b := range decodeBodies(ev) {
+			if b.Metadata.Name != "" {
+				name = b.Metadata.Name
+				break
+			}
+		}
+	}
+	if ref.Namespace == "" {
+		return res + " " + name
+	}
+	return res + " " + ref.Namespace + "/" + name
+}

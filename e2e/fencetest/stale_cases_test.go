@@ -1,0 +1,132 @@
+package fencetest
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// at is a time s seconds into a made-up run.
+func at(s float64) time.Time {
+	return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second)))
+}
+
+// wrote is a write by replica on slot 7, received at s and completed 10 ms
+// later, answered with code.
+func wrote(replica string, s float64, code int) write {
+	return write{Replica: replica, Slot: 7, Verb: "update", Object: "jobs/status default/j", Code: code,
+		Received: at(s), Completed: at(s + 0.01)}
+}
+
+// The story of slot 7 in every case: r1 holds it from 1s, is paused, its
+// lease expires and r0 takes the slot at 5s; r1 wakes, rejoins, and the
+// slot comes back to it at 9s after r0 let it go at 8s.
+var slot7 = map[int][]tenure{7: {
+	{Holder: "r1", Begin: at(1), End: at(4.5)},
+	{Holder: "r0", Begin: at(5), End: at(8)},
+	{Holder: "r1", Begin: at(9)},
+}}
+
+func TestStaleWrites(t *testing.T) {
+	cases := []struct {
+		name      string
+		w         write
+		owner     string // "-" for not stale
+		straddles bool
+	}{
+		{"in its own tenure", wrote("r1", 2, 200), "-", false},
+		{"after its lease expired, before anyone took the slot", wrote("r1", 4.7, 200), "-", false},
+		{"in the new owner's tenure", wrote("r1", 6, 200), "r0", false},
+		{"refused in the new owner's tenure", wrote("r1", 6, 409), "-", false},
+		{"after the new owner let go, before the slot came back", wrote("r1", 8.5, 201), "r0", false},
+		{"after the slot came back", wrote("r1", 9.5, 200), "-", false},
+		{"the new owner in its tenure", wrote("r0", 6, 200), "-", false},
+		{"the new owner after handing the slot back", wrote("r0", 9.5, 200), "r1", false},
+		{"sent before the takeover, completed in it",
+			write{Replica: "r1", Slot: 7, Code: 201, Received: at(4.9), Completed: at(5.2)}, "r0", true},
+		{"on a slot no replica has held", write{Replica: "r2", Slot: 8, Code: 200, Received: at(3), Completed: at(3)}, "", false},
+		{"on a slot before anyone held it", wrote("r1", 0.5, 200), "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stale := staleWrites([]write{c.w}, slot7)
+			if c.owner == "-" {
+				if len(stale) != 0 {
+					t.Fatalf("flagged as stale: %v", stale[0])
+				}
+				return
+			}
+			if len(stale) != 1 {
+				t.Fatalf("not flagged, want a stale write in %q's tenure", c.owner)
+			}
+			if got := stale[0]; got.Owner != c.owner || got.Straddles != c.straddles {
+				t.Errorf("got owner %q straddles %v, want %q %v (%v)", got.Owner, got.Straddles, c.owner, c.straddles, got)
+			}
+		})
+	}
+}
+
+func TestOwnMargin(t *testing.T) {
+	writes := []write{wrote("r1", 2, 200), wrote("r0", 5.3, 201), wrote("r1", 6, 409), wrote("r1", 9.05, 200)}
+	got, ok := ownMargin(writes, slot7)
+	if want := 60 * time.Millisecond; !ok || got.Round(time.Millisecond) != want {
+		t.Errorf("ownMargin = %v, %v; want %v (r1's write completed 60ms after the slot came back)", got, ok, want)
+	}
+}
+
+// auditLines is a made-up audit log: a Job created by the test, its status
+// written by r1, a pod created by r1 (with the slot label), refused to r0
+// (AlreadyExists), deleted by r0 with a response that carries no object, a
+// write on an object of no slot, and an event, which the policy would not
+// record but a reader must skip.
+const auditLines = `{"stage":"ResponseComplete","verb":"create","userAgent":"fencetest.test/v0.0.0","objectRef":{"resource":"jobs","namespace":"default","apiGroup":"batch.volcano.sh"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"j","namespace":"default"}},"requestReceivedTimestamp":"2026-01-01T12:00:01.000000Z","stageTimestamp":"2026-01-01T12:00:01.010000Z"}
+{"stage":"ResponseComplete","verb":"update","userAgent":"ringfire/r1","objectRef":{"resource":"jobs","namespace":"default","name":"j","apiGroup":"batch.volcano.sh","subresource":"status"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T12:00:02.000000Z","stageTimestamp":"2026-01-01T12:00:02.005000Z"}
+{"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r1","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":201},"requestObject":{"metadata":{"name":"j-worker-0","labels":{"ringfire.io/slot":"7"}}},"responseObject":{"metadata":{"name":"j-worker-0","labels":{"ringfire.io/slot":"7"}}},"requestReceivedTimestamp":"2026-01-01T12:00:03.000000Z","stageTimestamp":"2026-01-01T12:00:03.004000Z"}
+{"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r0","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":409},"requestObject":{"metadata":{"name":"j-worker-0","labels":{"ringfire.io/slot":"7"}}},"responseObject":{"kind":"Status","metadata":{}},"requestReceivedTimestamp":"2026-01-01T12:00:06.000000Z","stageTimestamp":"2026-01-01T12:00:06.001000Z"}
+{"stage":"ResponseComplete","verb":"delete","userAgent":"ringfire/r0","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":200},"responseObject":{"kind":"Status","metadata":{}},"requestReceivedTimestamp":"2026-01-01T12:00:07.000000Z","stageTimestamp":"2026-01-01T12:00:07.002000Z"}
+{"stage":"ResponseComplete","verb":"patch","userAgent":"ringfire/r0","objectRef":{"resource":"configmaps","namespace":"default","name":"unlabelled"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T12:00:07.500000Z","stageTimestamp":"2026-01-01T12:00:07.502000Z"}
+{"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r0","objectRef":{"resource":"events","namespace":"default","name":"j.1"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-01T12:00:08.000000Z","stageTimestamp":"2026-01-01T12:00:08.001000Z"}
+`
+
+func TestReadAudit(t *testing.T) {
+	const slots = 256
+	path := filepath.Join(t.TempDir(), "audit.log")
+	lines := strings.ReplaceAll(auditLines, `"ringfire.io/slot":"7"`, `"ringfire.io/slot":"`+strconv.Itoa(shard.SlotOf("default/j", slots))+`"`)
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := readAudit(path, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		replica, verb, object string
+		code                  int
+	}{
+		{"r1", "update", "jobs/status default/j", 200},
+		{"r1", "create", "pods default/j-worker-0", 201},
+		{"r0", "create", "pods default/j-worker-0", 409},
+		{"r0", "delete", "pods default/j-worker-0", 200},
+	}
+	if len(rec.writes) != len(want) {
+		t.Fatalf("got %d writes, want %d:\n%v", len(rec.writes), len(want), rec.writes)
+	}
+	slot := shard.SlotOf("default/j", slots)
+	for i, w := range want {
+		got := rec.writes[i]
+		if got.Replica != w.replica || got.Verb != w.verb || got.Object != w.object || got.Code != w.code || got.Slot != slot {
+			t.Errorf("write %d = %v, want %s %s %s → %d on slot %d", i, got, w.replica, w.verb, w.object, w.code, slot)
+		}
+	}
+	if got := rec.writes[1]; !got.Received.Equal(at(3)) || !got.Completed.Equal(at(3.004)) {
+		t.Errorf("times of the pod create = %v, %v; want the audit timestamps", got.Received, got.Completed)
+	}
+	if len(rec.unresolved) != 1 || !strings.Contains(rec.unresolved[0], "configmaps default/unlabelled") {
+		t.Errorf("unresolved = %v, want the unlabelled configmap", rec.unresolved)
+	}
+}
