@@ -1,0 +1,144 @@
+package fencetest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/stack"
+)
+
+// newJob is a Job of one task of pods pods that each run for run on a KWOK
+// node and succeed.
+func newJob(name string, pods int32, run time.Duration) *batch.Job {
+	return &batch.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: batch.JobSpec{SchedulerName: "volcano", Tasks: []batch.TaskSpec{{
+			Name: "worker", Replicas: pods,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: run.String()}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "main", Image: "example.invalid/batch:latest",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+						}},
+					}},
+				},
+			},
+		}}},
+	}
+}
+
+// createJobs creates the Jobs one every interval, so that the load is
+// spread over time rather than a single burst.
+func createJobs(t *testing.T, vc vcclient.Interface, jobs []*batch.Job, interval time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for _, job := range jobs {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := vc.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+		cancel()
+		if err != nil {
+			t.Fatalf("create job %s: %v", job.Name, err)
+		}
+		<-tick.C
+	}
+}
+
+// waitFinished waits until every Job named in names is in a final phase, or
+// limit passes, and returns the phase of each.
+func waitFinished(t *testing.T, vc vcclient.Interface, names []string, limit time.Duration) map[string]batch.JobPhase {
+	t.Helper()
+	final := map[batch.JobPhase]bool{batch.Completed: true, batch.Failed: true, batch.Aborted: true, batch.Terminated: true}
+	deadline := time.Now().Add(limit)
+	phases := map[string]batch.JobPhase{}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		list, err := vc.BatchV1alpha1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		cancel()
+		if err == nil {
+			for _, j := range list.Items {
+				phases[j.Name] = j.Status.State.Phase
+			}
+		}
+		done := 0
+		for _, name := range names {
+			if final[phases[name]] {
+				done++
+			}
+		}
+		if done == len(names) || time.Now().After(deadline) {
+			return phases
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// countPhases prints how many of names are in each phase.
+func countPhases(phases map[string]batch.JobPhase, names []string) string {
+	counts := map[batch.JobPhase]int{}
+	for _, name := range names {
+		counts[phases[name]]++
+	}
+	var parts []string
+	for p, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s %d", p, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// podCreations counts, from a watch on the API server, the distinct pods
+// (UIDs) created under each pod name.
+type podCreations struct {
+	mu   sync.Mutex
+	uids map[string]map[types.UID]bool
+}
+
+func watchPodCreations(t *testing.T, kube kubernetes.Interface) *podCreations {
+	pc := &podCreations{uids: map[string]map[types.UID]bool{}}
+	stack.WatchPods(t, kube, ns, func(ev watch.EventType, pod *corev1.Pod) {
+		if ev != watch.Added {
+			return
+		}
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		if pc.uids[pod.Name] == nil {
+			pc.uids[pod.Name] = map[types.UID]bool{}
+		}
+		pc.uids[pod.Name][pod.UID] = true
+	})
+	return pc
+}
+
+// twice returns the pod names created more than once, and the count of pods
+// created.
+func (pc *podCreations) twice() (names []string, total int) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for name, uids := range pc.uids {
+		total += len(uids)
+		if len(uids) > 1 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, total
+}

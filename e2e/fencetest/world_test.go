@@ -1,0 +1,122 @@
+package fencetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/client-go/kubernetes"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/deploy/crds"
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/procs"
+	"github.com/ringfire/ringfire/e2e/standin"
+	"github.com/ringfire/ringfire/internal/localetcd"
+)
+
+// The ring of every test here: 256 slots, and a short lease so that a pause
+// of a few seconds outlasts it.
+const (
+	prefix   = "/fencetest"
+	slots    = 256
+	leaseTTL = 2 * time.Second
+	ns       = "default"
+)
+
+// keepEnv names an environment variable: set to a directory, the control
+// plane's state (audit log included) and the replicas' logs stay there for a
+// look afterwards; else they go with the test.
+const keepEnv = "RINGFIRE_FENCE_DIR"
+
+// world is one test's setting: a control plane with its audit log on, the
+// Volcano CRDs, the scheduler stand-in, a ring etcd with an ownership
+// observer, and ringfire replicas as processes.
+type world struct {
+	cluster  *cluster.Cluster
+	kube     kubernetes.Interface
+	volcano  vcclient.Interface
+	owners   *ownership
+	replicas []*procs.Replica
+}
+
+// startWorld brings a world up with n replicas r0...r<n-1> of bin, and
+// returns once they share the ring as assigned.
+func startWorld(t *testing.T, bin string, n int) *world {
+	t.Helper()
+	logDir, clusterDir := dirs(t)
+	log := hclog.New(&hclog.LoggerOptions{Name: "fencetest", Level: hclog.Warn, Output: os.Stderr})
+	cl := cluster.StartForTest(t, cluster.Options{
+		Nodes: 6, Dir: clusterDir, AuditLog: true, Logger: log.Named("cluster"),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	installCtx, installed := context.WithTimeout(ctx, time.Minute)
+	defer installed()
+	if err := crds.Install(installCtx, cl.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	// The test's own clients: the load, the watch and the stand-in must not
+	// be paced by a client-side limiter.
+	cfg := cl.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 1000
+	w := &world{cluster: cl, kube: kubernetes.NewForConfigOrDie(cfg), volcano: vcclient.NewForConfigOrDie(cfg)}
+	standinDone := make(chan struct{})
+	go func() {
+		defer close(standinDone)
+		standin.Run(ctx, w.kube, w.volcano, cl.NodeNames())
+	}()
+	t.Cleanup(func() { cancel(); <-standinDone })
+
+	ring := localetcd.StartForTest(t)
+	w.owners = observeOwnership(t, localetcd.ClientForTest(t, ring.Endpoint()), prefix)
+	args := procs.Args{
+		Bin: bin, Etcd: ring.Endpoint(), Prefix: prefix, Kubeconfig: cl.Kubeconfig(), LogDir: logDir,
+		Slots: slots, LeaseTTL: leaseTTL,
+	}
+	t.Cleanup(func() {
+		procs.StopAll(t, w.replicas)
+		if t.Failed() {
+			for _, r := range w.replicas {
+				t.Logf("replica %s log tail:\n%s", r.ID, r.LogTail(40))
+			}
+		}
+	})
+	for i := range n {
+		w.replicas = append(w.replicas, procs.Start(t, args, fmt.Sprintf("r%d", i)))
+	}
+	if err := procs.WaitRing(ctx, w.replicas, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// replica returns the replica named id.
+func (w *world) replica(t *testing.T, id string) *procs.Replica {
+	t.Helper()
+	for _, r := range w.replicas {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no replica %s", id)
+	return nil
+}
+
+// dirs returns where the replicas log and where the control plane keeps
+// its state ("" for a temporary directory of the harness's).
+func dirs(t *testing.T) (logDir, clusterDir string) {
+	keep := os.Getenv(keepEnv)
+	if keep == "" {
+		return t.TempDir(), ""
+	}
+	logDir = filepath.Join(keep, t.Name())
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return logDir, filepath.Join(logDir, "cluster")
+}
