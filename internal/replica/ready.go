@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,12 +104,16 @@ func (r *Replica) probeAPIServer(ctx context.Context) {
 	}
 	var lastReminder time.Time
 	for {
-		err := dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+		body, err := dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			err = fmt.Errorf("API server %s unreachable or not ready: %w", cfg.Host, err)
+			if failing := failingChecks(body); failing != "" {
+				err = fmt.Errorf("API server %s not ready: failing checks %s", cfg.Host, failing)
+			} else {
+				err = fmt.Errorf("API server %s unreachable or not ready: %w", cfg.Host, err)
+			}
 		}
 		now := time.Now()
 		changed, downFor := r.api.set(err, now)
@@ -128,4 +133,17 @@ func (r *Replica) probeAPIServer(ctx context.Context) {
 		case <-time.After(apiProbeInterval):
 		}
 	}
+}
+
+// failingChecks names the failing checks of a /readyz answer ("[-]etcd
+// failed: reason withheld" lines), or "" if the answer lists none.
+func failingChecks(body []byte) string {
+	var names []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, ok := strings.CutPrefix(line, "[-]"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -59,12 +59,12 @@ func TestProbeAPIServer(t *testing.T) {
 			return
 		}
 		if failing.Load() {
-			http.Error(w, "[-]etcd failed", http.StatusInternalServerError)
+			http.Error(w, "[+]ping ok\n[-]etcd failed: reason withheld\n[-]informer-sync failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
 			return
 		}
 		w.Write([]byte("ok"))
 	}))
-	defer srv.Close()
+	defer srv.Close() // closed again below; a second Close is harmless
 	var logs lockedBuffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	r := &Replica{cfg: Config{Kube: &rest.Config{Host: srv.URL}, Logger: log}}
@@ -86,14 +86,19 @@ func TestProbeAPIServer(t *testing.T) {
 	waitHealth("first probe", true)
 	failing.Store(true)
 	waitHealth("server not ready", false)
-	if err := r.api.Err(); !strings.Contains(err.Error(), "API server") || !strings.Contains(err.Error(), "not ready") {
+	if err := r.api.Err(); !strings.Contains(err.Error(), "not ready: failing checks etcd, informer-sync") {
 		t.Errorf("reason %q does not say the API server is not ready", err)
 	}
 	failing.Store(false)
 	waitHealth("server ready again", true)
+	srv.Close()
+	waitHealth("server gone", false)
+	if err := r.api.Err(); !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("reason %q does not say the API server is unreachable", err)
+	}
 	out := logs.String()
-	if strings.Count(out, "API server unreachable") != 1 || strings.Count(out, "API server answers again") != 1 {
-		t.Errorf("want one line each for down and up, got:\n%s", out)
+	if strings.Count(out, "API server unreachable") != 2 || strings.Count(out, "API server answers again") != 1 {
+		t.Errorf("want two lines for down and one for up, got:\n%s", out)
 	}
 }
 
