@@ -1,0 +1,326 @@
+package cronjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	batchlisters "volcano.sh/apis/pkg/client/listers/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Config configures the CronJob controller.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
+	// whether this replica's membership is still valid right now, checked before every write.
+	Ownership shard.Ownership
+	Valid     func() error
+	// Informers, when set, is a factory whose owner starts it (the replica's cache): the
+	// controller takes its CronJob and Job informers from it, so a replica watches each once.
+	// Nil makes a factory of the controller's own, started by Run.
+	Informers vcinformers.SharedInformerFactory
+	// Clock tells the time schedules are read against; tests set a fake one. Default: real.
+	Clock clock.PassiveClock
+	// Workers reconcile CronJobs in parallel; one CronJob is never in two at once. Default 2.
+	Workers int
+	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
+	// Warning event (Volcano's max-requeue-num). Default 15.
+	MaxRequeue int
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Controller starts the Jobs of the CronJobs whose slots this replica holds.
+type Controller struct {
+	cfg      Config
+	log      hclog.Logger
+	clock    clock.PassiveClock
+	disp     *shard.Dispatcher[request]
+	factory  vcinformers.SharedInformerFactory
+	ownsF    bool // factory is the controller's own: Run starts and stops it
+	cronJobs batchlisters.CronJobLister
+	cronInf  toolscache.SharedIndexInformer
+	jobInf   toolscache.SharedIndexInformer
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
+	metrics  *metrics
+	written  writtenCronJobs
+	memory   keyMemory
+}
+
+// request is what the dispatcher carries for a CronJob key: look at the CronJob. Any two
+// coalesce.
+type request struct{}
+
+// byOwner indexes Jobs by the UID of the CronJob that controls them.
+const byOwner = "cronjob-owner"
+
+// New builds the controller and registers its handlers on the CronJob and Job informers;
+// when they come from Config.Informers, that factory must not have started yet.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
+		return nil, errors.New("cronjob controller: Kube, Volcano and Ownership are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.MaxRequeue == 0 {
+		cfg.MaxRequeue = 15
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("cronjob controller: %w", err)
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.Named("cronjob"), clock: cfg.Clock, metrics: m}
+	c.events = record.NewBroadcaster()
+	c.recorder = c.events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-cronjob-controller"})
+
+	dcfg := shard.DefaultDispatcherConfig[request]()
+	dcfg.Name, dcfg.Workers, dcfg.Ownership = "cronjob", cfg.Workers, cfg.Ownership
+	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
+	dcfg.Handler = c.reconcile
+	dcfg.OnGiveUp = c.giveUp
+	dcfg.Coalesce = func(request, request) bool { return true }
+	if c.disp, err = shard.NewDispatcher(dcfg); err != nil {
+		return nil, err
+	}
+
+	c.factory = cfg.Informers
+	if c.factory == nil {
+		c.factory, c.ownsF = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0), true
+	}
+	cronJobs := c.factory.Batch().V1alpha1().CronJobs()
+	c.cronJobs, c.cronInf = cronJobs.Lister(), cronJobs.Informer()
+	c.jobInf = c.factory.Batch().V1alpha1().Jobs().Informer()
+	if err := c.jobInf.AddIndexers(toolscache.Indexers{byOwner: ownerIndex}); err != nil {
+		return nil, fmt.Errorf("cronjob controller: job index: %w", err)
+	}
+	if err := c.register(); err != nil {
+		return nil, fmt.Errorf("cronjob controller: %w", err)
+	}
+	return c, nil
+}
+
+// Drainer is the controller's in-flight work, for the shard.Manager.
+func (c *Controller) Drainer() shard.Drainer { return c.disp }
+
+// Run lists and watches, then reconciles until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	if c.ownsF {
+		c.factory.Start(ctx.Done())
+		defer c.factory.Shutdown()
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.cronInf.HasSynced, c.jobInf.HasSynced) {
+		c.log.Warn("stopped before the CronJob and Job informers listed; is the CronJob CRD installed?")
+		return
+	}
+	c.disp.Run(ctx)
+}
+
+// SlotsGained enqueues every CronJob of the slots: this replica now owns them. It implements
+// shard.Listener. CronJobs the informer has not listed yet are enqueued by their add events.
+func (c *Controller) SlotsGained(slots []int) {
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
+	for _, key := range c.cronInf.GetStore().ListKeys() {
+		if held.HasKey(key, n) {
+			c.disp.Enqueue(key, request{})
+		}
+	}
+}
+
+// SlotsLost forgets the wake-ups asked for the CronJobs of the slots: the dispatcher drops
+// them, and the slots' next owner asks its own. It implements shard.Listener.
+func (c *Controller) SlotsLost(slots []int) {
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
+	c.memory.forgetWhere(func(key string) bool { return held.HasKey(key, n) })
+}
+
+// register adds the handlers to the informers.
+func (c *Controller) register() error {
+	if _, err := c.cronInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onCronJob,
+		UpdateFunc: c.onCronJobUpdate,
+		DeleteFunc: c.onCronJobDelete,
+	}); err != nil {
+		return err
+	}
+	_, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onJob,
+		UpdateFunc: c.onJobUpdate,
+		DeleteFunc: c.onJob,
+	})
+	return err
+}
+
+func (c *Controller) onCronJob(obj any) {
+	if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
+		c.disp.Enqueue(key, request{})
+	}
+}
+
+// onCronJobUpdate looks at the CronJob again. A new schedule or time zone is looked at when
+// its next time comes, as Kubernetes does, so that the change alone starts no Job for a time
+// that has already passed; a schedule that does not parse is looked at now, to report it.
+func (c *Controller) onCronJobUpdate(old, cur any) {
+	oldCJ, ok1 := old.(*batch.CronJob)
+	cj, ok2 := cur.(*batch.CronJob)
+	if !ok1 || !ok2 || oldCJ.ResourceVersion == cj.ResourceVersion {
+		return
+	}
+	if oldCJ.Spec.Schedule != cj.Spec.Schedule || !ptr.Equal(oldCJ.Spec.TimeZone, cj.Spec.TimeZone) {
+		if s, _, err := ParseSchedule(cj.Spec); err == nil {
+			if wait, ok := untilNext(s, c.clock.Now()); ok {
+				c.disp.EnqueueAfter(cj.Namespace+"/"+cj.Name, request{}, wait)
+				return
+			}
+		}
+	}
+	c.onCronJob(cj)
+}
+
+func (c *Controller) onCronJobDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if cj, ok := obj.(*batch.CronJob); ok {
+		key := cj.Namespace + "/" + cj.Name
+		c.written.forget(key)
+		c.memory.forget(key)
+	}
+}
+
+// onJob looks at the CronJob that controls a Job that came, went, or changed owner.
+func (c *Controller) onJob(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if job, ok := obj.(*batch.Job); ok {
+		c.enqueueOwner(job)
+	}
+}
+
+// onJobUpdate looks at the owner when what a CronJob reads of its Job changed: the phase, the
+// controller, or a deletion begun. The Job's other status updates are many and do not matter.
+func (c *Controller) onJobUpdate(old, cur any) {
+	oldJob, ok1 := old.(*batch.Job)
+	job, ok2 := cur.(*batch.Job)
+	if !ok1 || !ok2 || oldJob.ResourceVersion == job.ResourceVersion {
+		return
+	}
+	oldName, oldUID, _ := ownerOf(oldJob)
+	name, uid, _ := ownerOf(job)
+	if oldName != name || oldUID != uid {
+		c.enqueueOwner(oldJob)
+		c.enqueueOwner(job)
+		return
+	}
+	if oldJob.Status.State.Phase != job.Status.State.Phase || (oldJob.DeletionTimestamp == nil) != (job.DeletionTimestamp == nil) {
+		c.enqueueOwner(job)
+	}
+}
+
+// enqueueOwner enqueues the CronJob that controls job, if it exists (same name and UID).
+func (c *Controller) enqueueOwner(job *batch.Job) {
+	name, uid, ok := ownerOf(job)
+	if !ok {
+		return
+	}
+	if cj, err := c.cronJobs.CronJobs(job.Namespace).Get(name); err == nil && cj.UID == uid {
+		c.disp.Enqueue(job.Namespace+"/"+name, request{})
+	}
+}
+
+// ownerIndex is the byOwner index function.
+func ownerIndex(obj any) ([]string, error) {
+	if job, ok := obj.(*batch.Job); ok {
+		if _, uid, ok := ownerOf(job); ok {
+			return []string{string(uid)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// jobsOf returns the Jobs the CronJob controls, from the informer.
+func (c *Controller) jobsOf(cj *batch.CronJob) ([]*batch.Job, error) {
+	objs, err := c.jobInf.GetIndexer().ByIndex(byOwner, string(cj.UID))
+	if err != nil {
+		return nil, fmt.Errorf("jobs of cronjob %s/%s: %w", cj.Namespace, cj.Name, err)
+	}
+	jobs := make([]*batch.Job, 0, len(objs))
+	for _, obj := range objs {
+		if job, ok := obj.(*batch.Job); ok && job.Namespace == cj.Namespace {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs, nil
+}
+
+// reconcile is the dispatcher's handler: sync the CronJob, then ask to be woken at its next
+// schedule time, so that nothing polls.
+func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
+	wait, err := c.sync(ctx, key)
+	if err == nil && wait > 0 {
+		c.wakeAfter(ctx, key, wait)
+	}
+	return err
+}
+
+// wakeAfter enqueues the key after wait, unless a wake-up of this ownership term already
+// comes at or before then: the many reconciles between two schedule times (one per Job
+// event) must not each add a timer.
+func (c *Controller) wakeAfter(term context.Context, key string, wait time.Duration) {
+	now := c.clock.Now()
+	if c.memory.claimWake(key, term, now, now.Add(wait)) {
+		c.disp.EnqueueAfter(key, request{}, wait)
+	}
+}
+
+// giveUp records that a CronJob failed MaxRequeue times in a row (a Job template the API
+// server refuses, say). The CronJob is looked at again at its next schedule time, or when it
+// or one of its Jobs changes: a CronJob that stopped for good would miss every later time.
+func (c *Controller) giveUp(key string, _ request, err error) {
+	c.log.Error("cronjob failed too often; trying again at its next schedule time", "cronjob", key, "error", err)
+	ns, name, serr := toolscache.SplitMetaNamespaceKey(key)
+	if serr != nil {
+		return
+	}
+	cj, gerr := c.cronJobs.CronJobs(ns).Get(name)
+	if gerr != nil {
+		return
+	}
+	c.recorder.Eventf(cj, corev1.EventTypeWarning, "RetryLimitReached",
+		"gave up after %d failed tries: %v; the CronJob is tried again at its next schedule time or when it changes", c.cfg.MaxRequeue+1, err)
+	if s, _, perr := ParseSchedule(cj.Spec); perr == nil {
+		if wait, ok := untilNext(s, c.clock.Now()); ok {
+			c.disp.EnqueueAfter(key, request{}, wait)
+		}
+	}
+}
+
+// guard is checked right before every write.
+func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

@@ -1,0 +1,153 @@
+package cronjob
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// tooManyMissed is how many unmet schedule times are still counted one by one; past it a
+// CronJob gets a TooManyMissedTimes event (Kubernetes' bound, "more than 80 hourly runs of a
+// long weekend, less than lots").
+const tooManyMissed = 100
+
+// nextScheduleMargin is added to the wake-up at the next schedule time, so that the reconcile
+// runs just after it and not a hair before (Kubernetes pads its requeue the same way).
+const nextScheduleMargin = 100 * time.Millisecond
+
+// scheduleError is what is wrong with a CronJob's schedule or time zone, with the event reason
+// that reports it. The CronJob is not looked at again until it changes.
+type scheduleError struct {
+	reason string
+	msg    string
+}
+
+func (e *scheduleError) Error() string { return e.msg }
+
+// Schedule is a CronJob's parsed schedule with the time zone its Jobs' scheduled-timestamp
+// annotation is written in.
+type Schedule struct {
+	cron.Schedule
+	Location *time.Location
+}
+
+// ParseSchedule parses spec.schedule in spec.timeZone. Without a timeZone the schedule is in
+// UTC, not in the process' local zone as in Kubernetes: replicas may run in different zones,
+// and a CronJob whose slot moves must keep its times. A "TZ=" or "CRON_TZ=" prefix in the
+// schedule is honoured, as Kubernetes' controller honours it for CronJobs that predate its
+// validation (which now refuses the prefix, as ringfire's CRD does); spec.timeZone is then
+// ignored and tzPrefix is true so the caller can warn.
+func ParseSchedule(spec batch.CronJobSpec) (s Schedule, tzPrefix bool, err error) {
+	s.Location = time.UTC
+	if spec.TimeZone != nil {
+		loc, err := time.LoadLocation(*spec.TimeZone)
+		if err != nil || *spec.TimeZone == "" || strings.EqualFold(*spec.TimeZone, "Local") {
+			return s, false, &scheduleError{reason: "UnknownTimeZone", msg: fmt.Sprintf(
+				"unknown time zone %q in spec.timeZone: set it to an IANA time zone name such as \"Europe/Paris\" or \"UTC\", or remove it for UTC",
+				*spec.TimeZone)}
+		}
+		s.Location = loc
+	}
+	text := spec.Schedule
+	tzPrefix = strings.Contains(text, "TZ")
+	if !tzPrefix {
+		text = "TZ=" + s.Location.String() + " " + text
+	}
+	s.Schedule, err = cron.ParseStandard(text)
+	if err != nil {
+		return s, tzPrefix, &scheduleError{reason: "UnparseableSchedule", msg: fmt.Sprintf(
+			"unparseable schedule %q: %v; spec.schedule takes five fields (minute hour day-of-month month day-of-week, e.g. \"*/5 * * * *\") or a descriptor (@yearly, @monthly, @weekly, @daily, @hourly, @every 10m)",
+			spec.Schedule, err)}
+	}
+	return s, tzPrefix, nil
+}
+
+// errNeverRuns is a schedule that parses but names no time that exists, such as February 31.
+var errNeverRuns = errors.New("the schedule names no time that exists (such as February 31)")
+
+// Unmet is what a CronJob's schedule owes at a moment.
+type Unmet struct {
+	// Latest is the latest schedule time after the CronJob's last one (or its creation) and
+	// not after now; zero when none is due.
+	Latest time.Time
+	// Missed is how many schedule times are due, Latest included, counted up to
+	// tooManyMissed+1.
+	Missed int
+}
+
+// TooMany reports more than tooManyMissed due times: Latest alone is started, with a warning.
+func (u Unmet) TooMany() bool { return u.Missed > tooManyMissed }
+
+// UnmetTimes returns the schedule times in (since, now] that no Job was made for: since is the
+// CronJob's last schedule time, or its creation. Only the latest is ever started.
+func UnmetTimes(s cron.Schedule, since, now time.Time) (Unmet, error) {
+	t := s.Next(since)
+	if t.IsZero() {
+		return Unmet{}, errNeverRuns
+	}
+	if t.After(now) {
+		return Unmet{}, nil
+	}
+	for n := 1; n <= tooManyMissed; n++ {
+		next := s.Next(t)
+		if next.IsZero() || next.After(now) {
+			return Unmet{Latest: t, Missed: n}, nil
+		}
+		t = next
+	}
+	return Unmet{Latest: latestBefore(s, t, now), Missed: tooManyMissed + 1}, nil
+}
+
+// latestBefore returns the latest schedule time not after now, given known, one that is not
+// after now either, without walking every time between them: it looks back from now over
+// doubling spans until a span holds a time, then walks that span only.
+func latestBefore(s cron.Schedule, known, now time.Time) time.Time {
+	t := known
+	for span := time.Second; now.Add(-span).After(known); span *= 2 {
+		if c := s.Next(now.Add(-span)); !c.IsZero() && !c.After(now) {
+			t = c
+			break
+		}
+	}
+	for next := s.Next(t); !next.IsZero() && !next.After(now); next = s.Next(t) {
+		t = next
+	}
+	return t
+}
+
+// startingDeadlinePassed reports whether a Job for scheduled is too late to start at now.
+func startingDeadlinePassed(spec batch.CronJobSpec, scheduled, now time.Time) bool {
+	if spec.StartingDeadlineSeconds == nil {
+		return false
+	}
+	return scheduled.Add(time.Duration(*spec.StartingDeadlineSeconds) * time.Second).Before(now)
+}
+
+// earliestUnmet is the moment after which schedule times count as unmet: the last schedule
+// time, else the creation time, and never further back than startingDeadlineSeconds (older
+// times could not start anyway, and skipping them bounds the walk).
+func earliestUnmet(cj *batch.CronJob, now time.Time) time.Time {
+	since := cj.CreationTimestamp.Time
+	if cj.Status.LastScheduleTime != nil {
+		since = cj.Status.LastScheduleTime.Time
+	}
+	if d := cj.Spec.StartingDeadlineSeconds; d != nil {
+		if floor := now.Add(-time.Duration(*d) * time.Second); floor.After(since) {
+			since = floor
+		}
+	}
+	return since
+}
+
+// untilNext is how long to wait from now for the reconcile at the next schedule time.
+func untilNext(s cron.Schedule, now time.Time) (time.Duration, bool) {
+	next := s.Next(now)
+	if next.IsZero() {
+		return 0, false
+	}
+	return next.Sub(now) + nextScheduleMargin, true
+}

@@ -1,0 +1,316 @@
+package cronjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// The history limits when the CronJob sets none (the CRD's defaults, Kubernetes' too).
+const (
+	defaultSuccessfulHistory = 3
+	defaultFailedHistory     = 1
+)
+
+// sync reconciles one CronJob: account for its Jobs, start the Job of the latest unmet
+// schedule time if its policies allow, and write the status if it changed. It returns how
+// long until the CronJob's next schedule time; 0 when there is none to wait for (suspended,
+// deleted, or a schedule that needs fixing first).
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	cached, err := c.cronJobs.CronJobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get cronjob %s: %w", key, err)
+	}
+	base := c.written.latest(cached)
+	jobs, err := c.jobsOf(base)
+	if err != nil {
+		return 0, err
+	}
+	cj := base.DeepCopy()
+	wait, syncErr := c.syncCronJob(ctx, cj, jobs)
+	// What changed is written even when a step failed: a Job deleted or made is recorded.
+	// The write checks ownership first, so a replica that lost the slot writes nothing.
+	if err := c.writeStatus(ctx, base, cj.Status); err != nil {
+		return 0, err
+	}
+	return wait, syncErr
+}
+
+// syncCronJob decides and acts for cj, whose status it updates in place.
+func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) (time.Duration, error) {
+	if err := c.accountJobs(ctx, cj, jobs); err != nil {
+		return 0, err
+	}
+	if cj.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	key := cj.Namespace + "/" + cj.Name
+	sched, tzPrefix, err := ParseSchedule(cj.Spec)
+	if se := (*scheduleError)(nil); errors.As(err, &se) {
+		c.log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", se.reason, "error", se.msg)
+		c.recorder.Event(cj, corev1.EventTypeWarning, se.reason, se.msg)
+		return 0, nil
+	}
+	if tzPrefix {
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnsupportedSchedule",
+			"CRON_TZ or TZ in schedule %q is not officially supported and spec.timeZone is ignored: move the zone to spec.timeZone", cj.Spec.Schedule)
+	}
+	if ptr.Deref(cj.Spec.Suspend, false) {
+		return 0, nil
+	}
+	now := c.clock.Now()
+	wait, ok := untilNext(sched, now)
+	since := cj.CreationTimestamp.Time
+	if cj.Status.LastScheduleTime != nil {
+		since = cj.Status.LastScheduleTime.Time
+	}
+	unmet, err := UnmetTimes(sched, since, now)
+	if !ok || err != nil {
+		msg := fmt.Sprintf("invalid schedule %q: %v; fix spec.schedule", cj.Spec.Schedule, errNeverRuns)
+		c.log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", "InvalidSchedule", "error", msg)
+		c.recorder.Event(cj, corev1.EventTypeWarning, "InvalidSchedule", msg)
+		return 0, nil
+	}
+	if unmet.Latest.IsZero() {
+		return wait, nil
+	}
+	scheduled := unmet.Latest
+	c.noteMissed(cj, key, sched, unmet, now)
+	if startingDeadlinePassed(cj.Spec, scheduled, now) {
+		if c.memory.firstNote(key, missedDeadline, scheduled) {
+			c.metrics.missed.WithLabelValues(missedDeadline).Inc()
+			c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule",
+				"Missed scheduled time to start a job: %s (more than startingDeadlineSeconds=%d ago)",
+				scheduled.UTC().Format(time.RFC1123Z), *cj.Spec.StartingDeadlineSeconds)
+		}
+		return wait, nil
+	}
+	jobName := JobName(cj.Name, scheduled)
+	if activeHasName(&cj.Status, jobName) || (cj.Status.LastScheduleTime != nil && cj.Status.LastScheduleTime.Equal(&metav1.Time{Time: scheduled})) {
+		return wait, nil
+	}
+	switch cj.Spec.ConcurrencyPolicy {
+	case batch.ForbidConcurrent:
+		if len(cj.Status.Active) > 0 {
+			if c.memory.firstNote(key, missedForbid, scheduled) {
+				c.metrics.missed.WithLabelValues(missedForbid).Inc()
+			}
+			c.recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive",
+				"Not starting job because prior execution is running and concurrency policy is Forbid")
+			return wait, nil
+		}
+	case batch.ReplaceConcurrent:
+		for _, ref := range slices.Clone(cj.Status.Active) {
+			if err := c.deleteJob(ctx, cj, ref.Name, ref.UID); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := c.startJob(ctx, cj, scheduled, sched.Location); err != nil {
+		return 0, err
+	}
+	return wait, nil
+}
+
+// The reasons a schedule time is counted in ringfire_cronjob_missed_schedules_total.
+const (
+	missedDeadline   = "starting_deadline" // too late to start: startingDeadlineSeconds passed
+	missedForbid     = "forbid"            // held back by concurrencyPolicy Forbid
+	missedSuperseded = "superseded"        // an older unmet time: only the latest starts
+)
+
+// noteMissed counts the unmet times older than the latest, which are never started, and
+// warns when there are too many to count, as Kubernetes does.
+func (c *Controller) noteMissed(cj *batch.CronJob, key string, sched Schedule, unmet Unmet, now time.Time) {
+	if unmet.Missed < 2 || !c.memory.firstNote(key, missedSuperseded, unmet.Latest) {
+		return
+	}
+	c.metrics.missed.WithLabelValues(missedSuperseded).Add(float64(unmet.Missed - 1))
+	if !unmet.TooMany() {
+		return
+	}
+	if d := cj.Spec.StartingDeadlineSeconds; d != nil {
+		// Kubernetes counts only the times within the deadline.
+		if within, err := UnmetTimes(sched, now.Add(-time.Duration(*d)*time.Second), now); err != nil || !within.TooMany() {
+			return
+		}
+	}
+	c.log.Warn("too many missed start times", "cronjob", key, "latest", unmet.Latest)
+	c.recorder.Event(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
+		"too many missed start times (more than 100); only the latest is started. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
+}
+
+// accountJobs brings status.active and lastSuccessfulTime up to date with the Jobs, and
+// deletes the finished Jobs beyond the history limits.
+func (c *Controller) accountJobs(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) error {
+	st := &cj.Status
+	owned := make(map[types.UID]bool, len(jobs))
+	var succeeded, failed []*batch.Job
+	for _, job := range jobs {
+		owned[job.UID] = true
+		done, ok := finished(job)
+		switch {
+		case !done && !activeHas(st, job.UID):
+			// Made by an earlier owner of the slot (or before a status write failed), and not
+			// in status.active yet: it runs, so it counts for the concurrency policy.
+			st.Active = append(st.Active, refOf(job))
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "UnexpectedJob",
+				"Job %s is controlled by this CronJob but was missing from status.active; added it", job.Name)
+		case done && activeHas(st, job.UID):
+			dropActive(st, job.UID)
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, phase: %s", job.Name, job.Status.State.Phase)
+		}
+		if !done {
+			continue
+		}
+		if at := job.Status.State.LastTransitionTime; ok && !at.IsZero() && (st.LastSuccessfulTime == nil || at.After(st.LastSuccessfulTime.Time)) {
+			st.LastSuccessfulTime = at.DeepCopy()
+		}
+		switch {
+		case job.DeletionTimestamp != nil: // on its way out: no longer history
+		case ok:
+			succeeded = append(succeeded, job)
+		default:
+			failed = append(failed, job)
+		}
+	}
+	if err := c.dropMissing(ctx, cj, owned); err != nil {
+		return err
+	}
+	old := append(beyondHistory(succeeded, limitOr(cj.Spec.SuccessfulJobsHistoryLimit, defaultSuccessfulHistory)),
+		beyondHistory(failed, limitOr(cj.Spec.FailedJobsHistoryLimit, defaultFailedHistory))...)
+	for _, job := range old {
+		if err := c.deleteJob(ctx, cj, job.Name, job.UID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func limitOr(limit *int32, def int32) int32 {
+	if limit == nil {
+		return def
+	}
+	return *limit
+}
+
+// dropMissing removes from status.active the Jobs that no longer exist. The informer may lag
+// behind a Job just made, so a Job it lacks is asked of the API server before it is dropped.
+func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned map[types.UID]bool) error {
+	for _, ref := range slices.Clone(cj.Status.Active) {
+		if owned[ref.UID] {
+			continue
+		}
+		job, err := c.cfg.Volcano.BatchV1alpha1().Jobs(cj.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && job.UID != ref.UID):
+			dropActive(&cj.Status, ref.UID)
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %s", ref.Name)
+		case err != nil:
+			return fmt.Errorf("get active job %s/%s: %w", cj.Namespace, ref.Name, err)
+		}
+	}
+	return nil
+}
+
+// deleteJob deletes one of the CronJob's Jobs, its pods in the background, and drops it from
+// status.active. The UID precondition makes it delete that Job only, never a later one of the
+// same name; a Job already gone counts as deleted.
+func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name string, uid types.UID) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	err := c.cfg.Volcano.BatchV1alpha1().Jobs(cj.Namespace).Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+	switch {
+	case err == nil:
+		c.metrics.deleted.Inc()
+		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %s", name)
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+	default:
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleting job %s: %v", name, err)
+		return fmt.Errorf("delete job %s/%s: %w", cj.Namespace, name, err)
+	}
+	dropActive(&cj.Status, uid)
+	return nil
+}
+
+// startJob creates the Job for the scheduled time and records it in the status. A Job of that
+// name that already exists was made by an earlier try or an earlier owner of the slot: that is
+// success, and it is recorded as if made now.
+func (c *Controller) startJob(ctx context.Context, cj *batch.CronJob, scheduled time.Time, loc *time.Location) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	want := JobFor(cj, scheduled, loc)
+	job, err := c.cfg.Volcano.BatchV1alpha1().Jobs(cj.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		if job, err = c.cfg.Volcano.BatchV1alpha1().Jobs(cj.Namespace).Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("get job %s/%s, which exists: %w", cj.Namespace, want.Name, err)
+		}
+		if _, uid, ok := ownerOf(job); !ok || uid != cj.UID {
+			c.recorder.Eventf(cj, corev1.EventTypeWarning, "ForeignJob",
+				"Job %s exists and is not controlled by this CronJob, so the run of %s is skipped: delete or rename that Job",
+				want.Name, scheduled.UTC().Format(time.RFC3339))
+			return nil
+		}
+		c.log.Debug("job already exists", "cronjob", cj.Namespace+"/"+cj.Name, "job", want.Name)
+	case err != nil:
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job %s: %v", want.Name, err)
+		return fmt.Errorf("create job %s/%s: %w", cj.Namespace, want.Name, err)
+	default:
+		skew := c.clock.Since(scheduled)
+		c.metrics.created.Inc()
+		c.metrics.skew.Observe(skew.Seconds())
+		c.log.Debug("created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", job.Name, "late_by", skew)
+		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %s", job.Name)
+	}
+	if done, _ := finished(job); !done && !activeHas(&cj.Status, job.UID) {
+		cj.Status.Active = append(cj.Status.Active, refOf(job))
+	}
+	cj.Status.LastScheduleTime = &metav1.Time{Time: scheduled}
+	return nil
+}
+
+// writeStatus writes status over the CronJob as read: the update carries the resourceVersion
+// it was computed from, so a write from a stale view, or a stale owner, fails and is retried.
+func (c *Controller) writeStatus(ctx context.Context, base *batch.CronJob, status batch.CronJobStatus) error {
+	if equality.Semantic.DeepEqual(base.Status, status) {
+		return nil
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	updated := base.DeepCopy()
+	updated.Status = status
+	got, err := c.cfg.Volcano.BatchV1alpha1().CronJobs(base.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("update status of cronjob %s/%s: %w", base.Namespace, base.Name, err)
+	}
+	c.written.remember(base.ResourceVersion, got)
+	return nil
+}
