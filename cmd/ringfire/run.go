@@ -59,7 +59,7 @@ func runCommand(args []string) error {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
 	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs that name none, and the one the gang scheduler serves")
-	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler)")
+	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); leave out cronjob on a cluster without the CronJob CRD")
 	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --listen")
@@ -130,13 +130,13 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	scheduler, err := parseControllers(f.controllers)
+	controllers, err := parseControllers(f.controllers)
 	if err != nil {
 		return err
 	}
 	r, err := replica.New(replica.Config{
-		Scheduler: scheduler,
-		ID:        f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
+		Scheduler: controllers.scheduler, NoCronJobs: !controllers.cronjob,
+		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
 		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})
 	if err != nil {
@@ -163,17 +163,23 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	return nil
 }
 
-// parseControllers checks --controllers and reports whether it asks for the
-// gang scheduler. The Job, Queue and PodGroup controllers always run.
-func parseControllers(list string) (scheduler bool, err error) {
+// chosenControllers are the optional controllers --controllers asks for.
+type chosenControllers struct{ scheduler, cronjob bool }
+
+// parseControllers checks --controllers and reports which optional
+// controllers it asks for. The Job, Queue and PodGroup controllers always run.
+func parseControllers(list string) (chosenControllers, error) {
+	var c chosenControllers
 	for _, name := range strings.Split(list, ",") {
 		switch strings.TrimSpace(name) {
 		case "job", "queue", "podgroup", "":
+		case "cronjob":
+			c.cronjob = true
 		case "scheduler":
-			scheduler = true
+			c.scheduler = true
 		default:
-			return false, fmt.Errorf("--controllers: unknown controller %q (known: job, queue, podgroup, scheduler)", name)
+			return chosenControllers{}, fmt.Errorf("--controllers: unknown controller %q (known: job, queue, podgroup, cronjob, scheduler)", name)
 		}
 	}
-	return scheduler, nil
+	return c, nil
 }

@@ -19,6 +19,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/cronjob"
 	"github.com/ringfire/ringfire/controllers/job"
 	"github.com/ringfire/ringfire/controllers/podgroup"
 	"github.com/ringfire/ringfire/controllers/queue"
@@ -45,6 +46,10 @@ type Config struct {
 	// Scheduler runs the gang scheduler, a ring singleton: off unless asked
 	// for, so that it never fights a real vc-scheduler.
 	Scheduler bool
+	// NoCronJobs leaves the CronJob controller out (`--controllers` without
+	// cronjob), for a cluster without the CronJob CRD: its informer would
+	// never list, and the replica's cache would wait for it for ever.
+	NoCronJobs bool
 	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
 	MaxRequeue int
 	// Observe is told of every Job reconcile (tests, tracing).
@@ -63,6 +68,7 @@ type Replica struct {
 	// Queues keeps Queue state and counts; PodGroups gives bare pods a PodGroup.
 	Queues    *queue.Controller
 	PodGroups *podgroup.Controller
+	CronJobs  *cronjob.Controller   // nil with Config.NoCronJobs
 	Scheduler *scheduler.Controller // nil unless Config.Scheduler
 
 	api apiHealth // the API server probe's last answer (ready.go)
@@ -139,6 +145,16 @@ func New(cfg Config) (*Replica, error) {
 	}
 	drainers := []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()}
 	listeners := []shard.Listener{r.Cache, r.Queues, r.PodGroups}
+	if !cfg.NoCronJobs {
+		r.CronJobs, err = cronjob.New(cronjob.Config{
+			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
+			MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		})
+		if err != nil {
+			return nil, err
+		}
+		drainers, listeners = append(drainers, r.CronJobs.Drainer()), append(listeners, r.CronJobs)
+	}
 	if cfg.Scheduler {
 		r.Scheduler, err = scheduler.New(scheduler.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
@@ -174,6 +190,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	wg.Go(func() { r.Queues.Run(work) })
 	wg.Go(func() { r.PodGroups.Run(work) })
 	wg.Go(func() { r.probeAPIServer(work) })
+	if r.CronJobs != nil {
+		wg.Go(func() { r.CronJobs.Run(work) })
+	}
 	if r.Scheduler != nil {
 		wg.Go(func() { r.Scheduler.Run(work) })
 	}
