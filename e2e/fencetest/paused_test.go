@@ -202,7 +202,36 @@ func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pau
 	if margin, ok := ownMargin(rec.writes, tenures); ok {
 		t.Logf("closest landed write to its writer's observed tenure begin: %v after it", margin.Round(time.Microsecond))
 	}
+	checkMidWork(t, rec.writes, pz)
 	logAfterWake(t, rec.writes, tenures, pz)
+}
+
+// checkMidWork checks that the paused replica was working when it was
+// stopped, so that the test exercised what it is about, and logs the writes
+// it had in flight: received by the API server before the stop, answered
+// after it.
+func checkMidWork(t *testing.T, writes []write, pz pause) {
+	t.Helper()
+	before, inFlight := 0, 0
+	var last time.Time
+	for _, w := range writes {
+		if w.Replica != paused || !w.Received.Before(pz.stopped) {
+			continue
+		}
+		before++
+		if w.Received.After(last) {
+			last = w.Received
+		}
+		if w.Completed.After(pz.stopped) {
+			inFlight++
+		}
+	}
+	if before == 0 {
+		t.Errorf("%s wrote nothing before it was stopped: the pause caught no work", paused)
+		return
+	}
+	t.Logf("before the stop %s sent %d writes, the last %v before it; %d were still in flight at the stop",
+		paused, before, pz.stopped.Sub(last).Round(time.Millisecond), inFlight)
 }
 
 // logAfterWake logs the writes the paused replica sent once continued: how
