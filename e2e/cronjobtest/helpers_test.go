@@ -1,0 +1,259 @@
+package cronjobtest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// TestMain lets the subtests run side by side even on a machine of two cores: they wait on the
+// clock (minute boundaries), not on the CPU, and one that had to wait for a free turn would miss
+// the minute it is meant to act at.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() != "" {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 4 {
+			_ = f.Value.Set("4")
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// slots is the stack's slot count.
+const slots = 256
+
+// newCronJob is a CronJob in ns whose Jobs run one pod for podDuration.
+func newCronJob(ns, name, schedule, podDuration string) *batch.CronJob {
+	return &batch.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: batch.CronJobSpec{
+			Schedule: schedule,
+			JobTemplate: batch.JobTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"cron": name}},
+				Spec: batch.JobSpec{SchedulerName: "volcano", Tasks: []batch.TaskSpec{{
+					Name: "main", Replicas: 1,
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: podDuration}},
+						Spec: corev1.PodSpec{
+							RestartPolicy: corev1.RestartPolicyNever,
+							Containers: []corev1.Container{{
+								Name: "main", Image: "example.invalid/batch:latest",
+								Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+									corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+								}},
+							}},
+						},
+					},
+				}}},
+			},
+		},
+	}
+}
+
+// create makes the namespace and the CronJob.
+func create(t *testing.T, s *stack.Stack, cj *batch.CronJob) *batch.CronJob {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cj.Namespace}}
+	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", cj.Namespace, err)
+	}
+	got, err := s.Volcano.BatchV1alpha1().CronJobs(cj.Namespace).Create(ctx, cj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create cronjob %s: %v", cj.Name, err)
+	}
+	t.Logf("created cronjob %s/%s at %s", cj.Namespace, cj.Name, time.Now().Format("15:04:05.000"))
+	return got
+}
+
+func getCronJob(t *testing.T, s *stack.Stack, ns, name string) *batch.CronJob {
+	t.Helper()
+	cj, err := s.Volcano.BatchV1alpha1().CronJobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cj
+}
+
+// waitFor polls cond every 100ms until it holds, and fails the test after limit with the last
+// description cond gave.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last seen: %s", what, limit, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sleepUntil sleeps until at (at once if it has passed).
+func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
+
+// seenJob is what the watch saw of one Job of the namespace.
+type seenJob struct {
+	name      string
+	uids      []types.UID // every UID the name had: more than one is a Job made twice
+	scheduled time.Time   // from the scheduled-timestamp annotation
+	added     time.Time   // when the watch first saw it
+	phase     batch.JobPhase
+	deleted   bool
+}
+
+// jobWatch records every Job of a namespace as the API server reports it.
+type jobWatch struct {
+	mu   sync.Mutex
+	jobs map[string]*seenJob
+}
+
+// watchJobs records the Jobs of ns until the test ends.
+func watchJobs(t *testing.T, s *stack.Stack, ns string) *jobWatch {
+	t.Helper()
+	w := &jobWatch{jobs: map[string]*seenJob{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	jobs := s.Volcano.BatchV1alpha1().Jobs(ns)
+	list, err := jobs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		w.see(t, watch.Added, &list.Items[i])
+	}
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return jobs.Watch(ctx, o) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rw.Stop)
+	go func() {
+		for ev := range rw.ResultChan() {
+			if job, ok := ev.Object.(*batch.Job); ok {
+				w.see(t, ev.Type, job)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *jobWatch) see(t *testing.T, typ watch.EventType, job *batch.Job) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j := w.jobs[job.Name]
+	if j == nil {
+		j = &seenJob{name: job.Name, added: time.Now()}
+		j.scheduled, _ = time.Parse(time.RFC3339, job.Annotations[batch.CronJobScheduledTimestampAnnotation])
+		w.jobs[job.Name] = j
+		t.Logf("job %s seen %v after its scheduled time %s", job.Name, j.added.Sub(j.scheduled).Round(time.Millisecond), j.scheduled.Format("15:04:05"))
+	}
+	if !slices.Contains(j.uids, job.UID) {
+		j.uids = append(j.uids, job.UID)
+	}
+	j.phase = job.Status.State.Phase
+	j.deleted = typ == watch.Deleted
+}
+
+// list returns copies of the Jobs seen, by scheduled time.
+func (w *jobWatch) list() []seenJob {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]seenJob, 0, len(w.jobs))
+	for _, j := range w.jobs {
+		c := *j
+		c.uids = slices.Clone(j.uids)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].scheduled.Before(out[b].scheduled) })
+	return out
+}
+
+func (w *jobWatch) get(name string) (seenJob, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j, ok := w.jobs[name]
+	if !ok {
+		return seenJob{}, false
+	}
+	c := *j
+	c.uids = slices.Clone(j.uids)
+	return c, true
+}
+
+func (w *jobWatch) String() string {
+	var parts []string
+	for _, j := range w.list() {
+		parts = append(parts, fmt.Sprintf("%s(%s deleted=%v)", j.name, j.phase, j.deleted))
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkOnePerTime fails the test unless every Job seen has the name of its scheduled time,
+// one UID (never made twice), and a scheduled time of its own.
+func checkOnePerTime(t *testing.T, cronJobName string, jobs []seenJob) {
+	t.Helper()
+	times := map[time.Time]string{}
+	for _, j := range jobs {
+		if want := fmt.Sprintf("%s-%d", cronJobName, j.scheduled.Unix()/60); j.name != want {
+			t.Errorf("job %s: scheduled %s, so its name should be %s", j.name, j.scheduled, want)
+		}
+		if len(j.uids) != 1 {
+			t.Errorf("job %s was made %d times (UIDs %v)", j.name, len(j.uids), j.uids)
+		}
+		if other, ok := times[j.scheduled]; ok {
+			t.Errorf("jobs %s and %s share the scheduled time %s", other, j.name, j.scheduled)
+		}
+		times[j.scheduled] = j.name
+	}
+}
+
+// slotHolder returns the id of the replica that holds the slot of key, from the ring's etcd.
+func slotHolder(t *testing.T, s *stack.Stack, key string) string {
+	t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := client.Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix("/ringfire"), shard.SlotOf(key, slots)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}
+
+// nextMinute is the first minute boundary after t.
+func nextMinute(t time.Time) time.Time { return t.Truncate(time.Minute).Add(time.Minute) }
