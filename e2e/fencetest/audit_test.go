@@ -43,9 +43,10 @@ type responseStatus struct {
 // name and slot label, and for a Command the object it targets.
 type body struct {
 	Metadata struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels"`
+		Name            string            `json:"name"`
+		Namespace       string            `json:"namespace"`
+		Labels          map[string]string `json:"labels"`
+		ResourceVersion string            `json:"resourceVersion"`
 	} `json:"metadata"`
 	Target *struct {
 		Kind string `json:"kind"`
@@ -77,7 +78,8 @@ func readAudit(path string, slots int) (auditRecord, error) {
 		return rec, err
 	}
 	defer f.Close()
-	known := map[string]int{} // object → slot, from bodies seen earlier
+	known := map[string]int{}          // object → slot, from bodies seen earlier
+	versions := map[string][]version{} // object → the versions accepted writes produced
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -90,16 +92,23 @@ func readAudit(path string, slots int) (auditRecord, error) {
 		}
 		rec.events++
 		slot, ok := slotOf(ev, slots, known)
+		obj := objectName(ev)
+		code := 0
+		if ev.ResponseStatus != nil {
+			code = ev.ResponseStatus.Code
+		}
+		key := objectKey(ev)
+		outdated := isOutdated(ev, versions[key])
+		if code >= 200 && code < 300 {
+			versions[key] = append(versions[key], version{at: ev.StageTime, rv: responseVersion(ev)})
+		}
 		id, isReplica := strings.CutPrefix(ev.UserAgent, replica.UserAgent(""))
 		if !isReplica {
 			continue
 		}
 		w := write{
-			Replica: id, Slot: slot, Verb: ev.Verb, Object: objectName(ev),
-			Received: ev.Received, Completed: ev.StageTime,
-		}
-		if ev.ResponseStatus != nil {
-			w.Code = ev.ResponseStatus.Code
+			Replica: id, Slot: slot, Verb: ev.Verb, Object: obj, Code: code,
+			Received: ev.Received, Completed: ev.StageTime, Outdated: outdated,
 		}
 		if !ok {
 			rec.unresolved = append(rec.unresolved, w.String())
@@ -110,26 +119,58 @@ func readAudit(path string, slots int) (auditRecord, error) {
 	return rec, sc.Err()
 }
 
+// version is a resourceVersion an accepted write gave an object, and when.
+type version struct {
+	at time.Time
+	rv int64
+}
+
+// isOutdated reports whether the event's request carried a resourceVersion
+// older than one an accepted write had given the object before the request
+// arrived: resourceVersions only grow, so its precondition could not hold.
+// The API server's resourceVersions are etcd revisions, so they compare as
+// numbers.
+func isOutdated(ev auditEvent, earlier []version) bool {
+	var req body
+	if len(ev.RequestObject) == 0 || json.Unmarshal(ev.RequestObject, &req) != nil {
+		return false
+	}
+	rv, err := strconv.ParseInt(req.Metadata.ResourceVersion, 10, 64)
+	if err != nil {
+		return false
+	}
+	for _, v := range earlier {
+		if v.at.Before(ev.Received) && v.rv > rv {
+			return true
+		}
+	}
+	return false
+}
+
+// responseVersion is the resourceVersion of the event's response object, or 0.
+func responseVersion(ev auditEvent) int64 {
+	var resp body
+	if len(ev.ResponseObject) == 0 || json.Unmarshal(ev.ResponseObject, &resp) != nil {
+		return 0
+	}
+	rv, _ := strconv.ParseInt(resp.Metadata.ResourceVersion, 10, 64)
+	return rv
+}
+
 // slotOf tells the slot of the key an event's object belongs to: a Job's
 // or a Queue's own key, a Command's target, else the object's
 // ringfire.io/slot label, from its bodies or from an earlier event on it.
 func slotOf(ev auditEvent, slots int, known map[string]int) (int, bool) {
 	ref := ev.ObjectRef
-	bodies := decodeBodies(ev)
-	name := ref.Name
-	for _, b := range bodies {
-		if name == "" {
-			name = b.Metadata.Name
-		}
-	}
+	name := objectNameOnly(ev)
 	switch {
 	case ref.APIGroup == "batch.volcano.sh" && ref.Resource == "jobs" && name != "":
 		return shard.SlotOf(ref.Namespace+"/"+name, slots), true
 	case ref.APIGroup == "scheduling.volcano.sh" && ref.Resource == "queues" && name != "":
 		return shard.SlotOf(name, slots), true
 	}
-	obj := ref.APIGroup + "/" + ref.Resource + " " + ref.Namespace + "/" + name
-	for _, b := range bodies {
+	obj := objectKey(ev)
+	for _, b := range decodeBodies(ev) {
 		if s, ok := bodySlot(b, ref.Namespace, slots); ok {
 			known[obj] = s
 			return s, true
@@ -182,17 +223,29 @@ func objectName(ev auditEvent) string {
 	if ref.Subresource != "" {
 		res += "/" + ref.Subresource
 	}
-	name := ref.Name
-	if name == "" {
-		for _, b := range decodeBodies(ev) {
-			if b.Metadata.Name != "" {
-				name = b.Metadata.Name
-				break
-			}
+	if ref.Namespace == "" {
+		return res + " " + objectNameOnly(ev)
+	}
+	return res + " " + ref.Namespace + "/" + objectNameOnly(ev)
+}
+
+// objectKey names the object of an event, whatever subresource was
+// written: group/resource namespace/name.
+func objectKey(ev auditEvent) string {
+	ref := ev.ObjectRef
+	return ref.APIGroup + "/" + ref.Resource + " " + ref.Namespace + "/" + objectNameOnly(ev)
+}
+
+// objectNameOnly is the name of the event's object: from the request's
+// path, else (a create) from its bodies.
+func objectNameOnly(ev auditEvent) string {
+	if ev.ObjectRef.Name != "" {
+		return ev.ObjectRef.Name
+	}
+	for _, b := range decodeBodies(ev) {
+		if b.Metadata.Name != "" {
+			return b.Metadata.Name
 		}
 	}
-	if ref.Namespace == "" {
-		return res + " " + name
-	}
-	return res + " " + ref.Namespace + "/" + name
+	return ""
 }

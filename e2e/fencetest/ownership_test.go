@@ -24,7 +24,21 @@ type ownership struct {
 	mu      sync.Mutex
 	tenures map[int][]tenure // per slot, in order of begin
 	err     error            // why the watch stopped early, if it did
+	lag     lag              // how late changes reach the observer
 }
+
+// lag is the observer's delivery delay, measured on probes: a key outside
+// the ring that the observer writes every probeEvery and watches on the same
+// client, hence the same watch stream, as the slot keys. A probe's delay is
+// from just before its put to its receipt, so it bounds from above the delay
+// from the commit.
+type lag struct {
+	max    time.Duration
+	probes int
+}
+
+// probeEvery is how often the observer measures its lag.
+const probeEvery = 20 * time.Millisecond
 
 // observeOwnership starts watching the slot keys under prefix until the
 // test ends. Start it before any replica, so that it sees every tenure from
@@ -44,13 +58,48 @@ func observeOwnership(t *testing.T, client *clientv3.Client, prefix string) *own
 		o.begin(slotOfKey(keys, kv.Key), string(kv.Value), now)
 	}
 	watch := client.Watch(ctx, keys, clientv3.WithPrefix(), clientv3.WithRev(get.Header.Revision+1))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		o.follow(ctx, keys, watch)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	probeKey := prefix + "-fencetest-probe" // outside the ring: no replica reads it
+	probes := client.Watch(ctx, probeKey)
+	var wg sync.WaitGroup
+	wg.Go(func() { o.follow(ctx, keys, watch) })
+	wg.Go(func() { o.receiveProbes(probes) })
+	wg.Go(func() { sendProbes(ctx, client, probeKey) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
 	return o
+}
+
+// sendProbes puts the time into key every probeEvery until ctx ends.
+func sendProbes(ctx context.Context, client *clientv3.Client, key string) {
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sent := time.Now().Format(time.RFC3339Nano)
+		putCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, _ = client.Put(putCtx, key, sent)
+		cancel()
+	}
+}
+
+// receiveProbes records the delay of every probe that arrives.
+func (o *ownership) receiveProbes(watch clientv3.WatchChan) {
+	for resp := range watch {
+		now := time.Now()
+		for _, ev := range resp.Events {
+			sent, err := time.Parse(time.RFC3339Nano, string(ev.Kv.Value))
+			if err != nil || ev.Type != mvccpb.PUT {
+				continue
+			}
+			o.mu.Lock()
+			o.lag.probes++
+			o.lag.max = max(o.lag.max, now.Sub(sent))
+			o.mu.Unlock()
+		}
+	}
 }
 
 // follow applies watch responses until ctx ends or the watch fails.
@@ -126,6 +175,13 @@ func (o *ownership) snapshot() (map[int][]tenure, error) {
 		out[s] = append([]tenure(nil), ts...)
 	}
 	return out, o.err
+}
+
+// measuredLag returns the largest delay of a probe so far.
+func (o *ownership) measuredLag() lag {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lag
 }
 
 // heldBy counts the slots whose current tenure is holder's.

@@ -25,13 +25,21 @@ const (
 	pauseAfter  = 4 * time.Second        // into the load: the replica is mid-work
 	pauseFor    = 3 * leaseTTL
 	paused      = "r1"
+	// pausedQPS throttles the paused replica's API client below what its
+	// share of the load asks for, so that at the stop some of its writes
+	// have passed the write guard and wait in client-go's rate limiter:
+	// the moment the guard's check before each write cannot cover, and the
+	// one a real replica that is paused while busy is in.
+	pausedQPS = 10
 )
 
 // TestPausedReplicaLandsNoStaleWrite stops one of three replicas with
 // SIGSTOP while Jobs are being created and their pods run, keeps it stopped
 // for three lease TTLs (the others take its slots over), then continues it:
 // it must fence itself, rejoin with a new lease and get slots back, and
-// every Job must complete.
+// every Job must complete. The paused replica's API client is throttled
+// (pausedQPS), so that it is stopped with writes queued behind the write
+// guard.
 //
 // Checked from outside the replicas, once they have all stopped:
 //
@@ -52,7 +60,7 @@ const (
 func TestPausedReplicaLandsNoStaleWrite(t *testing.T) {
 	cluster.RequireTools(t)
 	bin := procs.Build(t)
-	w := startWorld(t, bin, 3)
+	w := startWorld(t, bin, []replicaOptions{{}, {QPS: pausedQPS}, {}})
 	p := w.replica(t, paused)
 	creations := watchPodCreations(t, w.kube)
 
@@ -106,7 +114,7 @@ func TestPausedReplicaLandsNoStaleWrite(t *testing.T) {
 	}
 
 	checkTakeover(t, atEnd, pz, fenced)
-	checkWrites(t, rec, tenures, pz)
+	checkWrites(t, rec, tenures, w.owners.measuredLag(), pz)
 	twice, total := creations.twice()
 	if len(twice) > 0 {
 		t.Errorf("%d pod names were created more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
@@ -180,7 +188,7 @@ func checkTakeover(t *testing.T, tenures map[int][]tenure, pz pause, fenced floa
 
 // checkWrites fails the test for every stale write in the audit log, and
 // logs what the paused replica sent after it woke.
-func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pause) {
+func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, lag lag, pz pause) {
 	t.Helper()
 	if len(rec.unresolved) > 0 {
 		t.Errorf("%d replica writes name no slot, so the check cannot place them, e.g.:\n%s",
@@ -195,9 +203,27 @@ func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pau
 		t.Errorf("the audit log holds no write of %s: the check saw nothing", paused)
 	}
 
-	stale := staleWrites(rec.writes, tenures)
-	if len(stale) > 0 {
-		t.Errorf("%d writes landed in another replica's tenure of their slot:\n%s", len(stale), describeStale(stale, 20))
+	t.Logf("observer lag: at most %v over %d probes", lag.max.Round(time.Microsecond), lag.probes)
+	var certain, withinLag []staleWrite
+	for _, s := range staleWrites(rec.writes, tenures, lag.max) {
+		if s.WithinLag {
+			withinLag = append(withinLag, s)
+		} else {
+			certain = append(certain, s)
+		}
+	}
+	if len(certain) > 0 {
+		t.Errorf("%d writes landed, or may have landed, in another replica's tenure of their slot:\n%s",
+			len(certain), describeStale(certain, 20))
+	}
+	if len(withinLag) > 0 {
+		t.Logf("%d writes completed less than the observer's lag before their writer's own tenure was observed "+
+			"(taken to be in that tenure):\n%s", len(withinLag), describeStale(withinLag, 10))
+	}
+	for _, w := range rec.writes {
+		if !w.landed() && !w.mayHaveLanded() && w.Code >= 500 {
+			t.Logf("answered %d but could not have landed (its resourceVersion was already outdated): %s", w.Code, w)
+		}
 	}
 	if margin, ok := ownMargin(rec.writes, tenures); ok {
 		t.Logf("closest landed write to its writer's observed tenure begin: %v after it", margin.Round(time.Microsecond))

@@ -51,10 +51,14 @@ func TestStaleWrites(t *testing.T) {
 			write{Replica: "r1", Slot: 7, Code: 201, Received: at(4.9), Completed: at(5.2)}, "r0", true},
 		{"on a slot no replica has held", write{Replica: "r2", Slot: 8, Code: 200, Received: at(3), Completed: at(3)}, "", false},
 		{"on a slot before anyone held it", wrote("r1", 0.5, 200), "", false},
+		{"after the new owner let go, more than the lag before the slot came back", wrote("r1", 8.9, 201), "r0", false},
+		{"unanswered in the new owner's tenure", wrote("r1", 6, 504), "r0", false},
+		{"unanswered in the new owner's tenure, precondition outdated",
+			write{Replica: "r1", Slot: 7, Code: 504, Outdated: true, Received: at(6), Completed: at(6.01)}, "-", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			stale := staleWrites([]write{c.w}, slot7)
+			stale := staleWrites([]write{c.w}, slot7, 50*time.Millisecond)
 			if c.owner == "-" {
 				if len(stale) != 0 {
 					t.Fatalf("flagged as stale: %v", stale[0])
@@ -71,6 +75,20 @@ func TestStaleWrites(t *testing.T) {
 	}
 }
 
+// A write that completed within the observer's lag before its writer's own
+// tenure was observed may have landed in that tenure: it is marked, not
+// taken for certain.
+func TestStaleWritesWithinLag(t *testing.T) {
+	w := write{Replica: "r1", Slot: 7, Code: 200, Received: at(8.94), Completed: at(8.96)}
+	stale := staleWrites([]write{w}, slot7, 50*time.Millisecond)
+	if len(stale) != 1 || !stale[0].WithinLag || stale[0].Owner != "r0" {
+		t.Fatalf("got %v, want one stale write in r0's tenure marked WithinLag", stale)
+	}
+	if stale := staleWrites([]write{w}, slot7, 10*time.Millisecond); len(stale) != 1 || stale[0].WithinLag {
+		t.Errorf("with a 10ms lag got %v, want it stale for certain", stale)
+	}
+}
+
 func TestOwnMargin(t *testing.T) {
 	writes := []write{wrote("r1", 2, 200), wrote("r0", 5.3, 201), wrote("r1", 6, 409), wrote("r1", 9.05, 200)}
 	got, ok := ownMargin(writes, slot7)
@@ -80,12 +98,14 @@ func TestOwnMargin(t *testing.T) {
 }
 
 // auditLines is a made-up audit log: a Job created by the test, its status
-// written by r1, a pod created by r1 (with the slot label), refused to r0
+// written by r1, then an update of it by r2 from the version before that,
+// answered 504, a pod created by r1 (with the slot label), refused to r0
 // (AlreadyExists), deleted by r0 with a response that carries no object, a
 // write on an object of no slot, and an event, which the policy would not
 // record but a reader must skip.
 const auditLines = `{"stage":"ResponseComplete","verb":"create","userAgent":"fencetest.test/v0.0.0","objectRef":{"resource":"jobs","namespace":"default","apiGroup":"batch.volcano.sh"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"j","namespace":"default"}},"requestReceivedTimestamp":"2026-01-01T12:00:01.000000Z","stageTimestamp":"2026-01-01T12:00:01.010000Z"}
-{"stage":"ResponseComplete","verb":"update","userAgent":"ringfire/r1","objectRef":{"resource":"jobs","namespace":"default","name":"j","apiGroup":"batch.volcano.sh","subresource":"status"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T12:00:02.000000Z","stageTimestamp":"2026-01-01T12:00:02.005000Z"}
+{"stage":"ResponseComplete","verb":"update","userAgent":"ringfire/r1","objectRef":{"resource":"jobs","namespace":"default","name":"j","apiGroup":"batch.volcano.sh","subresource":"status"},"responseStatus":{"code":200},"requestObject":{"metadata":{"name":"j","resourceVersion":"5"}},"responseObject":{"metadata":{"name":"j","resourceVersion":"9"}},"requestReceivedTimestamp":"2026-01-01T12:00:02.000000Z","stageTimestamp":"2026-01-01T12:00:02.005000Z"}
+{"stage":"ResponseComplete","verb":"update","userAgent":"ringfire/r2","objectRef":{"resource":"jobs","namespace":"default","name":"j","apiGroup":"batch.volcano.sh"},"responseStatus":{"code":504},"requestObject":{"metadata":{"name":"j","resourceVersion":"5"}},"requestReceivedTimestamp":"2026-01-01T12:00:02.100000Z","stageTimestamp":"2026-01-01T12:00:02.200000Z"}
 {"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r1","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":201},"requestObject":{"metadata":{"name":"j-worker-0","labels":{"ringfire.io/slot":"7"}}},"responseObject":{"metadata":{"name":"j-worker-0","labels":{"ringfire.io/slot":"7"}}},"requestReceivedTimestamp":"2026-01-01T12:00:03.000000Z","stageTimestamp":"2026-01-01T12:00:03.004000Z"}
 {"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r0","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":409},"requestObject":{"metadata":{"name":"j-worker-0","labels":{"ringfire.io/slot":"7"}}},"responseObject":{"kind":"Status","metadata":{}},"requestReceivedTimestamp":"2026-01-01T12:00:06.000000Z","stageTimestamp":"2026-01-01T12:00:06.001000Z"}
 {"stage":"ResponseComplete","verb":"delete","userAgent":"ringfire/r0","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":200},"responseObject":{"kind":"Status","metadata":{}},"requestReceivedTimestamp":"2026-01-01T12:00:07.000000Z","stageTimestamp":"2026-01-01T12:00:07.002000Z"}
@@ -109,6 +129,7 @@ func TestReadAudit(t *testing.T) {
 		code                  int
 	}{
 		{"r1", "update", "jobs/status default/j", 200},
+		{"r2", "update", "jobs default/j", 504},
 		{"r1", "create", "pods default/j-worker-0", 201},
 		{"r0", "create", "pods default/j-worker-0", 409},
 		{"r0", "delete", "pods default/j-worker-0", 200},
@@ -123,7 +144,11 @@ func TestReadAudit(t *testing.T) {
 			t.Errorf("write %d = %v, want %s %s %s → %d on slot %d", i, got, w.replica, w.verb, w.object, w.code, slot)
 		}
 	}
-	if got := rec.writes[1]; !got.Received.Equal(at(3)) || !got.Completed.Equal(at(3.004)) {
+	if got := rec.writes[1]; !got.Outdated || got.mayHaveLanded() {
+		t.Errorf("r2's update from version 5, after version 9 was written: outdated %v, may have landed %v; want outdated, not landed",
+			got.Outdated, got.mayHaveLanded())
+	}
+	if got := rec.writes[2]; !got.Received.Equal(at(3)) || !got.Completed.Equal(at(3.004)) {
 		t.Errorf("times of the pod create = %v, %v; want the audit timestamps", got.Received, got.Completed)
 	}
 	if len(rec.unresolved) != 1 || !strings.Contains(rec.unresolved[0], "configmaps default/unlabelled") {

@@ -19,9 +19,22 @@ type write struct {
 	// Completed is when the API server had its answer, the ResponseComplete
 	// stage: a write that landed landed by then.
 	Completed time.Time
+	// Outdated is set when the write's resourceVersion precondition was
+	// older than a version of the object that an earlier write had already
+	// produced: it cannot have landed, whatever the answer says.
+	Outdated bool
 }
 
+// landed reports whether the API server accepted the write.
 func (w write) landed() bool { return w.Code >= 200 && w.Code < 300 }
+
+// mayHaveLanded reports whether the write may have changed the object: it
+// was accepted, or its answer does not say (a 5xx such as a timeout or a
+// cancelled request, after which etcd may still have committed it) and its
+// precondition was not already outdated. A 4xx is a refusal.
+func (w write) mayHaveLanded() bool {
+	return w.landed() || (w.Code >= 500 || w.Code == 0) && !w.Outdated
+}
 
 func (w write) String() string {
 	return fmt.Sprintf("%s %s %s (slot %d) → %d, received %s, completed %s",
@@ -46,6 +59,11 @@ type staleWrite struct {
 	// tenure began: it was sent while the writer still held the slot, and
 	// landed somewhere between its receipt and its completion.
 	Straddles bool
+	// WithinLag is set when the writer's own next tenure of the slot was
+	// observed within the observer's lag after the write: the write may
+	// have landed after the writer acquired the slot, before the observer
+	// heard of it.
+	WithinLag bool
 }
 
 func (s staleWrite) String() string {
@@ -56,10 +74,17 @@ func (s staleWrite) String() string {
 	if s.Straddles {
 		owner += "; the request was received before that"
 	}
+	if s.WithinLag {
+		owner += "; the writer's own tenure was observed less than the observer's lag later"
+	}
+	if !s.landed() {
+		owner += "; the answer does not say whether it landed"
+	}
 	return s.write.String() + ": " + owner
 }
 
-// staleWrites returns the writes that landed in another replica's tenure.
+// staleWrites returns the writes that landed, or may have landed, in
+// another replica's tenure.
 //
 // A write by R on slot s that completed at time T is stale when the last
 // tenure of s that began at or before T is not R's: another replica's
@@ -70,26 +95,30 @@ func (s staleWrite) String() string {
 // The times compare as they are: the audit timestamps are the API server's
 // clock and the tenure times the observer's, and both are the wall clock of
 // this one machine. A tenure's begin is when its creation reached the
-// observer, a little after it happened. For another replica's tenure that
-// lag errs on the safe side: a write flagged here landed after that tenure
-// had really begun. For the writer's own tenure it does not: a write made
-// right after the writer acquired the slot, before the observer heard of
-// it, would be flagged. Such a write comes only after the writer has loaded
-// the slot's objects from the API server, far longer than the observer's lag
-// on loopback; ownMargin measures how far real writes keep from it.
-func staleWrites(writes []write, tenures map[int][]tenure) []staleWrite {
+// observer, up to the observer's lag after it happened. For another
+// replica's tenure that errs on the safe side: a write flagged here landed
+// after that tenure had really begun. For the writer's own next tenure it
+// does not: a write made right after the writer acquired the slot, before
+// the observer heard of it, would look stale. Such a write is marked
+// WithinLag when the writer's next tenure was observed no more than lag
+// after the write completed; the caller gives the observer's measured lag.
+func staleWrites(writes []write, tenures map[int][]tenure, lag time.Duration) []staleWrite {
 	var stale []staleWrite
 	for _, w := range writes {
-		if !w.landed() {
+		if !w.mayHaveLanded() {
 			continue
 		}
-		last, ok := lastBegun(tenures[w.Slot], w.Completed)
+		ts := tenures[w.Slot]
+		last, ok := lastBegun(ts, w.Completed)
 		if ok && last.Holder == w.Replica {
 			continue
 		}
 		s := staleWrite{write: w}
 		if ok {
 			s.Owner, s.OwnerSince, s.Straddles = last.Holder, last.Begin, w.Received.Before(last.Begin)
+		}
+		if next, ok := nextBegun(ts, w.Replica, w.Completed); ok && next.Begin.Sub(w.Completed) <= lag {
+			s.WithinLag = true
 		}
 		stale = append(stale, s)
 	}
@@ -104,6 +133,16 @@ func lastBegun(ts []tenure, t time.Time) (tenure, bool) {
 		return tenure{}, false
 	}
 	return ts[i-1], true
+}
+
+// nextBegun returns holder's first tenure among ts that began after t.
+func nextBegun(ts []tenure, holder string, t time.Time) (tenure, bool) {
+	for _, tn := range ts[sort.Search(len(ts), func(i int) bool { return ts[i].Begin.After(t) }):] {
+		if tn.Holder == holder {
+			return tn, true
+		}
+	}
+	return tenure{}, false
 }
 
 // ownMargin returns, over the landed writes made in the writer's own

@@ -44,9 +44,17 @@ type world struct {
 	replicas []*procs.Replica
 }
 
-// startWorld brings a world up with n replicas r0...r<n-1> of bin, and
-// returns once they share the ring as assigned.
-func startWorld(t *testing.T, bin string, n int) *world {
+// replicaOptions are what differs between the replicas of a world.
+type replicaOptions struct {
+	// QPS is the replica's --kube-api-qps and --kube-api-burst; 0 for
+	// ringfire's defaults.
+	QPS int
+}
+
+// startWorld brings a world up with one replica of bin per entry of
+// replicas, named r0, r1, ..., and returns once they share the ring as
+// assigned.
+func startWorld(t *testing.T, bin string, replicas []replicaOptions) *world {
 	t.Helper()
 	logDir, clusterDir := dirs(t)
 	log := hclog.New(&hclog.LoggerOptions{Name: "fencetest", Level: hclog.Warn, Output: os.Stderr})
@@ -86,8 +94,10 @@ func startWorld(t *testing.T, bin string, n int) *world {
 			}
 		}
 	})
-	for i := range n {
-		w.replicas = append(w.replicas, procs.Start(t, args, fmt.Sprintf("r%d", i)))
+	for i, o := range replicas {
+		a := args
+		a.QPS, a.Burst = o.QPS, o.QPS
+		w.replicas = append(w.replicas, procs.Start(t, a, fmt.Sprintf("r%d", i)))
 	}
 	if err := procs.WaitRing(ctx, w.replicas, time.Minute); err != nil {
 		t.Fatal(err)
