@@ -132,6 +132,28 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		long := validCronJob(strings.Repeat("n", 53))
 		_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, long, metav1.CreateOptions{})
 		checkInvalid(t, err, "a CronJob name must be at most 52 characters")
+
+		for _, tc := range []struct{ schedule, timeZone, want string }{
+			{"CRON_TZ=Europe/Paris 0 3 * * *", "", "cannot use TZ or CRON_TZ in schedule, use spec.timeZone instead"},
+			{"0 3 * * *", "-", "timeZone must be an IANA time zone name"},
+			{"0 3 * * *", "Local", "not empty or Local"},
+			{"0 3 * * *", "Europe/../Paris", "parts of 1 to 14 letters"},
+			{"0 3 * * *", "America/Averyveryverylongname", "parts of 1 to 14 letters"},
+		} {
+			bad := validCronJob("zoned")
+			bad.Spec.Schedule = tc.schedule
+			if tc.timeZone != "" {
+				bad.Spec.TimeZone = &tc.timeZone
+			}
+			_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, bad, metav1.CreateOptions{})
+			checkInvalid(t, err, tc.want)
+		}
+		zoned := validCronJob("zoned")
+		zone := "America/Argentina/Buenos_Aires"
+		zoned.Spec.TimeZone = &zone
+		if _, err := vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, zoned, metav1.CreateOptions{}); err != nil {
+			t.Errorf("a CronJob in %s is refused: %v", zone, err)
+		}
 	})
 
 	t.Run("command", func(t *testing.T) {

@@ -33,6 +33,8 @@ const (
 	maxVolumes       = 64  // volumes in one Job
 	maxEventLength   = 16  // the longest event name, CommandIssued, has 13 characters
 	maxMountPathSize = 4096
+	// maxTimeZoneLength bounds a CronJob's timeZone; the longest IANA name has 32 characters.
+	maxTimeZoneLength = 64
 )
 
 // policyActions are the actions a policy may take: Volcano's user-facing actions. Volcano's
@@ -88,6 +90,26 @@ func cronJobEdits() []edit {
 	}, {
 		at:       "spec.jobTemplate",
 		required: []string{"spec"},
+	}, {
+		// Kubernetes' API and Volcano's webhook refuse a zone in the schedule; the controller
+		// still honours one in a CronJob that has it (an unchanged field is ratcheted).
+		at: "spec.schedule",
+		rules: []rule{{
+			Rule:    `!self.contains('TZ')`,
+			Message: "cannot use TZ or CRON_TZ in schedule, use spec.timeZone instead",
+		}},
+	}, {
+		// What Volcano's webhook checks of a time zone name, short of looking it up (the
+		// controller does, and reports an unknown one in an UnknownTimeZone event).
+		at:  "spec.timeZone",
+		set: map[string]any{"maxLength": maxTimeZoneLength},
+		rules: []rule{{
+			Rule:    `self != '' && self.lowerAscii() != 'local'`,
+			Message: "timeZone must be an IANA time zone name such as Europe/Paris, not empty or Local; leave it out for UTC",
+		}, {
+			Rule:    `self.split('/').all(p, p.matches('^[A-Za-z0-9._+-]{1,14}$') && p != '.' && p != '..' && !p.startsWith('-'))`,
+			Message: "timeZone must be an IANA time zone name such as Europe/Paris: parts of 1 to 14 letters, digits, '.', '_', '+' or '-', separated by '/'",
+		}},
 	}}
 	return append(edits, jobSpecEdits("spec.jobTemplate.spec")...)
 }
