@@ -47,19 +47,24 @@ func (m *keyMemory) claimWake(key string, term context.Context, now, at time.Tim
 	return true
 }
 
-// firstNote reports whether the schedule time has not been noted for reason yet, and notes it.
-func (m *keyMemory) firstNote(key, reason string, scheduled time.Time) bool {
+// note notes the schedule time for reason and reports the one noted before; fresh is false
+// when it was that one already.
+func (m *keyMemory) note(key, reason string, scheduled time.Time) (prev time.Time, fresh bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.get(key)
 	if e.noted == nil {
 		e.noted = map[string]time.Time{}
 	}
-	if e.noted[reason].Equal(scheduled) {
-		return false
-	}
+	prev = e.noted[reason]
 	e.noted[reason] = scheduled
-	return true
+	return prev, !prev.Equal(scheduled)
+}
+
+// firstNote reports whether the schedule time has not been noted for reason yet, and notes it.
+func (m *keyMemory) firstNote(key, reason string, scheduled time.Time) bool {
+	_, fresh := m.note(key, reason, scheduled)
+	return fresh
 }
 
 func (m *keyMemory) forget(key string) {

@@ -93,7 +93,7 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 		return wait, nil
 	}
 	scheduled := unmet.Latest
-	c.noteMissed(cj, key, sched, unmet, now)
+	c.noteMissed(cj, key, sched, since, unmet, now)
 	if startingDeadlinePassed(cj.Spec, scheduled, now) {
 		if c.memory.firstNote(key, missedDeadline, scheduled) {
 			c.metrics.missed.WithLabelValues(missedDeadline).Inc()
@@ -139,11 +139,22 @@ const (
 
 // noteMissed counts the unmet times older than the latest, which are never started, and
 // warns when there are too many to count, as Kubernetes does.
-func (c *Controller) noteMissed(cj *batch.CronJob, key string, sched Schedule, unmet Unmet, now time.Time) {
-	if unmet.Missed < 2 || !c.memory.firstNote(key, missedSuperseded, unmet.Latest) {
+// Each older time is counted once, though a time held back (Forbid) is looked at again at
+// every later one: only the times after the latest counted before are new.
+func (c *Controller) noteMissed(cj *batch.CronJob, key string, sched Schedule, since time.Time, unmet Unmet, now time.Time) {
+	if unmet.Missed < 2 {
 		return
 	}
-	c.metrics.missed.WithLabelValues(missedSuperseded).Add(float64(unmet.Missed - 1))
+	prev, fresh := c.memory.note(key, missedSuperseded, unmet.Latest)
+	if !fresh {
+		return
+	}
+	if prev.After(since) {
+		since = prev.Add(-time.Nanosecond) // the latest noted before is passed over now
+	}
+	if older, err := UnmetTimes(sched, since, unmet.Latest); err == nil && older.Missed > 1 {
+		c.metrics.missed.WithLabelValues(missedSuperseded).Add(float64(older.Missed - 1))
+	}
 	if !unmet.TooMany() {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -629,4 +630,37 @@ func TestSyncWritesNothingWithoutOwnership(t *testing.T) {
 			t.Errorf("wrote %v", got)
 		}
 	})
+}
+
+// Every schedule time a Forbid CronJob holds back is counted once as forbid, and once as
+// superseded when a later time takes its place, however often the CronJob is looked at.
+func TestSyncCountsMissedTimesOnce(t *testing.T) {
+	f := newFixture(t, t0.Add(2*time.Minute+time.Second))
+	cj := newCronJob("m", "* * * * *", t0.Add(-time.Second))
+	cj.Spec.ConcurrencyPolicy = batch.ForbidConcurrent
+	cj.Status.LastScheduleTime = &metav1.Time{Time: t0}
+	running := ownedJob(cj, t0, batch.Running, time.Time{})
+	cj.Status.Active = []corev1.ObjectReference{refOf(running)}
+	f.add(cj, running)
+	for _, now := range []time.Duration{2*time.Minute + time.Second, 2*time.Minute + 30*time.Second, 3*time.Minute + time.Second, 3*time.Minute + 2*time.Second} {
+		f.clock.SetTime(t0.Add(now))
+		f.mustSync("m")
+	}
+	missed := func(reason string) float64 {
+		var m dto.Metric
+		if err := f.c.metrics.missed.WithLabelValues(reason).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	// 10:02 and 10:03 were held back; 10:01 and 10:02 were passed over by a later time.
+	if got := missed(missedForbid); got != 2 {
+		t.Errorf("forbid %v, want 2", got)
+	}
+	if got := missed(missedSuperseded); got != 2 {
+		t.Errorf("superseded %v, want 2", got)
+	}
+	if got := f.writes(); len(got) != 0 {
+		t.Errorf("wrote %v", got)
+	}
 }
