@@ -98,7 +98,7 @@ func readAudit(path string, slots int) (auditRecord, error) {
 			code = ev.ResponseStatus.Code
 		}
 		key := objectKey(ev)
-		outdated := isOutdated(ev, versions[key])
+		notApplied := notApplied(ev, versions[key])
 		if code >= 200 && code < 300 {
 			versions[key] = append(versions[key], version{at: ev.StageTime, rv: responseVersion(ev)})
 		}
@@ -108,7 +108,7 @@ func readAudit(path string, slots int) (auditRecord, error) {
 		}
 		w := write{
 			Replica: id, Slot: slot, Verb: ev.Verb, Object: obj, Code: code,
-			Received: ev.Received, Completed: ev.StageTime, Outdated: outdated,
+			Received: ev.Received, Completed: ev.StageTime, NotApplied: notApplied,
 		}
 		if !ok {
 			rec.unresolved = append(rec.unresolved, w.String())
@@ -125,26 +125,36 @@ type version struct {
 	rv int64
 }
 
-// isOutdated reports whether the event's request carried a resourceVersion
-// older than one an accepted write had given the object before the request
-// arrived: resourceVersions only grow, so its precondition could not hold.
-// The API server's resourceVersions are etcd revisions, so they compare as
-// numbers.
-func isOutdated(ev auditEvent, earlier []version) bool {
+// notApplied says why the event's write cannot have been applied, whatever
+// its answer, or "" if nothing rules that out:
+//   - a create, update or patch whose body the API server never read (no
+//     requestObject at level RequestResponse: the request was cut off)
+//     wrote nothing;
+//   - a request whose resourceVersion is older than one an accepted write
+//     had given the object before the request arrived had a precondition
+//     that could not hold: resourceVersions only grow (they are etcd
+//     revisions here, so they compare as numbers).
+func notApplied(ev auditEvent, earlier []version) string {
+	if len(ev.RequestObject) == 0 {
+		if ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch" {
+			return "its body was never read"
+		}
+		return ""
+	}
 	var req body
-	if len(ev.RequestObject) == 0 || json.Unmarshal(ev.RequestObject, &req) != nil {
-		return false
+	if json.Unmarshal(ev.RequestObject, &req) != nil {
+		return ""
 	}
 	rv, err := strconv.ParseInt(req.Metadata.ResourceVersion, 10, 64)
 	if err != nil {
-		return false
+		return ""
 	}
 	for _, v := range earlier {
 		if v.at.Before(ev.Received) && v.rv > rv {
-			return true
+			return fmt.Sprintf("its resourceVersion %d was older than %d, written before it arrived", rv, v.rv)
 		}
 	}
-	return false
+	return ""
 }
 
 // responseVersion is the resourceVersion of the event's response object, or 0.

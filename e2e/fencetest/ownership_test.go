@@ -3,6 +3,8 @@ package fencetest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,26 +20,38 @@ import (
 // ownership records, from a watch of its own on the ring's etcd, every
 // tenure of every slot: a slot key is created (If CreateRevision==0) with
 // the holder's id as value, attached to the holder's lease, and deleted when
-// the holder releases it or its lease expires. Times are when the change
-// reached the observer.
+// the holder releases it or its lease expires.
+//
+// A watch event reaches the observer some time after the change it reports,
+// and that delay is not bounded. So the observer also places each creation
+// in time by etcd's own order: every probeEvery it puts a probe key outside
+// the ring and notes the revision the put got and the wall-clock times just
+// before it was sent and just after it returned. A slot key created at
+// revision c was committed after the last probe below c was sent and before
+// the first probe above c returned (and before its event arrived).
 type ownership struct {
 	mu      sync.Mutex
-	tenures map[int][]tenure // per slot, in order of begin
-	err     error            // why the watch stopped early, if it did
-	lag     lag              // how late changes reach the observer
+	created map[int][]creation // per slot, in order of revision
+	probes  []probe            // in order of revision, the observer's start first
+	err     error              // why the watch stopped early, if it did
 }
 
-// lag is the observer's delivery delay, measured on probes: a key outside
-// the ring that the observer writes every probeEvery and watches on the same
-// client, hence the same watch stream, as the slot keys. A probe's delay is
-// from just before its put to its receipt, so it bounds from above the delay
-// from the commit.
-type lag struct {
-	max    time.Duration
-	probes int
+// creation is a slot key's creation and, if seen, deletion.
+type creation struct {
+	holder   string
+	rev      int64
+	received time.Time
+	end      time.Time
 }
 
-// probeEvery is how often the observer measures its lag.
+// probe is a put of the probe key: its revision, and times that bracket
+// its commit.
+type probe struct {
+	rev       int64
+	sent, ret time.Time
+}
+
+// probeEvery is how often the observer puts a probe.
 const probeEvery = 20 * time.Millisecond
 
 // observeOwnership starts watching the slot keys under prefix until the
@@ -45,31 +59,32 @@ const probeEvery = 20 * time.Millisecond
 // its beginning.
 func observeOwnership(t *testing.T, client *clientv3.Client, prefix string) *ownership {
 	t.Helper()
-	o := &ownership{tenures: map[int][]tenure{}}
+	o := &ownership{created: map[int][]creation{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	keys := shard.SlotsPrefix(prefix)
+	sent := time.Now()
 	get, err := client.Get(ctx, keys, clientv3.WithPrefix())
 	if err != nil {
 		cancel()
 		t.Fatalf("read slot keys: %v", err)
 	}
-	now := time.Now()
-	for _, kv := range get.Kvs {
-		o.begin(slotOfKey(keys, kv.Key), string(kv.Value), now)
+	if len(get.Kvs) > 0 {
+		cancel()
+		t.Fatalf("%d slot keys exist before the observer: it would not know when their tenures began", len(get.Kvs))
 	}
+	// Anything created later has a higher revision, so was committed after
+	// the read was served, hence after it was sent.
+	o.probes = append(o.probes, probe{rev: get.Header.Revision, sent: sent, ret: time.Now()})
 	watch := client.Watch(ctx, keys, clientv3.WithPrefix(), clientv3.WithRev(get.Header.Revision+1))
-	probeKey := prefix + "-fencetest-probe" // outside the ring: no replica reads it
-	probes := client.Watch(ctx, probeKey)
 	var wg sync.WaitGroup
 	wg.Go(func() { o.follow(ctx, keys, watch) })
-	wg.Go(func() { o.receiveProbes(probes) })
-	wg.Go(func() { sendProbes(ctx, client, probeKey) })
+	wg.Go(func() { o.sendProbes(ctx, client, prefix+"-fencetest-probe") }) // outside the ring: no replica reads it
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return o
 }
 
-// sendProbes puts the time into key every probeEvery until ctx ends.
-func sendProbes(ctx context.Context, client *clientv3.Client, key string) {
+// sendProbes puts a probe every probeEvery until ctx ends.
+func (o *ownership) sendProbes(ctx context.Context, client *clientv3.Client, key string) {
 	tick := time.NewTicker(probeEvery)
 	defer tick.Stop()
 	for {
@@ -78,27 +93,17 @@ func sendProbes(ctx context.Context, client *clientv3.Client, key string) {
 			return
 		case <-tick.C:
 		}
-		sent := time.Now().Format(time.RFC3339Nano)
 		putCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, _ = client.Put(putCtx, key, sent)
+		sent := time.Now()
+		resp, err := client.Put(putCtx, key, sent.Format(time.RFC3339Nano))
+		ret := time.Now()
 		cancel()
-	}
-}
-
-// receiveProbes records the delay of every probe that arrives.
-func (o *ownership) receiveProbes(watch clientv3.WatchChan) {
-	for resp := range watch {
-		now := time.Now()
-		for _, ev := range resp.Events {
-			sent, err := time.Parse(time.RFC3339Nano, string(ev.Kv.Value))
-			if err != nil || ev.Type != mvccpb.PUT {
-				continue
-			}
-			o.mu.Lock()
-			o.lag.probes++
-			o.lag.max = max(o.lag.max, now.Sub(sent))
-			o.mu.Unlock()
+		if err != nil {
+			continue
 		}
+		o.mu.Lock()
+		o.probes = append(o.probes, probe{rev: resp.Header.Revision, sent: sent, ret: ret})
+		o.mu.Unlock()
 	}
 }
 
@@ -116,12 +121,12 @@ func (o *ownership) follow(ctx context.Context, keys string, watch clientv3.Watc
 			case ev.Type == mvccpb.DELETE:
 				o.end(slot, now)
 			case ev.Kv.CreateRevision == ev.Kv.ModRevision:
-				o.begin(slot, string(ev.Kv.Value), now)
+				o.begin(slot, string(ev.Kv.Value), ev.Kv.ModRevision, now)
 			default:
 				// A holder never rewrites its key; if one did, the new value
 				// is a new tenure.
 				o.end(slot, now)
-				o.begin(slot, string(ev.Kv.Value), now)
+				o.begin(slot, string(ev.Kv.Value), ev.Kv.ModRevision, now)
 			}
 		}
 	}
@@ -139,13 +144,13 @@ func slotOfKey(prefix string, key []byte) int {
 	return n
 }
 
-func (o *ownership) begin(slot int, holder string, at time.Time) {
+func (o *ownership) begin(slot int, holder string, rev int64, at time.Time) {
 	if slot < 0 {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.tenures[slot] = append(o.tenures[slot], tenure{Holder: holder, Begin: at})
+	o.created[slot] = append(o.created[slot], creation{holder: holder, rev: rev, received: at})
 }
 
 func (o *ownership) end(slot int, at time.Time) {
@@ -154,9 +159,9 @@ func (o *ownership) end(slot int, at time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ts := o.tenures[slot]
-	if n := len(ts); n > 0 && ts[n-1].End.IsZero() {
-		ts[n-1].End = at
+	cs := o.created[slot]
+	if n := len(cs); n > 0 && cs[n-1].end.IsZero() {
+		cs[n-1].end = at
 	}
 }
 
@@ -166,22 +171,35 @@ func (o *ownership) fail(err error) {
 	o.err = err
 }
 
-// snapshot returns a copy of every tenure so far, and the watch's error.
+// snapshot returns every tenure so far, placed in time by the probes, and
+// the watch's error.
 func (o *ownership) snapshot() (map[int][]tenure, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make(map[int][]tenure, len(o.tenures))
-	for s, ts := range o.tenures {
-		out[s] = append([]tenure(nil), ts...)
+	out := make(map[int][]tenure, len(o.created))
+	for s, cs := range o.created {
+		for _, c := range cs {
+			earliest, latest := place(o.probes, c.rev, c.received)
+			out[s] = append(out[s], tenure{Holder: c.holder, Earliest: earliest, Latest: latest, End: c.end})
+		}
 	}
 	return out, o.err
 }
 
-// measuredLag returns the largest delay of a probe so far.
-func (o *ownership) measuredLag() lag {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.lag
+// place returns the bounds of the moment revision rev was committed: after
+// the last probe below it was sent, and before both the first probe above
+// it returned and its event was received. probes are in order of revision
+// and the first is below every slot key's.
+func place(probes []probe, rev int64, received time.Time) (earliest, latest time.Time) {
+	i := sort.Search(len(probes), func(i int) bool { return probes[i].rev > rev })
+	latest = received
+	if i < len(probes) && probes[i].ret.Before(latest) {
+		latest = probes[i].ret
+	}
+	if i > 0 {
+		earliest = probes[i-1].sent
+	}
+	return earliest, latest
 }
 
 // heldBy counts the slots whose current tenure is holder's.
@@ -195,14 +213,14 @@ func heldBy(tenures map[int][]tenure, holder string) int {
 	return n
 }
 
-// firstBegin returns the earliest begin of a tenure of holder at or after
-// t, over all slots.
+// firstBegin returns by when holder's first tenure begun at or after t had
+// certainly begun, over all slots.
 func firstBegin(tenures map[int][]tenure, holder string, t time.Time) (time.Time, bool) {
 	var first time.Time
 	for _, ts := range tenures {
 		for _, tn := range ts {
-			if tn.Holder == holder && !tn.Begin.Before(t) && (first.IsZero() || tn.Begin.Before(first)) {
-				first = tn.Begin
+			if tn.Holder == holder && !tn.Latest.Before(t) && (first.IsZero() || tn.Latest.Before(first)) {
+				first = tn.Latest
 			}
 		}
 	}
@@ -221,4 +239,20 @@ func lostBy(tenures map[int][]tenure, holder string, from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// placementWidths returns the median and the widest window a tenure's begin
+// was placed in.
+func placementWidths(tenures map[int][]tenure) (median, widest time.Duration) {
+	var widths []time.Duration
+	for _, ts := range tenures {
+		for _, tn := range ts {
+			widths = append(widths, tn.Latest.Sub(tn.Earliest))
+		}
+	}
+	if len(widths) == 0 {
+		return 0, 0
+	}
+	slices.Sort(widths)
+	return widths[len(widths)/2].Round(time.Microsecond), widths[len(widths)-1].Round(time.Microsecond)
 }
