@@ -3,7 +3,6 @@ package fencetest
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -227,7 +226,7 @@ func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pau
 	median, widest := placementWidths(tenures)
 	t.Logf("observer: each tenure's begin placed in a window of %v (median; widest %v)", median, widest)
 	if margin, ok := ownMargin(rec.writes, tenures); ok {
-		t.Logf("closest landed write to its writer's observed tenure begin: %v after it", margin.Round(time.Microsecond))
+		t.Logf("closest landed write to the boundary: %v after the latest moment its writer's tenure can have begun", margin.Round(time.Microsecond))
 	}
 	checkMidWork(t, rec.writes, pz)
 	logAfterWake(t, rec.writes, tenures, pz)
@@ -262,41 +261,36 @@ func checkMidWork(t *testing.T, writes []write, pz pause) {
 }
 
 // logAfterWake logs the writes the paused replica sent once continued: how
-// many, how the API server answered, and how many of them came before it
-// held any slot again.
+// many, how the API server answered (4xx: refused; 5xx: cut off or timed
+// out), and which of them came before it held any slot again.
 func logAfterWake(t *testing.T, writes []write, tenures map[int][]tenure, pz pause) {
 	back, _ := firstBegin(tenures, paused, pz.woke)
-	sent, refused, beforeBack := 0, 0, 0
+	sent, refused, unanswered := 0, 0, 0
 	codes := map[int]int{}
-	var firstRefusal, lastBeforeBack []string
+	var early []string
 	for _, w := range writes {
 		if w.Replica != paused || w.Received.Before(pz.woke) {
 			continue
 		}
 		sent++
 		codes[w.Code]++
-		if !w.landed() {
+		switch {
+		case w.Code >= 400 && w.Code < 500:
 			refused++
-			if len(firstRefusal) < 5 {
-				firstRefusal = append(firstRefusal, w.String())
-			}
+		case !w.landed():
+			unanswered++
 		}
 		if back.IsZero() || w.Received.Before(back) {
-			beforeBack++
-			lastBeforeBack = append(lastBeforeBack, w.String())
+			early = append(early, w.String())
 		}
 	}
-	t.Logf("after it was continued, %s sent %d writes (by response code %v), %d refused; %d before it held a slot again",
-		paused, sent, sortedCodes(codes), refused, beforeBack)
-	for _, s := range firstRefusal {
-		t.Logf("  refused: %s", s)
-	}
-	for _, s := range lastBeforeBack[:min(10, len(lastBeforeBack))] {
+	t.Logf("after it was continued, %s sent %d writes (by response code %v): %d refused, %d without an answer; "+
+		"%d sent before it held a slot again",
+		paused, sent, sortedCodes(codes), refused, unanswered, len(early))
+	for _, s := range early[:min(10, len(early))] {
 		t.Logf("  before it held a slot again: %s", s)
 	}
-	if os.Getenv(keepEnv) != "" {
-		t.Logf("stopped at %s, continued at %s, held a slot again at %s", clock(pz.stopped), clock(pz.woke), clock(back))
-	}
+	t.Logf("stopped at %s, continued at %s, held a slot again by %s", clock(pz.stopped), clock(pz.woke), clock(back))
 }
 
 // sortedCodes prints a count per HTTP code, in code order.
