@@ -188,7 +188,7 @@ func TestAPIServerRestart(t *testing.T) {
 
 	time.Sleep(3 * time.Second) // and Jobs keep coming after the last restart
 	// The ring never moved: the API server is not part of it.
-	if d := settle(s, ttl); d > time.Second {
+	if d := settle(t, s, ttl); d > time.Second {
 		t.Logf("ring settled %v after the restarts", d.Round(time.Millisecond))
 	}
 	l.finish(pods, 3*time.Minute)

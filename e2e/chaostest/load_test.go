@@ -1,8 +1,11 @@
 package chaostest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/shard"
 )
 
 const ns = "default"
@@ -145,9 +149,11 @@ func (l *load) finish(pods *podCreations, limit time.Duration) {
 	created, want, retries := append([]string(nil), l.created...), l.pods, l.retries
 	l.mu.Unlock()
 	createdFor := time.Since(l.started)
-	deadline := time.Now().Add(limit)
-	for _, name := range created {
-		l.s.WaitPhase(ns, name, time.Until(deadline), batch.Completed)
+	if stuck := waitCompletedIn(l.s, ns, created, limit); len(stuck) > 0 {
+		for _, name := range stuck[:min(3, len(stuck))] {
+			l.t.Errorf("job %s not Completed after %v:\n%s", name, limit, explainIn(l.s, ns, name))
+		}
+		l.t.Fatalf("%d of %d Jobs not Completed after %v: %v", len(stuck), len(created), limit, stuck[:min(20, len(stuck))])
 	}
 	completedAfter := time.Since(l.started)
 	twice, total := pods.twice()
@@ -242,13 +248,76 @@ func (pc *podCreations) err() error {
 	return pc.werr
 }
 
-// settle waits until every slot is held by its assigned member, failing the
-// test after TTL + 1 s + settleMargin, and returns how long it took.
-func settle(s *stack.Stack, ttl time.Duration) time.Duration {
+// settle waits until every running replica is a ready member that holds
+// exactly the slots assigned to it and sees every other, as stack.WaitRing
+// does, and returns how long that took. It fails the test after TTL + 1 s +
+// settleMargin; past TTL + 1 s it logs, once, what is still missing.
+func settle(t *testing.T, s *stack.Stack, ttl time.Duration) time.Duration {
+	t.Helper()
 	start := time.Now()
-	s.WaitRing(ttl + time.Second + settleMargin)
-	return time.Since(start)
+	due, limit := ttl+time.Second, ttl+time.Second+settleMargin
+	logged := false
+	for {
+		lag := ringLag(s)
+		if lag == "" {
+			return time.Since(start)
+		}
+		waited := time.Since(start)
+		if waited > limit {
+			t.Fatalf("ring not settled within %v: %s", limit, lag)
+		}
+		if waited > due && !logged {
+			t.Logf("ring not settled after TTL + 1 s (%v): %s\n%s", due, lag, stacksWith("shard.(*tenure).run"))
+			logged = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
+
+// ringLag says what keeps the ring from being settled, or "".
+func ringLag(s *stack.Stack) string {
+	ids := s.IDs()
+	var lag []string
+	held := 0
+	for _, id := range ids {
+		r := s.Replica(id)
+		if r == nil {
+			continue
+		}
+		st := r.Manager.Status()
+		held += len(st.Held)
+		switch {
+		case !r.Manager.Ready():
+			lag = append(lag, id+" not a ready member")
+		case len(st.Members) != len(ids):
+			lag = append(lag, fmt.Sprintf("%s sees members %v", id, st.Members))
+		case len(st.Held) != st.Assigned:
+			lag = append(lag, fmt.Sprintf("%s holds %d slots of the %d assigned to it", id, len(st.Held), st.Assigned))
+		}
+	}
+	if len(lag) == 0 && held != slotCount {
+		lag = append(lag, fmt.Sprintf("%d slots held in all, want %d", held, slotCount))
+	}
+	return strings.Join(lag, "; ")
+}
+
+// stacksWith returns the stacks of this process's goroutines that contain
+// fn: the replicas run in the test process, so a slow ring shows where its
+// loop waits.
+func stacksWith(fn string) string {
+	var all bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&all, 2)
+	var out []string
+	for _, g := range strings.Split(all.String(), "\n\n") {
+		if strings.Contains(g, fn) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// slotCount is the stack's ring size.
+const slotCount = 256
 
 // lockedBuffer collects log lines from many goroutines.
 type lockedBuffer struct {
@@ -266,4 +335,72 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// waitCompletedIn waits until every named Job of namespace space is Completed, listing them all
+// at once each round, and returns those that are not after limit.
+func waitCompletedIn(s *stack.Stack, space string, names []string, limit time.Duration) (stuck []string) {
+	deadline := time.Now().Add(limit)
+	for {
+		stuck = stuck[:0]
+		list, err := s.Volcano.BatchV1alpha1().Jobs(space).List(context.Background(), metav1.ListOptions{})
+		phase := map[string]batch.JobPhase{}
+		if err == nil {
+			for _, job := range list.Items {
+				phase[job.Name] = job.Status.State.Phase
+			}
+		}
+		for _, name := range names {
+			if err != nil || phase[name] != batch.Completed {
+				stuck = append(stuck, name)
+			}
+		}
+		if len(stuck) == 0 || time.Now().After(deadline) {
+			return stuck
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// explainIn tells what the API server and the owning replica know of a Job:
+// for a Job that is stuck.
+func explainIn(s *stack.Stack, space, name string) string {
+	var b strings.Builder
+	b.WriteString(s.Describe(space, name))
+	ctx := context.Background()
+	if pgs, err := s.Volcano.SchedulingV1beta1().PodGroups(space).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, pg := range pgs.Items {
+			if strings.HasPrefix(pg.Name, name+"-") {
+				fmt.Fprintf(&b, "API server: podgroup %s phase %s rv %s created %s\n", pg.Name, pg.Status.Phase, pg.ResourceVersion, pg.CreationTimestamp.Format(time.RFC3339))
+			}
+		}
+	}
+	key := space + "/" + name
+	for _, id := range s.IDs() {
+		r := s.Replica(id)
+		if r == nil {
+			continue
+		}
+		st := r.Manager.Status()
+		slot := shard.SlotOf(key, r.Manager.Slots())
+		if !slices.Contains(st.Held, slot) {
+			continue
+		}
+		fmt.Fprintf(&b, "replica %s holds slot %d of %s\n", id, slot, key)
+		info, err := r.Cache.JobInfo(key)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "  cache: %v\n", err)
+		case info == nil:
+			b.WriteString("  cache: no such Job\n")
+		default:
+			fmt.Fprintf(&b, "  cache: job phase %s rv %s; %d task(s) with pods\n", info.Job.Status.State.Phase, info.Job.ResourceVersion, len(info.Pods))
+			if info.PodGroup != nil {
+				fmt.Fprintf(&b, "  cache: podgroup %s phase %s rv %s\n", info.PodGroup.Name, info.PodGroup.Status.Phase, info.PodGroup.ResourceVersion)
+			} else {
+				b.WriteString("  cache: no podgroup\n")
+			}
+		}
+	}
+	return b.String()
 }

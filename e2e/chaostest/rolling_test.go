@@ -24,9 +24,9 @@ func TestRollingRestart(t *testing.T) {
 		begin := time.Now()
 		s.StopReplica(id)
 		stopped := time.Since(begin)
-		left := settle(s, ttl)
+		left := settle(t, s, ttl)
 		s.StartReplica(id)
-		joined := settle(s, ttl)
+		joined := settle(t, s, ttl)
 		total += time.Since(begin)
 		t.Logf("rolling %s: graceful stop took %v, its slots held by the others %v later; restarted, it held its slots again after %v",
 			id, stopped.Round(time.Millisecond), left.Round(time.Millisecond), joined.Round(time.Millisecond))

@@ -24,7 +24,7 @@ func TestScaleUnderLoad(t *testing.T) {
 		begin := time.Now()
 		change()
 		changed := time.Since(begin)
-		settled := settle(s, ttl)
+		settled := settle(t, s, ttl)
 		t.Logf("%s: change took %v, ring settled %v later (%d replicas)",
 			what, changed.Round(time.Millisecond), settled.Round(time.Millisecond), len(s.IDs()))
 		time.Sleep(time.Second) // work goes on between steps

@@ -206,6 +206,17 @@ func (s *Stack) Ready(id string) error {
 	return rr.r.Ready()
 }
 
+// Replica returns the running replica id, or nil: for tests that look
+// inside it (its ring status, its cache) when they explain a failure.
+func (s *Stack) Replica(id string) *replica.Replica {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rr := s.replicas[id]; rr != nil {
+		return rr.r
+	}
+	return nil
+}
+
 // Running reports whether the replica is started and its Run has not
 // returned.
 func (s *Stack) Running(id string) bool {
