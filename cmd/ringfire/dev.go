@@ -169,7 +169,7 @@ func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]rep
 			return out, err
 		}
 		cmd := exec.Command(self, "run", "--id", id, "--etcd-endpoints", etcd, "--kubeconfig", kubeconfig,
-			"--controllers", "job,queue,podgroup,scheduler",
+			"--controllers", "job,queue,podgroup,cronjob,scheduler",
 			"--listen", fmt.Sprintf("127.0.0.1:%d", replicaPort(i)), "--data-dir", filepath.Join(f.dir, id))
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
