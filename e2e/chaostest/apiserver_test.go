@@ -17,7 +17,7 @@ import (
 type readiness struct {
 	mu       sync.Mutex
 	down     map[string]*notReady // open stretch per replica
-	stretchs []notReady
+	stretches []notReady
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -58,7 +58,7 @@ func (rd *readiness) see(id string, err error, now time.Time) {
 		rd.down[id] = &notReady{replica: id, start: now, reason: err.Error()}
 	case err == nil && open != nil:
 		open.end = now
-		rd.stretchs = append(rd.stretchs, *open)
+		rd.stretches = append(rd.stretches, *open)
 		delete(rd.down, id)
 	}
 }
@@ -73,7 +73,7 @@ func (rd *readiness) since(t time.Time) []notReady {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
 	var out []notReady
-	for _, nr := range rd.stretchs {
+	for _, nr := range rd.stretches {
 		if !nr.start.Before(t) {
 			out = append(out, nr)
 		}
