@@ -15,11 +15,11 @@ import (
 // readiness records, from outside, every stretch of time each replica
 // reported itself not ready, by polling its Ready.
 type readiness struct {
-	mu       sync.Mutex
-	down     map[string]*notReady // open stretch per replica
+	mu        sync.Mutex
+	down      map[string]*notReady // open stretch per replica
 	stretches []notReady
-	cancel   context.CancelFunc
-	done     chan struct{}
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 type notReady struct {
