@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // ErrNotOwner marks a write refused because this replica may no longer own
@@ -25,4 +26,39 @@ func CheckOwner(ctx context.Context, valid func() error) error {
 		}
 	}
 	return nil
+}
+
+// FenceWrites wraps an API client's transport so that no write leaves the
+// process while valid (Manager.Valid) fails: a request other than GET, HEAD
+// or OPTIONS is refused with ErrNotOwner, unsent. Reads pass.
+//
+// CheckOwner runs before a write is built, and a write can still wait long
+// after it: client-go holds each request in its rate limiter before the
+// transport sends it. A process paused (SIGSTOP, a frozen VM) in that wait
+// wakes up with the request about to go out, before its fence timer has run
+// and cancelled the slot contexts. The transport is the last point before
+// the wire, after the rate limiter, so the check there closes that window.
+func FenceWrites(valid func() error) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &fencedTransport{next: next, valid: valid}
+	}
+}
+
+type fencedTransport struct {
+	next  http.RoundTripper
+	valid func() error
+}
+
+func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if err := t.valid(); err != nil {
+			if req.Body != nil {
+				req.Body.Close() // a RoundTripper must close the body, even on error
+			}
+			return nil, fmt.Errorf("%w: %s %s not sent: %v", ErrNotOwner, req.Method, req.URL.Path, err)
+		}
+	}
+	return t.next.RoundTrip(req)
 }

@@ -227,6 +227,20 @@ func firstBegin(tenures map[int][]tenure, holder string, t time.Time) (time.Time
 	return first, !first.IsZero()
 }
 
+// firstEarliest is the earliest moment a tenure of holder that began at or
+// after t can have begun.
+func firstEarliest(tenures map[int][]tenure, holder string, t time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, ts := range tenures {
+		for _, tn := range ts {
+			if tn.Holder == holder && !tn.Latest.Before(t) && (first.IsZero() || tn.Earliest.Before(first)) {
+				first = tn.Earliest
+			}
+		}
+	}
+	return first, !first.IsZero()
+}
+
 // lostBy counts the tenures of holder that ended in [from, to): the slots
 // it lost in that window.
 func lostBy(tenures map[int][]tenure, holder string, from, to time.Time) int {

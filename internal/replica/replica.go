@@ -104,6 +104,24 @@ func New(cfg Config) (*Replica, error) {
 	// its metrics tell the replicas apart.
 	cfg.Kube = rest.CopyConfig(cfg.Kube)
 	cfg.Kube.UserAgent = UserAgent(cfg.ID)
+	// The last check before the wire: no write leaves while the membership
+	// is past its fence deadline (shard.FenceWrites says why).
+	fencedWrites := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ringfire_writes_fenced_total",
+		Help: "API writes refused unsent because the membership was past its fence deadline.",
+	})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(fencedWrites); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	cfg.Kube.Wrap(shard.FenceWrites(func() error {
+		err := manager.Valid()
+		if err != nil {
+			fencedWrites.Inc()
+		}
+		return err
+	}))
 	r.cfg.Kube = cfg.Kube
 	kube, err := kubernetes.NewForConfig(cfg.Kube)
 	if err != nil {
