@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +34,10 @@ type Session struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	deadline atomic.Int64 // unix nanoseconds of the fence deadline
-	fence    *time.Timer  // ends the session at the deadline
 	onFence  func()       // called once if the fence timer ends the session
+
+	mu    sync.Mutex  // guards fence: its timer may fire before newSession has stored it
+	fence *time.Timer // ends the session at the deadline
 }
 
 // newSession starts a session whose fence timer ends it at deadline unless
@@ -44,6 +47,10 @@ func newSession(id string, lease clientv3.LeaseID, ttl time.Duration, deadline t
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &Session{ID: id, Lease: lease, TTL: ttl, ctx: ctx, cancel: cancel, onFence: onFence}
 	s.deadline.Store(deadline.UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A deadline already past (a join slowed down by a starved machine)
+	// fires the timer at once, in another goroutine.
 	s.fence = time.AfterFunc(time.Until(deadline), s.checkFence)
 	return s
 }
@@ -54,7 +61,9 @@ func (s *Session) checkFence() {
 		return
 	}
 	if left := time.Until(s.Deadline()); left > 0 {
+		s.mu.Lock()
 		s.fence.Reset(left)
+		s.mu.Unlock()
 		return
 	}
 	s.end(ErrFenced)
@@ -94,5 +103,7 @@ func (s *Session) extend(deadline time.Time) {
 
 func (s *Session) end(cause error) {
 	s.cancel(cause)
+	s.mu.Lock()
 	s.fence.Stop()
+	s.mu.Unlock()
 }
