@@ -63,7 +63,9 @@ type Cache struct {
 	mu      sync.Mutex
 	ctx     context.Context // set by Start
 	pending [][]int         // gains that arrived before Start
-	wg      sync.WaitGroup
+	// unlisted holds, for each gained slot not ready yet, the Owned
+	// resources (bit i for Owned[i]) that have not listed it yet.
+	unlisted map[int]uint32
 }
 
 // New returns a Cache; register handlers on its factories' informers and on
@@ -79,8 +81,10 @@ func New(cfg Config) *Cache {
 		Volcano: vcinformers.NewSharedInformerFactory(cfg.Volcano, cfg.Resync),
 		owned:   map[Resource]*Sharded{},
 	}
-	for _, r := range Owned {
+	c.unlisted = map[int]uint32{}
+	for i, r := range Owned {
 		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), c.log)
+		c.owned[r].OnListed(func(slots []int) { c.listed(i, slots) })
 	}
 	// Touch the cluster-wide informers so the factories start them.
 	c.Volcano.Batch().V1alpha1().Jobs().Informer()
@@ -126,9 +130,12 @@ func (c *Cache) Start(ctx context.Context) error {
 	return nil
 }
 
-// SlotsGained starts watching the owned objects of slots; once they are
-// listed it calls Config.SlotsReady.
+// SlotsGained starts watching the owned objects of slots; once every owned
+// resource has listed a slot, Config.SlotsReady learns it.
 func (c *Cache) SlotsGained(slots []int) {
+	if len(slots) == 0 {
+		return
+	}
 	c.mu.Lock()
 	ctx := c.ctx
 	if ctx == nil {
@@ -136,29 +143,56 @@ func (c *Cache) SlotsGained(slots []int) {
 		c.mu.Unlock()
 		return
 	}
-	c.mu.Unlock()
-	synced := make([]<-chan struct{}, 0, len(c.owned))
-	for _, r := range Owned {
-		synced = append(synced, c.owned[r].Gain(ctx, slots))
+	for _, n := range slots {
+		c.unlisted[n] = 1<<len(Owned) - 1
 	}
-	go func() {
-		for _, ch := range synced {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return
-			}
+	c.mu.Unlock()
+	for _, r := range Owned {
+		c.owned[r].Gain(ctx, slots)
+	}
+}
+
+// listed is told by the reflectors of Owned[i] that slots are listed. Slots
+// every resource has listed are ready. Readiness is kept per slot, not per
+// gain: a reflector that loses some of its slots before it lists starts over
+// on the rest, and those must still become ready.
+func (c *Cache) listed(i int, slots []int) {
+	var ready []int
+	c.mu.Lock()
+	for _, n := range slots {
+		left, ok := c.unlisted[n]
+		if !ok {
+			continue
 		}
-		if c.cfg.SlotsReady != nil {
-			c.cfg.SlotsReady(slots)
+		if left &^= 1 << i; left == 0 {
+			delete(c.unlisted, n)
+			ready = append(ready, n)
+		} else {
+			c.unlisted[n] = left
 		}
-	}()
+	}
+	ctx := c.ctx
+	c.mu.Unlock()
+	if len(ready) > 0 && c.cfg.SlotsReady != nil && ctx != nil && ctx.Err() == nil {
+		go c.cfg.SlotsReady(ready) // off the reflector's goroutine
+	}
 }
 
 // SlotsLost drops the owned objects of slots.
 func (c *Cache) SlotsLost(slots []int) {
 	c.mu.Lock()
+	for _, n := range slots {
+		delete(c.unlisted, n)
+	}
 	if c.ctx == nil {
+		// Not started: forget the slots in the gains held back for Start.
+		lost := make(map[int]bool, len(slots))
+		for _, n := range slots {
+			lost[n] = true
+		}
+		for i, gain := range c.pending {
+			c.pending[i] = slices.DeleteFunc(gain, func(n int) bool { return lost[n] })
+		}
 		c.mu.Unlock()
 		return
 	}

@@ -41,12 +41,23 @@ type Sharded struct {
 	newObj   func() runtime.Object
 	lw       ListWatchFunc
 	handlers []toolscache.ResourceEventHandler // fixed once a reflector runs
+	listed   func(slots []int)                 // fixed once a reflector runs
 	log      hclog.Logger
 	indexer  toolscache.Indexer
-	mu       sync.Mutex
+
+	// gate is held shared by every write of a reflector into the index, and
+	// exclusively by Lose while it takes slots out of scope: a write that
+	// has passed its scope check lands before the lost slots are dropped,
+	// and no write after that sees them in scope. So Lose never waits for a
+	// reflector to stop, which can take long: a reflector backing off from
+	// an API server that refuses connections checks its context only when
+	// the back-off ends (up to 30 s in client-go's watch-list mode).
+	gate sync.RWMutex
+
+	mu       sync.Mutex // guards what follows; taken after gate
 	owned    map[int]bool
-	batches  map[*slotBatch]bool
-	listings int // full lists (or initial watch streams) of a batch, for tests and metrics
+	batches  map[*slotBatch]bool // the live batches; a batch out of this map writes nothing
+	listings int                 // full lists (or initial watch streams) of a batch, for tests and metrics
 }
 
 // slotBatch is one reflector over a set of slots gained together.
@@ -54,9 +65,7 @@ type slotBatch struct {
 	slots  map[int]bool // still held
 	parent context.Context
 	cancel context.CancelFunc
-	synced chan struct{}
-	once   sync.Once
-	done   chan struct{}
+	listed bool // its first list has landed
 }
 
 // NewSharded returns the sharded view of a resource. newObj returns an empty
@@ -79,6 +88,12 @@ func (s *Sharded) AddHandler(h toolscache.ResourceEventHandler) {
 	s.handlers = append(s.handlers, h)
 }
 
+// OnListed sets what is told, once per batch, that the batch's first list
+// has landed: the slots it holds then have all their objects in the index. A
+// batch restarted by Lose over the slots it keeps tells again. Set it before
+// the first Gain.
+func (s *Sharded) OnListed(fn func(slots []int)) { s.listed = fn }
+
 // Indexer is the resource's index over the held slots. Read only.
 func (s *Sharded) Indexer() toolscache.Indexer { return s.indexer }
 
@@ -90,20 +105,20 @@ func (s *Sharded) Listings() int {
 	return s.listings
 }
 
-// Gain starts a reflector for slots and returns a channel closed once it
-// has listed them. ctx bounds the reflector's life.
-func (s *Sharded) Gain(ctx context.Context, slots []int) <-chan struct{} {
+// Gain starts a reflector for slots; OnListed learns when it has listed
+// them. ctx bounds the reflector's life.
+func (s *Sharded) Gain(ctx context.Context, slots []int) {
 	s.mu.Lock()
 	for _, n := range slots {
 		s.owned[n] = true
 	}
 	s.mu.Unlock()
-	return s.startBatch(ctx, slots).synced
+	s.startBatch(ctx, slots)
 }
 
 // startBatch runs a reflector over exactly slots.
-func (s *Sharded) startBatch(ctx context.Context, slots []int) *slotBatch {
-	b := &slotBatch{slots: map[int]bool{}, parent: ctx, synced: make(chan struct{}), done: make(chan struct{})}
+func (s *Sharded) startBatch(ctx context.Context, slots []int) {
+	b := &slotBatch{slots: map[int]bool{}, parent: ctx}
 	for _, n := range slots {
 		b.slots[n] = true
 	}
@@ -127,11 +142,7 @@ func (s *Sharded) startBatch(ctx context.Context, slots []int) *slotBatch {
 	r := toolscache.NewReflectorWithOptions(lw, s.newObj(), &batchStore{s: s, b: b}, toolscache.ReflectorOptions{
 		Name: fmt.Sprintf("%s[%d slots]", s.name, len(slots)),
 	})
-	go func() {
-		defer close(b.done)
-		r.RunWithContext(rctx)
-	}()
-	return b
+	go r.RunWithContext(rctx)
 }
 
 // Lose drops the objects of slots from the index, without events. A
@@ -141,6 +152,7 @@ func (s *Sharded) startBatch(ctx context.Context, slots []int) *slotBatch {
 // the slots it keeps again: losing slots costs a list, gaining them never
 // does.
 func (s *Sharded) Lose(slots []int) {
+	s.gate.Lock()
 	s.mu.Lock()
 	changed := map[*slotBatch]bool{}
 	for _, n := range slots {
@@ -156,15 +168,15 @@ func (s *Sharded) Lose(slots []int) {
 		delete(s.batches, b)
 	}
 	s.mu.Unlock()
-	for b := range changed {
-		b.cancel()
-		<-b.done
-	}
 	for _, n := range slots {
 		objs, _ := s.indexer.ByIndex(bySlot, strconv.Itoa(n))
 		for _, o := range objs {
 			_ = s.indexer.Delete(o)
 		}
+	}
+	s.gate.Unlock()
+	for b := range changed {
+		b.cancel() // it stops in its own time; out of s.batches it writes nothing
 	}
 	for b := range changed {
 		if len(b.slots) > 0 && b.parent.Err() == nil {
@@ -177,7 +189,8 @@ func (s *Sharded) Lose(slots []int) {
 	}
 }
 
-// Stop stops every reflector and drops everything.
+// Stop stops every reflector (they end in their own time, writing nothing
+// more) and drops everything.
 func (s *Sharded) Stop() {
 	s.mu.Lock()
 	slots := make([]int, 0, len(s.owned))
@@ -188,12 +201,6 @@ func (s *Sharded) Stop() {
 	s.Lose(slots)
 }
 
-func (s *Sharded) holds(slot int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.owned[slot]
-}
-
 // batchStore is what one reflector writes to: the shared index, limited to
 // the batch's held slots, with events to the handler.
 type batchStore struct {
@@ -201,19 +208,27 @@ type batchStore struct {
 	b *slotBatch
 }
 
+// inScope reports whether obj belongs to a slot the batch holds, and the
+// batch is live. Callers hold s.gate shared.
 func (bs *batchStore) inScope(obj interface{}) bool {
 	slot, ok := slotOf(obj)
-	if !ok || !bs.s.holds(slot) {
+	if !ok {
 		return false
 	}
 	bs.s.mu.Lock()
 	defer bs.s.mu.Unlock()
-	return bs.b.slots[slot]
+	return bs.s.batches[bs.b] && bs.s.owned[slot] && bs.b.slots[slot]
 }
 
 func (bs *batchStore) Add(obj interface{}) error { return bs.Update(obj) }
 
 func (bs *batchStore) Update(obj interface{}) error {
+	bs.s.gate.RLock()
+	defer bs.s.gate.RUnlock()
+	return bs.update(obj)
+}
+
+func (bs *batchStore) update(obj interface{}) error {
 	if !bs.inScope(obj) {
 		return nil
 	}
@@ -235,6 +250,8 @@ func (bs *batchStore) Update(obj interface{}) error {
 }
 
 func (bs *batchStore) Delete(obj interface{}) error {
+	bs.s.gate.RLock()
+	defer bs.s.gate.RUnlock()
 	old, exists, err := bs.s.indexer.Get(obj)
 	if err != nil || !exists {
 		return err
@@ -254,15 +271,23 @@ func (bs *batchStore) Delete(obj interface{}) error {
 // Replace is a (re)list of the batch's slots: objects of those slots that
 // are not in the list are gone.
 func (bs *batchStore) Replace(list []interface{}, _ string) error {
+	bs.s.gate.RLock()
+	defer bs.s.gate.RUnlock()
 	bs.s.mu.Lock()
-	bs.s.listings++
+	live := bs.s.batches[bs.b]
+	if live {
+		bs.s.listings++
+	}
 	bs.s.mu.Unlock()
+	if !live {
+		return nil
+	}
 	seen := make(map[string]bool, len(list))
 	for _, obj := range list {
 		if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
 			seen[key] = true
 		}
-		if err := bs.Add(obj); err != nil {
+		if err := bs.update(obj); err != nil {
 			return err
 		}
 	}
@@ -271,7 +296,10 @@ func (bs *batchStore) Replace(list []interface{}, _ string) error {
 	for n := range bs.b.slots {
 		slots = append(slots, n)
 	}
+	first := !bs.b.listed
+	bs.b.listed = true
 	bs.s.mu.Unlock()
+	sort.Ints(slots)
 	for _, n := range slots {
 		objs, _ := bs.s.indexer.ByIndex(bySlot, strconv.Itoa(n))
 		for _, o := range objs {
@@ -283,7 +311,9 @@ func (bs *batchStore) Replace(list []interface{}, _ string) error {
 			}
 		}
 	}
-	bs.b.once.Do(func() { close(bs.b.synced) })
+	if first && bs.s.listed != nil {
+		bs.s.listed(slots)
+	}
 	return nil
 }
 
