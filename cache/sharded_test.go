@@ -19,24 +19,23 @@ import (
 	"github.com/ringfire/ringfire/shard"
 )
 
-// stuckFirstList is a list-watch whose first list hangs, deaf to its
-// context, until release is closed (a reflector backing off from an API
-// server that went away), and then answers with what it would have listed
-// then. Later lists answer at once. Watches stay open and quiet.
-type stuckFirstList struct {
+// stuckList is a list-watch whose lists of a selector naming slot stuck
+// hang, deaf to their context, until release gives them way (a reflector
+// backing off from an API server that went away), and then answer with what
+// they would have listed then. Other lists answer at once. Watches stay open
+// and quiet.
+type stuckList struct {
+	stuck   int
+	entered chan struct{} // closed when the first stuck list begins
+	once    sync.Once
 	release chan struct{}
-	mu      sync.Mutex
-	lists   int
 }
 
-func (l *stuckFirstList) funcs() cache.ListWatchFunc {
+func (l *stuckList) funcs() cache.ListWatchFunc {
 	return cache.ListWatchFunc{
 		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			l.mu.Lock()
-			l.lists++
-			first := l.lists == 1
-			l.mu.Unlock()
-			if first {
+			if slices.Contains(slotsOfSelector(opts.LabelSelector), l.stuck) {
+				l.once.Do(func() { close(l.entered) })
 				<-l.release
 			}
 			return podsOfSelector(opts.LabelSelector), nil
@@ -56,12 +55,21 @@ type watchListError struct{}
 
 func (*watchListError) Error() string { return "watch-list not supported here" }
 
+// slotsOfSelector returns the slots of a "slot in (…)" selector.
+func slotsOfSelector(selector string) []int {
+	inner := selector[strings.Index(selector, "(")+1 : strings.LastIndex(selector, ")")]
+	var slots []int
+	for _, f := range strings.Split(inner, ",") {
+		slot, _ := strconv.Atoi(strings.TrimSpace(f))
+		slots = append(slots, slot)
+	}
+	return slots
+}
+
 // podsOfSelector returns two pods for each slot of a "slot in (…)" selector.
 func podsOfSelector(selector string) *corev1.PodList {
 	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-	inner := selector[strings.Index(selector, "(")+1 : strings.LastIndex(selector, ")")]
-	for _, f := range strings.Split(inner, ",") {
-		slot, _ := strconv.Atoi(strings.TrimSpace(f))
+	for _, slot := range slotsOfSelector(selector) {
 		for i := range 2 {
 			list.Items = append(list.Items, *pod(slot, i))
 		}
@@ -74,8 +82,7 @@ func podsOfSelector(selector string) *corev1.PodList {
 // wait for the old reflector, which may hang in a back-off for long, and
 // what that reflector lists late never enters the index.
 func TestShardedKeptSlotsOfAnUnlistedBatchGetListed(t *testing.T) {
-	lw := &stuckFirstList{release: make(chan struct{})}
-	defer close(lw.release)
+	lw := &stuckList{stuck: 2, entered: make(chan struct{}), release: make(chan struct{})}
 	s := cache.NewSharded("pods", func() runtime.Object { return &corev1.Pod{} }, lw.funcs(), hclog.NewNullLogger())
 	listed := make(chan []int, 4)
 	s.OnListed(func(slots []int) { listed <- slots })
@@ -83,6 +90,11 @@ func TestShardedKeptSlotsOfAnUnlistedBatchGetListed(t *testing.T) {
 	defer cancel()
 
 	s.Gain(ctx, []int{1, 2, 3})
+	select {
+	case <-lw.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reflector of slots [1 2 3] did not list within 10s")
+	}
 	lost := make(chan struct{})
 	go func() { defer close(lost); s.Lose([]int{2}) }()
 	select {
@@ -102,7 +114,7 @@ func TestShardedKeptSlotsOfAnUnlistedBatchGetListed(t *testing.T) {
 		t.Fatalf("pods of slots %v in the index, want [1 3]", got)
 	}
 
-	lw.release <- struct{}{} // the old reflector's list lands now, late
+	close(lw.release) // the old reflector's list lands now, late
 	time.Sleep(200 * time.Millisecond)
 	if got := slotsOfIndex(s); !slices.Equal(got, []int{1, 3}) {
 		t.Fatalf("after the stale list: pods of slots %v in the index, want [1 3]", got)

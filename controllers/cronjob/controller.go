@@ -21,6 +21,7 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	batchlisters "volcano.sh/apis/pkg/client/listers/batch/v1alpha1"
 
+	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -61,7 +62,7 @@ type Controller struct {
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
 	metrics  *metrics
-	written  writtenCronJobs
+	written  cache.Written[*batch.CronJob]
 	memory   keyMemory
 }
 
@@ -209,7 +210,7 @@ func (c *Controller) onCronJobDelete(obj any) {
 	}
 	if cj, ok := obj.(*batch.CronJob); ok {
 		key := cj.Namespace + "/" + cj.Name
-		c.written.forget(key)
+		c.written.Forget(key)
 		c.memory.forget(key)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
 // keyMemory is what the controller remembers per CronJob between reconciles: the wake-up it
@@ -81,48 +79,4 @@ func (m *keyMemory) forgetWhere(match func(key string) bool) {
 			delete(m.keys, key)
 		}
 	}
-}
-
-// writtenCronJobs remembers the CronJob each status write returned until the informer has
-// caught up, so that the next reconcile (often at once, on the event of the Job just made)
-// reads the status it just wrote rather than the older cached one: it would not see the new
-// Job in status.active, and its own write would only fail on a resourceVersion conflict.
-type writtenCronJobs struct {
-	mu   sync.Mutex
-	jobs map[string]writtenCronJob
-}
-
-type writtenCronJob struct {
-	from string // the resourceVersion the write replaced
-	cj   *batch.CronJob
-}
-
-func (w *writtenCronJobs) remember(from string, cj *batch.CronJob) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.jobs == nil {
-		w.jobs = map[string]writtenCronJob{}
-	}
-	w.jobs[cj.Namespace+"/"+cj.Name] = writtenCronJob{from: from, cj: cj}
-}
-
-// latest returns the written CronJob if the cache still holds the version it replaced, else
-// the cached one.
-func (w *writtenCronJobs) latest(cached *batch.CronJob) *batch.CronJob {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	key := cached.Namespace + "/" + cached.Name
-	if wc, ok := w.jobs[key]; ok {
-		if wc.from == cached.ResourceVersion {
-			return wc.cj
-		}
-		delete(w.jobs, key)
-	}
-	return cached
-}
-
-func (w *writtenCronJobs) forget(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.jobs, key)
 }

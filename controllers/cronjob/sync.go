@@ -39,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("get cronjob %s: %w", key, err)
 	}
-	base := c.written.latest(cached)
+	base := c.written.Latest(cached.Namespace+"/"+cached.Name, cached)
 	jobs, err := c.jobsOf(base)
 	if err != nil {
 		return 0, err
@@ -322,6 +322,6 @@ func (c *Controller) writeStatus(ctx context.Context, base *batch.CronJob, statu
 	if err != nil {
 		return fmt.Errorf("update status of cronjob %s/%s: %w", base.Namespace, base.Name, err)
 	}
-	c.written.remember(base.ResourceVersion, got)
+	c.written.Remember(got.Namespace+"/"+got.Name, base.ResourceVersion, got)
 	return nil
 }

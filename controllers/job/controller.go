@@ -63,7 +63,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
-	written  writtenJobs
+	written  cache.Written[*batch.Job]
 	delays   delays
 	// taken holds the UIDs of the Commands this replica deleted (taken);
 	// entries older than takenMemory are dropped.
@@ -114,7 +114,6 @@ func New(cfg Config) (*Controller, error) {
 		cfg.PodParallelism = 16
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.Named("job"), metrics: newMetrics(cfg.Registerer)}
-	c.written.jobs = map[string]writtenJob{}
 	c.delays.byKey = map[string]map[string]uint64{}
 
 	c.events = record.NewBroadcaster()
@@ -226,7 +225,7 @@ func (c *Controller) onJobDelete(obj any) {
 	}
 	if job, ok := obj.(*batch.Job); ok {
 		c.delays.forget(keyOf(job))
-		c.written.forget(keyOf(job))
+		c.written.Forget(keyOf(job))
 	}
 }
 
@@ -395,53 +394,6 @@ func describe(req request) string {
 }
 
 func keyOf(job *batch.Job) string { return job.Namespace + "/" + job.Name }
-
-// writtenJobs remembers the Job each status write returned until the cache
-// has caught up, so that the next request does not decide on a Job older
-// than the one it just wrote. Writes can chain before the cache sees the
-// first: each remembers every version it (transitively) replaced.
-type writtenJobs struct {
-	mu   sync.Mutex
-	jobs map[string]writtenJob
-}
-
-type writtenJob struct {
-	replaced map[string]bool // resourceVersions the written Job supersedes
-	job      *batch.Job
-}
-
-func (w *writtenJobs) remember(key, from string, job *batch.Job) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	replaced := map[string]bool{from: true}
-	if prev, ok := w.jobs[key]; ok && prev.job.ResourceVersion == from {
-		for rv := range prev.replaced {
-			replaced[rv] = true
-		}
-		replaced[prev.job.ResourceVersion] = true
-	}
-	w.jobs[key] = writtenJob{replaced: replaced, job: job}
-}
-
-// latest returns the written Job while the cache holds a version it
-// replaced, else the cached one.
-func (w *writtenJobs) latest(key string, cached *batch.Job) *batch.Job {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if wj, ok := w.jobs[key]; ok {
-		if wj.replaced[cached.ResourceVersion] {
-			return wj.job
-		}
-		delete(w.jobs, key)
-	}
-	return cached
-}
-
-func (w *writtenJobs) forget(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.jobs, key)
-}
 
 // delays tracks the actions policy timeouts postponed, so that a pod that
 // recovers, or a later action, cancels them.

@@ -38,7 +38,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		c.delays.forget(key)
 		return nil
 	}
-	job := c.written.latest(key, info.Job)
+	job := c.written.Latest(key, info.Job)
 	if job.DeletionTimestamp != nil {
 		return nil
 	}
@@ -317,7 +317,7 @@ func (c *Controller) updateStatus(ctx context.Context, key string, job, updated 
 	if err != nil {
 		return fmt.Errorf("update status: %w", err)
 	}
-	c.written.remember(key, job.ResourceVersion, written)
+	c.written.Remember(key, job.ResourceVersion, written)
 	return nil
 }
 

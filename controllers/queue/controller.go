@@ -21,6 +21,7 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
+	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -65,7 +66,7 @@ type Controller struct {
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
 	metrics  *metrics
-	written  writtenQueues
+	written  cache.Written[*scheduling.Queue]
 	pace     *pacer
 	taken    takenCommands
 }
@@ -219,7 +220,7 @@ func (c *Controller) onQueueDelete(obj any) {
 		obj = d.Obj
 	}
 	if q, ok := obj.(*scheduling.Queue); ok {
-		c.written.forget(q.Name)
+		c.written.Forget(q.Name)
 		c.pace.forget(q.Name)
 	}
 }

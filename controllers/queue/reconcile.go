@@ -33,7 +33,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 	if err != nil {
 		return fmt.Errorf("get queue %s: %w", name, err)
 	}
-	queue := c.written.latest(cached)
+	queue := c.written.Latest(cached.Name, cached)
 	counts, err := countPodGroups(c.pgInf.GetIndexer(), name)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (c *Controller) writeStatus(ctx context.Context, queue *scheduling.Queue, s
 	if err != nil {
 		return fmt.Errorf("update status of queue %s: %w", queue.Name, err)
 	}
-	c.written.remember(queue.ResourceVersion, got)
+	c.written.Remember(got.Name, queue.ResourceVersion, got)
 	c.pace.wrote(queue.Name, time.Now())
 	c.metrics.statusWrites.Inc()
 	from, to := queue.Status.State, status.State
