@@ -5,21 +5,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/e2e/cluster"
-	"github.com/ringfire/ringfire/e2e/stack"
 )
 
 // newJob is a Job of one task of pods pods that each run for run on a KWOK
@@ -103,42 +98,4 @@ func countPhases(phases map[string]batch.JobPhase, names []string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
-}
-
-// podCreations counts, from a watch on the API server, the distinct pods
-// (UIDs) created under each pod name.
-type podCreations struct {
-	mu   sync.Mutex
-	uids map[string]map[types.UID]bool
-}
-
-func watchPodCreations(t *testing.T, kube kubernetes.Interface) *podCreations {
-	pc := &podCreations{uids: map[string]map[types.UID]bool{}}
-	stack.WatchPods(t, kube, ns, func(ev watch.EventType, pod *corev1.Pod) {
-		if ev != watch.Added {
-			return
-		}
-		pc.mu.Lock()
-		defer pc.mu.Unlock()
-		if pc.uids[pod.Name] == nil {
-			pc.uids[pod.Name] = map[types.UID]bool{}
-		}
-		pc.uids[pod.Name][pod.UID] = true
-	})
-	return pc
-}
-
-// twice returns the pod names created more than once, and the count of pods
-// created.
-func (pc *podCreations) twice() (names []string, total int) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for name, uids := range pc.uids {
-		total += len(uids)
-		if len(uids) > 1 {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names, total
 }

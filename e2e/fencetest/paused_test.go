@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/procs"
+	"github.com/ringfire/ringfire/e2e/stack"
 )
 
 // The load and the pause.
@@ -61,7 +62,7 @@ func TestPausedReplicaLandsNoStaleWrite(t *testing.T) {
 	bin := procs.Build(t)
 	w := startWorld(t, bin, []replicaOptions{{}, {QPS: pausedQPS}, {}})
 	p := w.replica(t, paused)
-	creations := watchPodCreations(t, w.kube)
+	creations := stack.WatchPodCreations(t, w.kube, ns)
 
 	jobs := make([]*batch.Job, jobCount)
 	names := make([]string, jobCount)
@@ -116,7 +117,7 @@ func TestPausedReplicaLandsNoStaleWrite(t *testing.T) {
 
 	checkTakeover(t, atEnd, pz, fenced)
 	checkWrites(t, rec, tenures, pz)
-	twice, total := creations.twice()
+	twice, total := creations.Twice()
 	if len(twice) > 0 {
 		t.Errorf("%d pod names were created more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}

@@ -6,48 +6,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
 )
-
-// podCreations counts, from a watch on the API server, the distinct pods
-// (UIDs) created under each pod name.
-type podCreations struct {
-	mu   sync.Mutex
-	uids map[string]map[types.UID]bool
-}
-
-func watchPodCreations(s *stack.Stack) *podCreations {
-	pc := &podCreations{uids: map[string]map[types.UID]bool{}}
-	s.WatchPods(ns, func(ev watch.EventType, pod *corev1.Pod) {
-		if ev != watch.Added {
-			return
-		}
-		pc.mu.Lock()
-		defer pc.mu.Unlock()
-		if pc.uids[pod.Name] == nil {
-			pc.uids[pod.Name] = map[types.UID]bool{}
-		}
-		pc.uids[pod.Name][pod.UID] = true
-	})
-	return pc
-}
-
-func (pc *podCreations) twice() (names []string, total int) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for name, uids := range pc.uids {
-		total += len(uids)
-		if len(uids) > 1 {
-			names = append(names, name)
-		}
-	}
-	return names, total
-}
 
 // Three replicas share 300 Jobs; one is killed mid-run. Every Job still
 // completes, no pod is created twice, and no Job was reconciled by two
@@ -55,7 +17,7 @@ func (pc *podCreations) twice() (names []string, total int) {
 func TestKillReplicaUnderLoad(t *testing.T) {
 	const jobs = 300
 	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 8, StandIn: true})
-	creations := watchPodCreations(s)
+	creations := stack.WatchPodCreations(t, s.Kube, ns)
 
 	var wg sync.WaitGroup
 	work := make(chan int)
@@ -82,7 +44,7 @@ func TestKillReplicaUnderLoad(t *testing.T) {
 	for i := range jobs {
 		s.WaitPhase(ns, fmt.Sprintf("load-%03d", i), time.Until(deadline), batch.Completed)
 	}
-	twice, total := creations.twice()
+	twice, total := creations.Twice()
 	if len(twice) > 0 {
 		t.Errorf("%d pod names were created more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}
