@@ -27,7 +27,7 @@ crds: ## regenerate deploy/crds/ from the volcano.sh/apis types (controller-gen,
 test: tools ## the whole suite under -race, as CI runs it
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) -exec /bin/true $(PKGS) >/dev/null # build every test binary, in parallel
-	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test $(TESTFLAGS) -p 1 $(PKGS) # run them one package at a time
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 e2e/run-suite.sh $(TESTFLAGS) -- $(PKGS) # one package at a time, the CronJob suite beside them
 
 bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, allocation
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./shard/ ./controllers/...
