@@ -85,12 +85,16 @@ func jobNames(vc *vcfake.Clientset) string {
 // A replica starts the Jobs of the CronJobs of its slots only; a slot it gains has its
 // CronJobs looked at at once; a Job's phase change brings its CronJob's status up to date.
 func TestControllerOnHeldSlotsAndJobEvents(t *testing.T) {
-	created := time.Now().Add(-90 * time.Second)
-	held, other := newCronJob("held", "* * * * *", created), (*batch.CronJob)(nil)
+	// Once a day, at a minute just passed: exactly one time is due now, and no other comes
+	// while the test runs (the clock is real).
+	now := time.Now().UTC()
+	created, due := now.Add(-3*time.Minute), now.Add(-time.Minute)
+	daily := fmt.Sprintf("%d %d * * *", due.Minute(), due.Hour())
+	held, other := newCronJob("held", daily, created), (*batch.CronJob)(nil)
 	for i := 0; other == nil; i++ {
 		name := fmt.Sprintf("other-%d", i)
 		if shard.SlotOf(ns+"/"+name, 64) != shard.SlotOf(ns+"/held", 64) {
-			other = newCronJob(name, "* * * * *", created)
+			other = newCronJob(name, daily, created)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,19 @@ var cronJobKind = batch.SchemeGroupVersion.WithKind("CronJob")
 // slot, finds it AlreadyExists.
 func JobName(cronJobName string, scheduled time.Time) string {
 	return fmt.Sprintf("%s-%d", cronJobName, scheduled.Unix()/60)
+}
+
+// ScheduledTime is the time a Job of the CronJob was started for: from the annotation
+// JobFor writes, else from the minute in its name. ok is false for a Job that shows neither.
+func ScheduledTime(cronJobName string, job *batch.Job) (time.Time, bool) {
+	if at, err := time.Parse(time.RFC3339, job.Annotations[batch.CronJobScheduledTimestampAnnotation]); err == nil {
+		return at, true
+	}
+	minutes, err := strconv.ParseInt(strings.TrimPrefix(job.Name, cronJobName+"-"), 10, 64)
+	if err != nil || !strings.HasPrefix(job.Name, cronJobName+"-") {
+		return time.Time{}, false
+	}
+	return time.Unix(minutes*60, 0), true
 }
 
 // JobFor is the Job the CronJob starts for a scheduled time: the template's labels,

@@ -63,6 +63,12 @@ func ParseSchedule(spec batch.CronJobSpec) (s Schedule, tzPrefix bool, err error
 			"unparseable schedule %q: %v; spec.schedule takes five fields (minute hour day-of-month month day-of-week, e.g. \"*/5 * * * *\") or a descriptor (@yearly, @monthly, @weekly, @daily, @hourly, @every 10m)",
 			spec.Schedule, err)}
 	}
+	// A Job's name holds the minute of its time, so two times within a minute would be one
+	// Job, and the second silently skipped.
+	if every, ok := s.Schedule.(cron.ConstantDelaySchedule); ok && every.Delay < time.Minute {
+		return s, tzPrefix, &scheduleError{reason: "InvalidSchedule", msg: fmt.Sprintf(
+			"schedule %q runs more often than once a minute, the finest a CronJob can start Jobs: set spec.schedule to @every 1m or more", spec.Schedule)}
+	}
 	return s, tzPrefix, nil
 }
 
@@ -125,22 +131,6 @@ func startingDeadlinePassed(spec batch.CronJobSpec, scheduled, now time.Time) bo
 		return false
 	}
 	return scheduled.Add(time.Duration(*spec.StartingDeadlineSeconds) * time.Second).Before(now)
-}
-
-// earliestUnmet is the moment after which schedule times count as unmet: the last schedule
-// time, else the creation time, and never further back than startingDeadlineSeconds (older
-// times could not start anyway, and skipping them bounds the walk).
-func earliestUnmet(cj *batch.CronJob, now time.Time) time.Time {
-	since := cj.CreationTimestamp.Time
-	if cj.Status.LastScheduleTime != nil {
-		since = cj.Status.LastScheduleTime.Time
-	}
-	if d := cj.Spec.StartingDeadlineSeconds; d != nil {
-		if floor := now.Add(-time.Duration(*d) * time.Second); floor.After(since) {
-			since = floor
-		}
-	}
-	return since
 }
 
 // untilNext is how long to wait from now for the reconcile at the next schedule time.

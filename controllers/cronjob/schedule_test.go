@@ -58,6 +58,9 @@ func TestParseSchedule(t *testing.T) {
 		{schedule: "* * * * *", tz: ptr.To("Mars/Olympus"), reason: "UnknownTimeZone"},
 		{schedule: "* * * * *", tz: ptr.To(""), reason: "UnknownTimeZone"},
 		{schedule: "* * * * *", tz: ptr.To("Local"), reason: "UnknownTimeZone"},
+		// Job names hold the minute: more than one time a minute cannot be started.
+		{schedule: "@every 30s", reason: "InvalidSchedule"},
+		{schedule: "@every 1m", next: "2026-01-15T10:18:00Z"},
 	} {
 		s, prefix, err := ParseSchedule(batch.CronJobSpec{Schedule: tc.schedule, TimeZone: tc.tz})
 		if prefix != tc.prefix {

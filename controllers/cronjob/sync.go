@@ -54,11 +54,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return wait, syncErr
 }
 
-// syncCronJob decides and acts for cj, whose status it updates in place.
+// syncCronJob decides and acts for cj, whose status it updates in place. Finished Jobs
+// beyond the history limits are deleted last, and a failure there does not hold back
+// scheduling: it is reported and tried again at the next reconcile.
 func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) (time.Duration, error) {
-	if err := c.accountJobs(ctx, cj, jobs); err != nil {
-		return 0, err
-	}
+	recorded := cj.Status.LastScheduleTime.DeepCopy() // as the API server has it
+	history := c.accountJobs(ctx, cj, jobs)
+	defer c.cleanHistory(ctx, cj, history, recorded)
 	if cj.DeletionTimestamp != nil {
 		return 0, nil
 	}
@@ -69,12 +71,12 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 		c.recorder.Event(cj, corev1.EventTypeWarning, se.reason, se.msg)
 		return 0, nil
 	}
+	if ptr.Deref(cj.Spec.Suspend, false) {
+		return 0, nil
+	}
 	if tzPrefix {
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnsupportedSchedule",
 			"CRON_TZ or TZ in schedule %q is not officially supported and spec.timeZone is ignored: move the zone to spec.timeZone", cj.Spec.Schedule)
-	}
-	if ptr.Deref(cj.Spec.Suspend, false) {
-		return 0, nil
 	}
 	now := c.clock.Now()
 	wait, ok := untilNext(sched, now)
@@ -103,8 +105,7 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 		}
 		return wait, nil
 	}
-	jobName := JobName(cj.Name, scheduled)
-	if activeHasName(&cj.Status, jobName) || (cj.Status.LastScheduleTime != nil && cj.Status.LastScheduleTime.Equal(&metav1.Time{Time: scheduled})) {
+	if activeHasName(&cj.Status, JobName(cj.Name, scheduled)) {
 		return wait, nil
 	}
 	switch cj.Spec.ConcurrencyPolicy {
@@ -119,7 +120,7 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 		}
 	case batch.ReplaceConcurrent:
 		for _, ref := range slices.Clone(cj.Status.Active) {
-			if err := c.deleteJob(ctx, cj, ref.Name, ref.UID); err != nil {
+			if err := c.deleteJob(ctx, cj, ref.Name, ref.UID, ""); err != nil {
 				return 0, err
 			}
 		}
@@ -169,14 +170,21 @@ func (c *Controller) noteMissed(cj *batch.CronJob, key string, sched Schedule, s
 		"too many missed start times (more than 100); only the latest is started. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 }
 
-// accountJobs brings status.active and lastSuccessfulTime up to date with the Jobs, and
-// deletes the finished Jobs beyond the history limits.
-func (c *Controller) accountJobs(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) error {
+// accountJobs brings status.active, lastScheduleTime and lastSuccessfulTime up to date with
+// the Jobs, and returns the finished Jobs beyond the history limits, to delete.
+//
+// lastScheduleTime moves up to the newest time a Job exists for: an earlier owner of the
+// slot may have made that Job and lost the slot (or failed its status write) before
+// recording the time, and that time must not be found unmet and run again.
+func (c *Controller) accountJobs(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) []*batch.Job {
 	st := &cj.Status
 	owned := make(map[types.UID]bool, len(jobs))
 	var succeeded, failed []*batch.Job
 	for _, job := range jobs {
 		owned[job.UID] = true
+		if at, ok := ScheduledTime(cj.Name, job); ok && (st.LastScheduleTime == nil || at.After(st.LastScheduleTime.Time)) {
+			st.LastScheduleTime = &metav1.Time{Time: at}
+		}
 		done, ok := finished(job)
 		switch {
 		case !done && !activeHas(st, job.UID):
@@ -203,17 +211,25 @@ func (c *Controller) accountJobs(ctx context.Context, cj *batch.CronJob, jobs []
 			failed = append(failed, job)
 		}
 	}
-	if err := c.dropMissing(ctx, cj, owned); err != nil {
-		return err
-	}
-	old := append(beyondHistory(succeeded, limitOr(cj.Spec.SuccessfulJobsHistoryLimit, defaultSuccessfulHistory)),
+	c.dropMissing(ctx, cj, owned)
+	return append(beyondHistory(succeeded, limitOr(cj.Spec.SuccessfulJobsHistoryLimit, defaultSuccessfulHistory)),
 		beyondHistory(failed, limitOr(cj.Spec.FailedJobsHistoryLimit, defaultFailedHistory))...)
-	for _, job := range old {
-		if err := c.deleteJob(ctx, cj, job.Name, job.UID); err != nil {
-			return err
+}
+
+// cleanHistory deletes the finished Jobs beyond the history limits, except a Job whose time
+// the API server does not have as lastScheduleTime yet: if the status write of this
+// reconcile failed, the next one would find that time unmet and run it again. Such a Job
+// goes at a later reconcile. A failed delete is reported (FailedDelete event) and tried
+// again then.
+func (c *Controller) cleanHistory(ctx context.Context, cj *batch.CronJob, history []*batch.Job, recorded *metav1.Time) {
+	for _, job := range history {
+		if at, ok := ScheduledTime(cj.Name, job); ok && (recorded == nil || at.After(recorded.Time)) {
+			continue
+		}
+		if err := c.deleteJob(ctx, cj, job.Name, job.UID, job.ResourceVersion); err != nil {
+			c.log.Warn("cannot delete a finished job beyond the history limit; will retry", "cronjob", cj.Namespace+"/"+cj.Name, "job", job.Name, "error", err)
 		}
 	}
-	return nil
 }
 
 func limitOr(limit *int32, def int32) int32 {
@@ -224,8 +240,9 @@ func limitOr(limit *int32, def int32) int32 {
 }
 
 // dropMissing removes from status.active the Jobs that no longer exist. The informer may lag
-// behind a Job just made, so a Job it lacks is asked of the API server before it is dropped.
-func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned map[types.UID]bool) error {
+// behind a Job just made, so a Job it lacks is asked of the API server before it is dropped;
+// one the API server cannot tell about now stays, and is asked about again next time.
+func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned map[types.UID]bool) {
 	for _, ref := range slices.Clone(cj.Status.Active) {
 		if owned[ref.UID] {
 			continue
@@ -236,21 +253,25 @@ func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned m
 			dropActive(&cj.Status, ref.UID)
 			c.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %s", ref.Name)
 		case err != nil:
-			return fmt.Errorf("get active job %s/%s: %w", cj.Namespace, ref.Name, err)
+			c.log.Warn("cannot tell whether an active job still exists; kept in status.active", "cronjob", cj.Namespace+"/"+cj.Name, "job", ref.Name, "error", err)
 		}
 	}
-	return nil
 }
 
 // deleteJob deletes one of the CronJob's Jobs, its pods in the background, and drops it from
 // status.active. The UID precondition makes it delete that Job only, never a later one of the
-// same name; a Job already gone counts as deleted.
-func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name string, uid types.UID) error {
+// same name; with a resourceVersion (history) also only as it was seen, so a stale owner's
+// view deletes nothing that changed since. A Job already gone counts as deleted.
+func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name string, uid types.UID, rv string) error {
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
+	pre := &metav1.Preconditions{UID: &uid}
+	if rv != "" {
+		pre.ResourceVersion = &rv
+	}
 	err := c.cfg.Volcano.BatchV1alpha1().Jobs(cj.Namespace).Delete(ctx, name, metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &uid},
+		Preconditions:     pre,
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 	})
 	switch {

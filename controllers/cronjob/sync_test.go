@@ -664,3 +664,55 @@ func TestSyncCountsMissedTimesOnce(t *testing.T) {
 		t.Errorf("wrote %v", got)
 	}
 }
+
+// A Job made for a time the status does not show yet (its maker lost the slot, or its status
+// write failed) is that time's run: the time is recorded, the Job is not deleted as history
+// until the API server has the time, and the time is never run a second time.
+func TestSyncNeverRunsATimeTwice(t *testing.T) {
+	f := newFixture(t, t0.Add(time.Minute+30*time.Second))
+	cj := newCronJob("h0", "* * * * *", t0.Add(-time.Second))
+	cj.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
+	cj.Status.LastScheduleTime = &metav1.Time{Time: t0}
+	done := ownedJob(cj, t0.Add(time.Minute), batch.Completed, t0.Add(time.Minute+20*time.Second))
+	f.add(cj, done)
+
+	f.mustSync("h0")
+	got := f.writes()
+	if !slices.Equal(got, []string{"update cronjobs/status h0"}) {
+		t.Fatalf("first sync wrote %v, want only the status (the 10:01 Job kept until the status has 10:01)", got)
+	}
+	if st := f.cronJob("h0").Status; st.LastScheduleTime == nil || !st.LastScheduleTime.Equal(&metav1.Time{Time: t0.Add(time.Minute)}) {
+		t.Fatalf("lastScheduleTime %v, want 10:01 from the existing Job", st.LastScheduleTime)
+	}
+	f.catchUp()
+	f.mustSync("h0")
+	if got := f.writes(); !slices.Equal(got, []string{"delete jobs " + done.Name}) {
+		t.Fatalf("second sync wrote %v, want the history delete only", got)
+	}
+	f.catchUp()
+	f.mustSync("h0")
+	if got := f.writes(); len(got) != 0 {
+		t.Fatalf("third sync wrote %v, want nothing: 10:01 has run", got)
+	}
+}
+
+// A history delete the API server refuses does not hold scheduling back: the Job of the
+// time is still made, and the refusal is reported.
+func TestSyncHistoryDeleteFailureDoesNotBlockScheduling(t *testing.T) {
+	f := newFixture(t, t0.Add(2*time.Minute+30*time.Second))
+	cj := newCronJob("hf", "* * * * *", t0.Add(-time.Second))
+	cj.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
+	cj.Status.LastScheduleTime = &metav1.Time{Time: t0.Add(time.Minute)}
+	old := ownedJob(cj, t0.Add(time.Minute), batch.Completed, t0.Add(time.Minute+20*time.Second))
+	f.add(cj, old)
+	f.vc.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}, old.Name, errors.New("denied by policy"))
+	})
+	f.mustSync("hf")
+	if _, ok := f.job(JobName("hf", t0.Add(2*time.Minute))); !ok {
+		t.Fatalf("the 10:02 Job was not made; writes %v", f.writes())
+	}
+	if ev := f.eventsSeen(); !has(ev, "FailedDelete") {
+		t.Errorf("no FailedDelete event for the refused history delete; events %v", ev)
+	}
+}
