@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,7 +47,8 @@ type Config struct {
 	Volcano vcclient.Interface
 	Logger  hclog.Logger
 	// SlotsReady is called once the owned objects of newly gained slots are
-	// listed: the controllers enqueue the slots' Jobs then.
+	// listed: the controllers enqueue the slots' Jobs then. It runs on a
+	// reflector's goroutine and must not block.
 	SlotsReady func(slots []int)
 	// Resync of the cluster-wide informers; 0 disables it.
 	Resync time.Duration
@@ -59,6 +61,8 @@ type Cache struct {
 	Kube    informers.SharedInformerFactory
 	Volcano vcinformers.SharedInformerFactory
 	owned   map[Resource]*Sharded
+
+	synced atomic.Bool // the cluster-wide informers have listed
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Start
@@ -103,6 +107,7 @@ func (c *Cache) Owned(r Resource) *Sharded { return c.owned[r] }
 func (c *Cache) Start(ctx context.Context) error {
 	c.Kube.Start(ctx.Done())
 	c.Volcano.Start(ctx.Done())
+	go c.remindWhileListing(ctx)
 	for typ, ok := range c.Volcano.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v did not sync: %w", typ, errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
@@ -113,14 +118,16 @@ func (c *Cache) Start(ctx context.Context) error {
 			return fmt.Errorf("cache of %v did not sync: %w", typ, ctx.Err())
 		}
 	}
+	// The gains held back are started under the lock, so a SlotsLost cannot come between
+	// and be overtaken by a replayed gain of the same slot.
 	c.mu.Lock()
 	c.ctx = ctx
-	pending := c.pending
+	for _, slots := range c.pending {
+		c.gainLocked(ctx, slots)
+	}
 	c.pending = nil
 	c.mu.Unlock()
-	for _, slots := range pending {
-		c.SlotsGained(slots)
-	}
+	c.synced.Store(true)
 	go func() {
 		<-ctx.Done()
 		for _, s := range c.owned {
@@ -133,22 +140,48 @@ func (c *Cache) Start(ctx context.Context) error {
 // SlotsGained starts watching the owned objects of slots; once every owned
 // resource has listed a slot, Config.SlotsReady learns it.
 func (c *Cache) SlotsGained(slots []int) {
-	if len(slots) == 0 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		c.pending = append(c.pending, slices.Clone(slots))
 		return
 	}
-	c.mu.Lock()
-	ctx := c.ctx
-	if ctx == nil {
-		c.pending = append(c.pending, slices.Clone(slots))
-		c.mu.Unlock()
+	c.gainLocked(c.ctx, slots)
+}
+
+// gainLocked starts the reflectors of slots; c.mu is held.
+func (c *Cache) gainLocked(ctx context.Context, slots []int) {
+	if len(slots) == 0 {
 		return
 	}
 	for _, n := range slots {
 		c.unlisted[n] = 1<<len(Owned) - 1
 	}
-	c.mu.Unlock()
 	for _, r := range Owned {
 		c.owned[r].Gain(ctx, slots)
+	}
+}
+
+// Synced reports whether the cluster-wide informers have listed: until then the
+// replica has no view of the cluster and starts no work.
+func (c *Cache) Synced() bool { return c.synced.Load() }
+
+// remindWhileListing logs, every 30 s until the cluster-wide informers have listed, that
+// they have not: a CRD that is not installed keeps its informer from ever listing, and the
+// replica would otherwise wait without a word.
+func (c *Cache) remindWhileListing(ctx context.Context) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for waited := 30 * time.Second; ; waited += 30 * time.Second {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.synced.Load() {
+			return
+		}
+		c.log.Warn("the cluster-wide caches have not listed yet; is every Volcano CRD installed (jobs, commands, queues, cronjobs, podgroups; see deploy/crds) and the API server reachable?", "waited", waited)
 	}
 }
 
@@ -173,8 +206,11 @@ func (c *Cache) listed(i int, slots []int) {
 	}
 	ctx := c.ctx
 	c.mu.Unlock()
+	// Called here, on the reflector's goroutine inside its store write, so that it comes
+	// before any loss of these slots (Lose waits for store writes) and never after a later
+	// gain of them. SlotsReady must not block.
 	if len(ready) > 0 && c.cfg.SlotsReady != nil && ctx != nil && ctx.Err() == nil {
-		go c.cfg.SlotsReady(ready) // off the reflector's goroutine
+		c.cfg.SlotsReady(ready)
 	}
 }
 

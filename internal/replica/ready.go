@@ -19,13 +19,18 @@ func UserAgent(id string) string { return "ringfire/" + id }
 
 // Ready reports why the replica is not ready, or nil: it is ready while it is
 // a member that has read the ring and, when it manages a cluster, while the
-// API server answers its readiness endpoint.
+// API server answers its readiness endpoint, once its caches have listed.
 func (r *Replica) Ready() error {
 	if !r.Manager.Ready() {
 		return errors.New("not a member of the ring yet: etcd unreachable or not answering (see the log)")
 	}
 	if r.Cache != nil {
-		return r.api.Err()
+		if err := r.api.Err(); err != nil {
+			return err
+		}
+		if !r.Cache.Synced() {
+			return errors.New("the cluster-wide caches have not listed yet (is every Volcano CRD installed? see the log)")
+		}
 	}
 	return nil
 }

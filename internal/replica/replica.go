@@ -14,8 +14,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/cache"
@@ -163,6 +165,9 @@ func New(cfg Config) (*Replica, error) {
 	}
 	drainers := []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()}
 	listeners := []shard.Listener{r.Cache, r.Queues, r.PodGroups}
+	if !cfg.NoCronJobs && !servesCronJobs(cfg.Kube, cfg.Logger) {
+		cfg.NoCronJobs = true
+	}
 	if !cfg.NoCronJobs {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
@@ -223,4 +228,32 @@ func (r *Replica) Run(ctx context.Context) error {
 		return cerr
 	}
 	return err
+}
+
+// servesCronJobs reports whether the API server serves Volcano's CronJobs. A cluster with an
+// older Volcano has Jobs but no CronJob CRD, and the CronJob informer would never list, nor
+// would the cache it shares: the controller is left out then, with a warning that says how
+// to get it. When the API server cannot be asked, the controller stays (the cache's
+// reminders say what it waits for).
+func servesCronJobs(kube *rest.Config, log hclog.Logger) bool {
+	cfg := rest.CopyConfig(kube)
+	cfg.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return true
+	}
+	gv := batchv1alpha1.SchemeGroupVersion.String()
+	list, err := dc.ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		log.Debug("cannot tell whether the API server serves CronJobs; running the CronJob controller", "error", err)
+		return true
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "cronjobs" {
+			return true
+		}
+	}
+	log.Warn("the API server has no CronJob CRD (cronjobs." + batchv1alpha1.SchemeGroupVersion.Group + "): the CronJob controller is off; " +
+		"install deploy/crds/batch.volcano.sh_cronjobs.yaml and restart the replica to run it")
+	return false
 }
