@@ -37,7 +37,9 @@ func CheckOwner(ctx context.Context, valid func() error) error {
 // transport sends it. A process paused (SIGSTOP, a frozen VM) in that wait
 // wakes up with the request about to go out, before its fence timer has run
 // and cancelled the slot contexts. The transport is the last point before
-// the wire, after the rate limiter, so the check there closes that window.
+// the wire, after the rate limiter, so the check there narrows that window to
+// the instant between the check and the send; the preconditions every write
+// carries (resourceVersion, UID, deterministic names) cover that instant.
 func FenceWrites(valid func() error) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &fencedTransport{next: next, valid: valid}
