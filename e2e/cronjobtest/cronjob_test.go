@@ -74,9 +74,7 @@ func everyMinute(t *testing.T, s *stack.Stack) {
 			t.Errorf("no %s event on the CronJob", reason)
 		}
 	}
-	if created := s.Events(ns, name, "SuccessfulCreate"); len(created) != len(list) {
-		t.Errorf("%d SuccessfulCreate events for %d Jobs: %v", len(created), len(list), created)
-	}
+	oneCreatePerJob(t, s, ns, name, jobs)
 	// The reconcile that follows a create reads the status it wrote, not the older cached one.
 	if odd := append(s.Events(ns, name, "UnexpectedJob"), s.Events(ns, name, "MissingJob")...); len(odd) > 0 {
 		t.Errorf("active-list repairs where none was needed: %v", odd)
@@ -146,7 +144,21 @@ func handover(t *testing.T, s *stack.Stack) {
 	if len(list) != 2 || list[1].name != want {
 		t.Errorf("jobs %s; want %s and %s", jobs, first.name, want)
 	}
-	if created := s.Events(ns, name, "SuccessfulCreate"); len(created) != len(list) {
-		t.Errorf("%d SuccessfulCreate events for %d Jobs: %v", len(created), len(list), created)
+	oneCreatePerJob(t, s, ns, name, jobs)
+}
+
+// oneCreatePerJob checks that every Job seen was made by one create: one SuccessfulCreate
+// event each. Events are posted asynchronously, and a Job of the next minute may just have
+// come, so the two counts are compared until they agree, for up to 10 s.
+func oneCreatePerJob(t *testing.T, s *stack.Stack, ns, name string, jobs *jobWatch) {
+	t.Helper()
+	var created []string
+	var seen int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		created, seen = s.Events(ns, name, "SuccessfulCreate"), len(jobs.list())
+		if len(created) == seen {
+			return
+		}
 	}
+	t.Errorf("%d SuccessfulCreate events for %d Jobs: %v", len(created), seen, created)
 }

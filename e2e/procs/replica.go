@@ -26,7 +26,7 @@ type Args struct {
 	Kubeconfig string // --kubeconfig
 	LogDir     string // each replica logs to <LogDir>/<id>.log
 	LogLevel   string // --log-level
-	// Controllers is --controllers; empty for "job,queue,podgroup", which
+	// Controllers is --controllers; empty for "job,queue,podgroup,cronjob", which
 	// leaves admission and binding to a stand-in (e2e/standin).
 	Controllers string
 	Slots       int           // --slots of a new ring
@@ -40,7 +40,7 @@ type Args struct {
 func (a Args) command(id, addr string) []string {
 	controllers := a.Controllers
 	if controllers == "" {
-		controllers = "job,queue,podgroup"
+		controllers = "job,queue,podgroup,cronjob"
 	}
 	argv := []string{"run", "--id", id, "--etcd-endpoints", a.Etcd, "--kubeconfig", a.Kubeconfig,
 		"--listen", addr, "--controllers", controllers}
