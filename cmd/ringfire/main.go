@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"os"
+	_ "time/tzdata" // CronJob time zones in an image without a zoneinfo database
 )
 
 const usage = `ringfire: a sharded batch-job controller manager serving the Volcano API.

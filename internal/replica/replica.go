@@ -171,7 +171,7 @@ func New(cfg Config) (*Replica, error) {
 	if !cfg.NoCronJobs {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
-			MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		})
 		if err != nil {
 			return nil, err
