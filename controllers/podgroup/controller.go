@@ -133,14 +133,17 @@ func podSelector(scheduler string, o metav1.ListOptions) metav1.ListOptions {
 }
 
 // slimPod drops what the controller never reads from a cached pod: managed fields and status.
+// It changes a shallow copy: the object it is given may be shared (a fake clientset hands
+// its own objects to watchers).
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	pod.ManagedFields = nil
-	pod.Status = corev1.PodStatus{}
-	return pod, nil
+	slim := *pod
+	slim.ManagedFields = nil
+	slim.Status = corev1.PodStatus{}
+	return &slim, nil
 }
 
 // Drainer is the controller's in-flight work, for the shard.Manager.

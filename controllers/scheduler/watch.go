@@ -139,8 +139,10 @@ func podFactory(cfg Config, selector fields.Selector) informers.SharedInformerFa
 		o.FieldSelector = selector.String()
 	}))
 	_ = f.Core().V1().Pods().Informer().SetTransform(func(obj any) (any, error) {
-		if m, ok := obj.(metav1.Object); ok {
-			m.SetManagedFields(nil)
+		if pod, ok := obj.(*corev1.Pod); ok { // a shallow copy: obj may be shared
+			slim := *pod
+			slim.ManagedFields = nil
+			return &slim, nil
 		}
 		return obj, nil
 	})
