@@ -162,6 +162,17 @@ func (c *Cache) gainLocked(ctx context.Context, slots []int) {
 	}
 }
 
+// Listed reports whether every owned resource has listed the objects of the slot of key
+// since the slot was last gained (or the slot was never gained here: then the dispatcher
+// drops its work anyway). Before that, the cache's view of the key is partial, and the
+// controllers leave it to SlotsReady.
+func (c *Cache) Listed(key string, slots int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pending := c.unlisted[shard.SlotOf(key, slots)]
+	return !pending
+}
+
 // Synced reports whether the cluster-wide informers have listed: until then the
 // replica has no view of the cluster and starts no work.
 func (c *Cache) Synced() bool { return c.synced.Load() }

@@ -193,6 +193,7 @@ func (c *Controller) register() {
 		DeleteFunc: c.onPodDelete,
 	})
 	c.cfg.Cache.Owned(cache.PodGroups).AddHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPodGroupAdd,
 		UpdateFunc: c.onPodGroupUpdate,
 		DeleteFunc: func(obj any) {
 			if key, ok := cache.JobKey(obj); ok {
@@ -266,7 +267,7 @@ func (c *Controller) onPodAdd(obj any) {
 	if !ok {
 		return
 	}
-	if key, req, ok := podRequest(pod, bus.OutOfSyncEvent); ok {
+	if key, req, ok := podRequest(pod, bus.OutOfSyncEvent); ok && c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
 		c.disp.Enqueue(key, req)
 	}
 }
@@ -353,6 +354,26 @@ func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
 		}
 	}
 	return replicas > 0 && succeeded >= replicas
+}
+
+// onPodGroupAdd looks at the Job of a PodGroup that enters the cache of a listed slot: a
+// PodGroup created, or one a relist brings after a broken watch (the API server restarted)
+// already past the phase change its Job waits for, which no update will report. The adds
+// of a slot's first list are left to SlotsReady.
+func (c *Controller) onPodGroupAdd(obj any) {
+	pg, ok := obj.(*scheduling.PodGroup)
+	if !ok {
+		return
+	}
+	key, ok := cache.JobKey(pg)
+	if !ok || !c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
+		return
+	}
+	event := bus.OutOfSyncEvent
+	if pg.Status.Phase == scheduling.PodGroupUnknown {
+		event = bus.JobUnknownEvent
+	}
+	c.disp.Enqueue(key, request{Request: state.Request{Event: event}})
 }
 
 func (c *Controller) onPodGroupUpdate(old, new any) {
