@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ringfire/ringfire/internal/logbuf"
 )
 
 // dispatchTimeout bounds every wait of these tests; nothing should come near it.
@@ -705,7 +706,7 @@ func TestDispatcherDrainWaitsForItsSlotsOnly(t *testing.T) {
 }
 
 func TestDispatcherRecoversHandlerPanic(t *testing.T) {
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	gaveUp := make(chan error, 1)
 	nextDone := make(chan struct{})
 	cfg := dispatcherTestConfig(newToggleOwnership(16), func(_ context.Context, _ string, req int) error {
@@ -887,22 +888,4 @@ func hasLabel(m *dto.Metric, name string) bool {
 		}
 	}
 	return false
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/ringfire/ringfire/internal/runlog"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
+
+	"github.com/ringfire/ringfire/internal/logbuf"
 )
 
 // The ring tests run members in one process over one real etcd. Each member
@@ -53,30 +54,12 @@ type cluster struct {
 	cut      map[string]bool // members partitioned away: not expected to own slots
 	observer *clientv3.Client
 	log      hclog.Logger
-	logs     *logBuffer // everything log wrote
-}
-
-// logBuffer keeps what the members logged, for tests that check a message.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs     *logbuf.Buffer // everything log wrote
 }
 
 func newCluster(t testing.TB) *cluster {
 	etcd := localetcd.StartForTest(t)
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	c := &cluster{t: t, etcd: etcd, endpoint: etcd.Endpoint(), rec: &runlog.Log{}, nodes: map[string]*node{}, cut: map[string]bool{},
 		log:  hclog.New(&hclog.LoggerOptions{Name: "ringtest", Level: hclog.Warn, Output: io.MultiWriter(testWriter{t}, logs)}),
 		logs: logs}

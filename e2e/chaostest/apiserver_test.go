@@ -10,6 +10,8 @@ import (
 
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
+
+	"github.com/ringfire/ringfire/internal/logbuf"
 )
 
 // readiness records, from outside, every stretch of time each replica
@@ -130,7 +132,7 @@ func waitAllReady(t *testing.T, s *stack.Stack, limit time.Duration) {
 // no pod is created twice, no Job is reconciled by two replicas at once.
 func TestAPIServerRestart(t *testing.T) {
 	const ttl = 5 * time.Second // the default of `ringfire run`
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl, LogOutput: &logs})
 	ids := s.IDs()
 	waitAllReady(t, s, 30*time.Second)

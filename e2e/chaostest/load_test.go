@@ -319,24 +319,6 @@ func stacksWith(fn string) string {
 // slotCount is the stack's ring size.
 const slotCount = 256
 
-// lockedBuffer collects log lines from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // waitCompletedIn waits until every named Job of namespace space is Completed, listing them all
 // at once each round, and returns those that are not after limit.
 func waitCompletedIn(s *stack.Stack, space string, names []string, limit time.Duration) (stuck []string) {

@@ -5,13 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/rest"
+
+	"github.com/ringfire/ringfire/internal/logbuf"
 )
 
 func TestAPIHealthTransitions(t *testing.T) {
@@ -65,7 +66,7 @@ func TestProbeAPIServer(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	defer srv.Close() // closed again below; a second Close is harmless
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	r := &Replica{cfg: Config{Kube: &rest.Config{Host: srv.URL}, Logger: log}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,21 +101,4 @@ func TestProbeAPIServer(t *testing.T) {
 	if strings.Count(out, "API server unreachable") != 2 || strings.Count(out, "API server answers again") != 1 {
 		t.Errorf("want two lines for down and one for up, got:\n%s", out)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
