@@ -45,7 +45,7 @@ func TestSlotsHandedOnBeforeListed(t *testing.T) {
 	if _, err := s.Kube.CoreV1().ResourceQuotas(space).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the quota to be counted", 30*time.Second, func() bool {
+	stack.WaitUntil(t, "the quota to be counted", 30*time.Second, func() bool {
 		q, err := s.Kube.CoreV1().ResourceQuotas(space).Get(ctx, quota.Name, metav1.GetOptions{})
 		return err == nil && q.Status.Hard != nil
 	})
@@ -67,7 +67,7 @@ func TestSlotsHandedOnBeforeListed(t *testing.T) {
 	}
 	restarted := make(chan error, 1)
 	go func() { restarted <- s.Cluster.Restart(cluster.APIServer, false) }()
-	waitFor(t, "every replica to see the API server gone", 20*time.Second, func() bool {
+	stack.WaitUntil(t, "every replica to see the API server gone", 20*time.Second, func() bool {
 		for _, id := range s.IDs() {
 			if s.Ready(id) == nil {
 				return false
@@ -98,16 +98,5 @@ func TestSlotsHandedOnBeforeListed(t *testing.T) {
 	}
 	if len(stuck) > 0 {
 		t.Fatalf("%d of %d Jobs not Completed 60s after the API server came back: %v", len(stuck), jobs, stuck)
-	}
-}
-
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

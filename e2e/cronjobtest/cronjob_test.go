@@ -41,7 +41,7 @@ func everyMinute(t *testing.T, s *stack.Stack) {
 	create(t, s, cj)
 
 	var sawActive []string
-	waitFor(t, "two Jobs completed and the first deleted", 200*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "two Jobs completed and the first deleted", 200*time.Second, func() (bool, string) {
 		st := getCronJob(t, s, ns, name).Status
 		for _, ref := range st.Active {
 			if !slices.Contains(sawActive, ref.Name) {
@@ -91,7 +91,7 @@ func forbidSkips(t *testing.T, s *stack.Stack) {
 	jobs := watchJobs(t, s, ns)
 	create(t, s, cj)
 
-	waitFor(t, "the first Job", 90*time.Second, func() (bool, string) { return len(jobs.list()) > 0, jobs.String() })
+	stack.WaitFor(t, "the first Job", 90*time.Second, func() (bool, string) { return len(jobs.list()) > 0, jobs.String() })
 	first := jobs.list()[0]
 	next := first.scheduled.Add(time.Minute)
 	maxActive := 0
@@ -118,7 +118,7 @@ func handover(t *testing.T, s *stack.Stack) {
 	jobs := watchJobs(t, s, ns)
 	create(t, s, newCronJob(ns, name, "* * * * *", "2s"))
 
-	waitFor(t, "the first Job", 90*time.Second, func() (bool, string) { return len(jobs.list()) > 0, jobs.String() })
+	stack.WaitFor(t, "the first Job", 90*time.Second, func() (bool, string) { return len(jobs.list()) > 0, jobs.String() })
 	first := jobs.list()[0]
 	next := first.scheduled.Add(time.Minute)
 	holder := slotHolder(t, s, ns+"/"+name)
@@ -126,7 +126,7 @@ func handover(t *testing.T, s *stack.Stack) {
 	stopped := time.Now()
 	s.StopReplica(holder)
 	var taker string
-	waitFor(t, "another replica holds the slot", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "another replica holds the slot", 30*time.Second, func() (bool, string) {
 		taker = slotHolder(t, s, ns+"/"+name)
 		return taker != "" && taker != holder, taker
 	})
@@ -134,7 +134,7 @@ func handover(t *testing.T, s *stack.Stack) {
 		holder, next.Sub(stopped).Round(time.Millisecond), next.Format("15:04:05"), taker, time.Since(stopped).Round(time.Millisecond))
 
 	want := fmt.Sprintf("%s-%d", name, next.Unix()/60)
-	waitFor(t, "the Job of the minute after the handover", 60*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the Job of the minute after the handover", 60*time.Second, func() (bool, string) {
 		_, ok := jobs.get(want)
 		return ok, jobs.String()
 	})

@@ -98,23 +98,6 @@ func getCronJob(t *testing.T, s *stack.Stack, ns, name string) *batch.CronJob {
 	return cj
 }
 
-// waitFor polls cond every 100ms until it holds, and fails the test after limit with the last
-// description cond gave.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last seen: %s", what, limit, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // sleepUntil sleeps until at (at once if it has passed).
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 

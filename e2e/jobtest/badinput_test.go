@@ -46,7 +46,7 @@ func TestBadInput(t *testing.T) {
 	}
 
 	for name, want := range map[string]string{"noqueue": `queue "missing" does not exist`, "nopc": `priority class "no-such-class" does not exist`} {
-		waitFor(t, name+" explains itself", 30*time.Second, func() bool {
+		stack.WaitUntil(t, name+" explains itself", 30*time.Second, func() bool {
 			job, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 			return err == nil && strings.Contains(job.Status.State.Message, want) && contains(s.Events(ns, name, "InvalidReference"), want)
 		})

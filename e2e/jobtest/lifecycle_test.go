@@ -96,7 +96,7 @@ func taskCompletedCompletes(t *testing.T, s *stack.Stack) {
 	master.Policies = []batch.LifecyclePolicy{{Event: bus.TaskCompletedEvent, Action: bus.CompleteJobAction}}
 	create(t, s, newJob("early", master, task("worker", 2, "10m", "")))
 	s.WaitPhase(ns, "early", 90*time.Second, batch.Completed)
-	waitFor(t, "workers deleted", 60*time.Second, func() bool {
+	stack.WaitUntil(t, "workers deleted", 60*time.Second, func() bool {
 		for _, p := range s.Pods(ns, "early") {
 			if p.Annotations[batch.TaskSpecKey] == "worker" && p.DeletionTimestamp == nil {
 				return false
@@ -113,7 +113,7 @@ func suspendResume(t *testing.T, s *stack.Stack) {
 	s.WaitPhase(ns, "suspend", 90*time.Second, batch.Aborted)
 	command(t, s, job, "resume-1", bus.ResumeJobAction)
 	s.WaitPhase(ns, "suspend", 90*time.Second, batch.Running)
-	waitFor(t, "commands deleted once taken", 30*time.Second, func() bool {
+	stack.WaitUntil(t, "commands deleted once taken", 30*time.Second, func() bool {
 		list, err := s.Volcano.BusV1alpha1().Commands(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0
 	})
@@ -132,7 +132,7 @@ func scales(t *testing.T, s *stack.Stack) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, fmt.Sprintf("%d live pods", want), 60*time.Second, func() bool {
+		stack.WaitUntil(t, fmt.Sprintf("%d live pods", want), 60*time.Second, func() bool {
 			live := int32(0)
 			for _, p := range s.Pods(ns, "scale") {
 				if p.DeletionTimestamp == nil {
@@ -158,7 +158,7 @@ func dependsOn(t *testing.T, s *stack.Stack) {
 	second := task("second", 2, "2s", "")
 	second.DependsOn = &batch.DependsOn{Name: []string{"first"}}
 	create(t, s, newJob("depends", task("first", 1, "3s", ""), second))
-	waitFor(t, "first running", 60*time.Second, func() bool {
+	stack.WaitUntil(t, "first running", 60*time.Second, func() bool {
 		for _, p := range s.Pods(ns, "depends") {
 			if p.Annotations[batch.TaskSpecKey] == "first" && p.Status.Phase == corev1.PodRunning {
 				return true
@@ -229,7 +229,7 @@ func ttlDeletes(t *testing.T, s *stack.Stack) {
 	job.Spec.TTLSecondsAfterFinished = ptr(int32(3))
 	create(t, s, job)
 	s.WaitPhase(ns, "ttl", 90*time.Second, batch.Completed)
-	waitFor(t, "job deleted after its TTL", 60*time.Second, func() bool {
+	stack.WaitUntil(t, "job deleted after its TTL", 60*time.Second, func() bool {
 		_, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(context.Background(), "ttl", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -263,17 +263,6 @@ func retryUpdate(s *stack.Stack, name string, change func(*batch.Job)) error {
 		}
 	}
 	return err
-}
-
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func contains(msgs []string, sub string) bool {

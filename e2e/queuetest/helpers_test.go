@@ -17,23 +17,6 @@ import (
 
 const ns = "default"
 
-// waitFor polls cond every 50ms until it holds, and fails the test after limit with the last
-// description cond gave.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last seen: %s", what, limit, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func createQueue(t *testing.T, s *stack.Stack, name string) {
 	t.Helper()
 	q := &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: scheduling.QueueSpec{Weight: 1}}
@@ -76,7 +59,7 @@ func queueStatus(s *stack.Stack, name string) scheduling.QueueStatus {
 func waitState(t *testing.T, s *stack.Stack, name string, state scheduling.QueueState) scheduling.QueueStatus {
 	t.Helper()
 	var st scheduling.QueueStatus
-	waitFor(t, "queue "+name+" "+string(state), 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "queue "+name+" "+string(state), 20*time.Second, func() (bool, string) {
 		st = queueStatus(s, name)
 		return st.State == state, fmt.Sprintf("%+v", st)
 	})
@@ -114,7 +97,7 @@ func createPodGroup(t *testing.T, s *stack.Stack, name, queueName string) {
 func setPhase(t *testing.T, s *stack.Stack, name string, phase scheduling.PodGroupPhase) {
 	t.Helper()
 	client := s.Volcano.SchedulingV1beta1().PodGroups(ns)
-	waitFor(t, "podgroup "+name+" → "+string(phase), 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "podgroup "+name+" → "+string(phase), 20*time.Second, func() (bool, string) {
 		pg, err := client.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -53,8 +53,8 @@ func closeEmpty(t *testing.T, s *stack.Stack) {
 	waitState(t, s, "empty", scheduling.QueueStateOpen)
 	cmd := command(t, s, "empty", bus.CloseQueueAction)
 	waitState(t, s, "empty", scheduling.QueueStateClosed)
-	waitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
-	waitFor(t, "events", 10*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	stack.WaitFor(t, "events", 10*time.Second, func() (bool, string) {
 		ev := queueEvents(s, "empty")
 		return strings.Contains(ev, "CommandIssued") && strings.Contains(ev, "CloseQueue: Close queue succeed"), ev
 	})
@@ -63,16 +63,16 @@ func closeEmpty(t *testing.T, s *stack.Stack) {
 func closeBusy(t *testing.T, s *stack.Stack) {
 	createQueue(t, s, "busy")
 	createPodGroup(t, s, "busy-pg", "busy")
-	waitFor(t, "the PodGroup counted", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the PodGroup counted", 20*time.Second, func() (bool, string) {
 		st := queueStatus(s, "busy")
 		return st.Pending+st.Inqueue == 1, fmt.Sprintf("%+v", st)
 	})
 	cmd := command(t, s, "busy", bus.CloseQueueAction)
 	waitState(t, s, "busy", scheduling.QueueStateClosing)
-	waitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
 	// Closing holds while the PodGroup lives, through its phase changes.
 	setPhase(t, s, "busy-pg", scheduling.PodGroupRunning)
-	waitFor(t, "running counted", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "running counted", 20*time.Second, func() (bool, string) {
 		st := queueStatus(s, "busy")
 		return st.Running == 1, fmt.Sprintf("%+v", st)
 	})
@@ -93,8 +93,8 @@ func reopen(t *testing.T, s *stack.Stack) {
 	waitState(t, s, "reopen", scheduling.QueueStateClosed)
 	cmd := command(t, s, "reopen", bus.OpenQueueAction)
 	waitState(t, s, "reopen", scheduling.QueueStateOpen)
-	waitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
-	waitFor(t, "events", 10*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	stack.WaitFor(t, "events", 10*time.Second, func() (bool, string) {
 		ev := queueEvents(s, "reopen")
 		return strings.Contains(ev, "OpenQueue: Open queue succeed"), ev
 	})
@@ -109,7 +109,7 @@ func counts(t *testing.T, s *stack.Stack) {
 	setPhase(t, s, "counted-2", scheduling.PodGroupRunning)
 	setPhase(t, s, "counted-3", scheduling.PodGroupCompleted)
 	want := scheduling.QueueStatus{State: scheduling.QueueStateOpen, Inqueue: 1, Running: 2, Completed: 1}
-	waitFor(t, "counts", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "counts", 20*time.Second, func() (bool, string) {
 		st := queueStatus(s, "counted")
 		got := scheduling.QueueStatus{State: st.State, Pending: st.Pending, Inqueue: st.Inqueue, Running: st.Running,
 			Unknown: st.Unknown, Completed: st.Completed}
@@ -119,7 +119,7 @@ func counts(t *testing.T, s *stack.Stack) {
 	for i := range 4 {
 		deletePodGroup(t, s, fmt.Sprintf("counted-%d", i))
 	}
-	waitFor(t, "counts back to zero", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "counts back to zero", 20*time.Second, func() (bool, string) {
 		st := queueStatus(s, "counted")
 		return st.Inqueue+st.Running+st.Completed+st.Pending == 0, fmt.Sprintf("%+v", st)
 	})
@@ -134,7 +134,7 @@ func barePod(t *testing.T, s *stack.Stack) {
 	pods := s.Kube.CoreV1().Pods(ns)
 	created := createGatedPod(t, s, "bare", "default")
 	group := "podgroup-" + string(created.UID)
-	waitFor(t, "pod annotated with its PodGroup", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "pod annotated with its PodGroup", 20*time.Second, func() (bool, string) {
 		p, err := pods.Get(ctx, "bare", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -161,7 +161,7 @@ func barePod(t *testing.T, s *stack.Stack) {
 	if _, err := pods.Patch(ctx, "bare", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("remove the scheduling gate: %v", err)
 	}
-	waitFor(t, "pod bound and Succeeded", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "pod bound and Succeeded", 30*time.Second, func() (bool, string) {
 		p, err := pods.Get(ctx, "bare", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -174,7 +174,7 @@ func barePod(t *testing.T, s *stack.Stack) {
 // server refuses it) and a Warning event says why; the controller does not retry it.
 func invalidQueue(t *testing.T, s *stack.Stack) {
 	createGatedPod(t, s, "badqueue", "Not_A_Queue")
-	waitFor(t, "Warning event on the pod", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "Warning event on the pod", 20*time.Second, func() (bool, string) {
 		list, err := s.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 			FieldSelector: "involvedObject.kind=Pod,involvedObject.name=badqueue,reason=PodGroupInvalid",
 		})

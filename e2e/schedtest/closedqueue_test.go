@@ -25,13 +25,13 @@ func closedQueueAdmitsNothing(t *testing.T, s *stack.Stack) {
 		t.Fatal(err)
 	}
 	queueCommand(t, s, "close-1", bus.CloseQueueAction)
-	waitFor(t, "the queue is Closed", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the queue is Closed", 30*time.Second, func() (bool, string) {
 		q, err := s.Volcano.SchedulingV1beta1().Queues().Get(ctx, "rf-closable", metav1.GetOptions{})
 		return err == nil && q.Status.State == vcv1beta1.QueueStateClosed, fmt.Sprintf("%v %v", q.Status.State, err)
 	})
 	runScheduler(t, s)
 	j := create(t, s, job("in-closed", "rf-closable", 2, "500m", "2s"))
-	waitFor(t, "the gang's PodGroup exists", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the gang's PodGroup exists", 30*time.Second, func() (bool, string) {
 		_, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, j.Name+"-"+string(j.UID), metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -62,7 +62,7 @@ func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	waitFor(t, "every gang has its PodGroup", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "every gang has its PodGroup", 30*time.Second, func() (bool, string) {
 		pgs, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -71,7 +71,7 @@ func queuesShareByWeight(t *testing.T, s *stack.Stack) {
 	})
 	runScheduler(t, s)
 
-	waitFor(t, "both queues run pods", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "both queues run pods", 30*time.Second, func() (bool, string) {
 		three, one := heldByQueue(t, s)
 		return three > 0 && one > 0, fmt.Sprintf("rf-three %.1f cpu, rf-one %.1f cpu", three, one)
 	})

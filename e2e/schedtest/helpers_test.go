@@ -171,7 +171,7 @@ func deleteJobs(t *testing.T, s *stack.Stack, names ...string) {
 			t.Fatalf("delete pods of %s: %v", name, err)
 		}
 	}
-	waitFor(t, fmt.Sprintf("the pods of %v are gone", names), 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, fmt.Sprintf("the pods of %v are gone", names), 30*time.Second, func() (bool, string) {
 		left := 0
 		for _, name := range names {
 			left += len(s.Pods(ns, name))
@@ -187,23 +187,6 @@ func deleteJobs(t *testing.T, s *stack.Stack, names ...string) {
 		if ref := metav1.GetControllerOf(&pg); ref != nil && uids[ref.UID] {
 			_ = s.Volcano.SchedulingV1beta1().PodGroups(ns).Delete(ctx, pg.Name, metav1.DeleteOptions{})
 		}
-	}
-}
-
-// waitFor polls cond every 100ms until it holds or limit passes; cond says
-// what it saw, for the failure message.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s; last: %s", limit, what, saw)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

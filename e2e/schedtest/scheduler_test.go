@@ -54,7 +54,7 @@ func gangFits(t *testing.T, s *stack.Stack) {
 	runScheduler(t, s)
 	j := create(t, s, job("fits", "default", 8, "2", "2s")) // 16 cpu: the whole cluster
 	var pg *vcv1beta1.PodGroup                              // the Job controller deletes it once the Job ends
-	waitFor(t, "the gang of 8 is bound and its PodGroup Running", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the gang of 8 is bound and its PodGroup Running", 30*time.Second, func() (bool, string) {
 		pg = podGroup(t, s, j)
 		_, on := bound(s, j.Name)
 		phase := phaseOf(pg)
@@ -87,14 +87,14 @@ func gangWaitsWhole(t *testing.T, s *stack.Stack) {
 	runScheduler(t, s)
 	b1 := create(t, s, job("block-1", "default", 1, "2", forever))
 	b2 := create(t, s, job("block-2", "default", 1, "2", forever))
-	waitFor(t, "the blockers run", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the blockers run", 30*time.Second, func() (bool, string) {
 		_, on1 := bound(s, b1.Name)
 		_, on2 := bound(s, b2.Name)
 		return on1 == 1 && on2 == 1, fmt.Sprintf("%d and %d bound", on1, on2)
 	})
 
 	g := create(t, s, job("gang", "default", 8, "2", "2s"))
-	waitFor(t, "the gang waits with a reason", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the gang waits with a reason", 20*time.Second, func() (bool, string) {
 		pg := podGroup(t, s, g)
 		c := unschedulable(pg)
 		return phaseOf(pg) == vcv1beta1.PodGroupPending && c != nil && c.Reason == vcv1beta1.NotEnoughResourcesReason,
@@ -113,7 +113,7 @@ func gangWaitsWhole(t *testing.T, s *stack.Stack) {
 
 	deleteJobs(t, s, b2.Name)
 	t.Logf("%v blocker 2 gone", since())
-	waitFor(t, "the gang is admitted and its pods made, none bound", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the gang is admitted and its pods made, none bound", 20*time.Second, func() (bool, string) {
 		pg := podGroup(t, s, g)
 		pods, on := bound(s, g.Name)
 		c := unschedulable(pg)
@@ -129,7 +129,7 @@ func gangWaitsWhole(t *testing.T, s *stack.Stack) {
 	})
 
 	addNode(t, s, "kwok-node-extra")
-	waitFor(t, "the gang runs in full once a node is added", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the gang runs in full once a node is added", 30*time.Second, func() (bool, string) {
 		pg := podGroup(t, s, g)
 		_, on := bound(s, g.Name)
 		return on == 8 && unschedulable(pg) == nil, fmt.Sprintf("%d bound, phase %s", on, phaseOf(pg))
@@ -162,7 +162,7 @@ func priorityFirst(t *testing.T, s *stack.Stack) {
 	}
 	runScheduler(t, s)
 	blocker := create(t, s, job("prio-block", "default", 8, "2", forever))
-	waitFor(t, "the blocker fills the cluster", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the blocker fills the cluster", 30*time.Second, func() (bool, string) {
 		_, on := bound(s, blocker.Name)
 		return on == 8, fmt.Sprintf("%d bound", on)
 	})
@@ -174,14 +174,14 @@ func priorityFirst(t *testing.T, s *stack.Stack) {
 	highJob := job("prio-b-high", "default", 8, "2", "3s")
 	highJob.Spec.PriorityClassName = "rf-high"
 	high := create(t, s, highJob)
-	waitFor(t, "both wait", 20*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "both wait", 20*time.Second, func() (bool, string) {
 		lp, hp := podGroup(t, s, low), podGroup(t, s, high)
 		return unschedulable(lp) != nil && unschedulable(hp) != nil && phaseOf(lp) == vcv1beta1.PodGroupPending && phaseOf(hp) == vcv1beta1.PodGroupPending,
 			fmt.Sprintf("low %s, high %s", phaseOf(lp), phaseOf(hp))
 	})
 
 	deleteJobs(t, s, blocker.Name)
-	waitFor(t, "the high-priority gang runs, the low one still waiting", 30*time.Second, func() (bool, string) {
+	stack.WaitFor(t, "the high-priority gang runs, the low one still waiting", 30*time.Second, func() (bool, string) {
 		lp, hp := podGroup(t, s, low), podGroup(t, s, high)
 		if phaseOf(lp) != vcv1beta1.PodGroupPending {
 			t.Fatalf("low admitted first: low %s, high %s", phaseOf(lp), phaseOf(hp))

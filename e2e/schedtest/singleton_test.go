@@ -164,7 +164,7 @@ func (m *member) stop(t *testing.T, kill bool) {
 func activeOne(t *testing.T, limit time.Duration, members ...*member) *member {
 	t.Helper()
 	var holder *member
-	waitFor(t, "exactly one member runs the scheduler", limit, func() (bool, string) {
+	stack.WaitFor(t, "exactly one member runs the scheduler", limit, func() (bool, string) {
 		var active []string
 		holder = nil
 		for _, m := range members {
@@ -184,7 +184,7 @@ func moveTime(t *testing.T, log *cycleLog, from string, since time.Time, limit t
 	t.Helper()
 	var took time.Duration
 	var to string
-	waitFor(t, "another member runs a cycle", limit, func() (bool, string) {
+	stack.WaitFor(t, "another member runs a cycle", limit, func() (bool, string) {
 		for _, c := range log.since(since) {
 			if c.member != from {
 				took, to = c.start.Sub(since), c.member
