@@ -211,13 +211,28 @@ func (c *Controller) onJobAdd(obj any) {
 	c.disp.Enqueue(keyOf(job), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 }
 
+// onJobUpdate looks at a Job again when its spec, phase or deletion changed. A status write
+// that keeps the phase is the controller's own bookkeeping (counts, running duration, the
+// version a kill bumps), as in Volcano: reacting to it would make every finished Job write its
+// status again and again, each write bumping the version and causing the next.
 func (c *Controller) onJobUpdate(old, new any) {
 	oldJob, ok1 := old.(*batch.Job)
 	newJob, ok2 := new.(*batch.Job)
 	if !ok1 || !ok2 || oldJob.ResourceVersion == newJob.ResourceVersion {
 		return
 	}
+	if !jobChanged(oldJob, newJob) {
+		return
+	}
 	c.disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+}
+
+// jobChanged reports whether an update of a Job asks for a reconcile: a new spec (the API
+// server bumps the generation of a Job, which has a status subresource, on every spec
+// change), a new phase, or a deletion begun.
+func jobChanged(old, cur *batch.Job) bool {
+	return old.Generation != cur.Generation || old.Status.State.Phase != cur.Status.State.Phase ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil)
 }
 
 func (c *Controller) onJobDelete(obj any) {

@@ -314,6 +314,9 @@ func (c *Controller) updateStatus(ctx context.Context, key string, job, updated 
 		return err
 	}
 	written, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // deleted since the cache saw it: its delete event ends the key
+	}
 	if err != nil {
 		return fmt.Errorf("update status: %w", err)
 	}

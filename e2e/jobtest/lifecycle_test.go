@@ -23,6 +23,9 @@ const ns = "default"
 // replicas with the stand-in admitting and binding.
 func TestJobLifecycles(t *testing.T) {
 	s := stack.Start(t, stack.Options{Replicas: 2, StandIn: true})
+	// Once every case has ended (the parallel subtests end before the cleanups run), the
+	// replicas must leave the cluster alone.
+	t.Cleanup(func() { s.Quiet(t, 3*time.Second, 30*time.Second) })
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T, s *stack.Stack)
@@ -65,6 +68,32 @@ func runsToCompleted(t *testing.T, s *stack.Stack) {
 	if len(s.Events(ns, "simple", "ExecuteAction")) != 0 {
 		t.Errorf("a plain run executed actions: %v", s.Events(ns, "simple", "ExecuteAction"))
 	}
+	settles(t, s, "simple")
+}
+
+// settles checks that a finished Job is left alone: its resourceVersion stops changing (2 s
+// without a write, looked for over 20 s). A controller that reacted to its own status writes
+// bumped status.version of every finished Job about 20 times a second, for ever.
+func settles(t *testing.T, s *stack.Stack, name string) {
+	t.Helper()
+	get := func() *batch.Job {
+		job, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	first := get()
+	last, since := first, time.Now()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if job := get(); job.ResourceVersion != last.ResourceVersion {
+			last, since = job, time.Now()
+		} else if time.Since(since) >= 2*time.Second {
+			t.Logf("finished job %s settled at status.version %d (was %d when it finished)", name, last.Status.Version, first.Status.Version)
+			return
+		}
+	}
+	t.Errorf("finished job %s is still being written after 20 s: status.version %d, then %d", name, first.Status.Version, last.Status.Version)
 }
 
 func restartsUntilFailed(t *testing.T, s *stack.Stack) {

@@ -23,6 +23,9 @@ import (
 func TestQueuesAndPodGroups(t *testing.T) {
 	// The replicas run the Queue and PodGroup controllers, sharded between them.
 	s := stack.Start(t, stack.Options{Replicas: 2, StandIn: true})
+	// Once every case has ended (the parallel subtests end before the cleanups run), the
+	// replicas must leave the cluster alone.
+	t.Cleanup(func() { s.Quiet(t, 3*time.Second, 30*time.Second) })
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T, s *stack.Stack)

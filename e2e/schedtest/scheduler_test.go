@@ -43,6 +43,7 @@ func TestScheduler(t *testing.T) {
 			break // the next scenario would start on a cluster in an unknown state
 		}
 	}
+	s.Quiet(t, 3*time.Second, 30*time.Second)
 	bad, n := seen.twice()
 	if len(bad) > 0 {
 		t.Errorf("pods bound to two nodes: %v", bad)

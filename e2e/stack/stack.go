@@ -67,6 +67,8 @@ type Stack struct {
 	replicas map[string]*running
 	// Runs records every Job reconcile of every replica.
 	Runs *runlog.Log
+
+	writes writeLog
 }
 
 type running struct {
@@ -142,6 +144,7 @@ func (s *Stack) StartReplica(id string) {
 	}
 	cfg := s.Cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 200, 400
+	cfg.Wrap(s.writes.wrap)
 	r, err := replica.New(replica.Config{
 		ID: id, Etcd: client, Prefix: "/ringfire", Slots: 256, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
 		Kube: cfg, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),

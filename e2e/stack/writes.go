@@ -1,0 +1,74 @@
+package stack
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// writeLog records the API writes (every request but GET) of the stack's replicas.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string // "METHOD path", in order
+}
+
+func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			l.mu.Lock()
+			l.writes = append(l.writes, req.Method+" "+req.URL.Path)
+			l.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func (l *writeLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.writes)
+}
+
+// since summarizes the writes after the first n: each "METHOD path" with its count.
+func (l *writeLog) since(n int) string {
+	l.mu.Lock()
+	counts := map[string]int{}
+	for _, w := range l.writes[n:] {
+		counts[w]++
+	}
+	l.mu.Unlock()
+	lines := make([]string, 0, len(counts))
+	for w, c := range counts {
+		lines = append(lines, fmt.Sprintf("%5d  %s", c, w))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// Quiet checks that the replicas leave a cluster whose work is done alone: no API write for
+// window, looked for over limit. A controller that reacts to its own writes (a status that
+// never settles, a write per resync) fails it, with the writes it kept making.
+func (s *Stack) Quiet(t testing.TB, window, limit time.Duration) {
+	t.Helper()
+	start := time.Now()
+	mark, since := s.writes.count(), time.Now()
+	for deadline := start.Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if n := s.writes.count(); n != mark {
+			mark, since = n, time.Now()
+		} else if time.Since(since) >= window {
+			t.Logf("replicas quiet: no API write for %v, %v after the work was done", window, since.Sub(start).Round(time.Millisecond))
+			return
+		}
+	}
+	first := s.writes.count()
+	time.Sleep(window)
+	t.Errorf("replicas still write to the API server %v after the work was done; in the last %v:\n%s", limit, window, s.writes.since(first))
+}
