@@ -57,10 +57,14 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // syncCronJob decides and acts for cj, whose status it updates in place. Finished Jobs
 // beyond the history limits are deleted last, and a failure there does not hold back
 // scheduling: it is reported and tried again at the next reconcile.
-func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) (time.Duration, error) {
+func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []*batch.Job) (wait time.Duration, err error) {
 	recorded := cj.Status.LastScheduleTime.DeepCopy() // as the API server has it
 	history := c.accountJobs(ctx, cj, jobs)
-	defer c.cleanHistory(ctx, cj, history, recorded)
+	defer func() {
+		if left := c.cleanHistory(ctx, cj, history, recorded); left != nil && err == nil {
+			err = left // looked at again soon, by the dispatcher's retry
+		}
+	}()
 	if cj.DeletionTimestamp != nil {
 		return 0, nil
 	}
@@ -219,17 +223,25 @@ func (c *Controller) accountJobs(ctx context.Context, cj *batch.CronJob, jobs []
 // cleanHistory deletes the finished Jobs beyond the history limits, except a Job whose time
 // the API server does not have as lastScheduleTime yet: if the status write of this
 // reconcile failed, the next one would find that time unmet and run it again. Such a Job
-// goes at a later reconcile. A failed delete is reported (FailedDelete event) and tried
-// again then.
-func (c *Controller) cleanHistory(ctx context.Context, cj *batch.CronJob, history []*batch.Job, recorded *metav1.Time) {
+// goes at a later reconcile, and so does one that changed since it was read (the delete's
+// resourceVersion precondition) or whose delete failed (FailedDelete event). The error it
+// returns names what is left, so that the CronJob is looked at again soon: a Job left for
+// the next schedule time could wait a day.
+func (c *Controller) cleanHistory(ctx context.Context, cj *batch.CronJob, history []*batch.Job, recorded *metav1.Time) error {
+	var left []error
 	for _, job := range history {
 		if at, ok := ScheduledTime(cj.Name, job); ok && (recorded == nil || at.After(recorded.Time)) {
+			left = append(left, fmt.Errorf("job %s: its time is not recorded as lastScheduleTime yet", job.Name))
 			continue
 		}
 		if err := c.deleteJob(ctx, cj, job.Name, job.UID, job.ResourceVersion); err != nil {
-			c.log.Warn("cannot delete a finished job beyond the history limit; will retry", "cronjob", cj.Namespace+"/"+cj.Name, "job", job.Name, "error", err)
+			left = append(left, err)
 		}
 	}
+	if len(left) == 0 {
+		return nil
+	}
+	return fmt.Errorf("finished jobs beyond the history limit left for another pass: %w", errors.Join(left...))
 }
 
 func limitOr(limit *int32, def int32) int32 {
@@ -278,6 +290,9 @@ func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name stri
 	case err == nil:
 		c.metrics.deleted.Inc()
 		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %s", name)
+	case apierrors.IsConflict(err) && rv != "":
+		// Changed since it was read: the history decision is made again on what it is now.
+		return fmt.Errorf("job %s changed since it was read; not deleted", name)
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 	default:
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleting job %s: %v", name, err)

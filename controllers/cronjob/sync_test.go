@@ -676,7 +676,11 @@ func TestSyncNeverRunsATimeTwice(t *testing.T) {
 	done := ownedJob(cj, t0.Add(time.Minute), batch.Completed, t0.Add(time.Minute+20*time.Second))
 	f.add(cj, done)
 
-	f.mustSync("h0")
+	// The Job kept is left for another pass, and the error says so: the dispatcher retries
+	// soon, not at the next schedule time.
+	if _, err := f.sync("h0"); err == nil || !strings.Contains(err.Error(), "not recorded as lastScheduleTime yet") {
+		t.Fatalf("first sync: error %v, want the history Job left for another pass", err)
+	}
 	got := f.writes()
 	if !slices.Equal(got, []string{"update cronjobs/status h0"}) {
 		t.Fatalf("first sync wrote %v, want only the status (the 10:01 Job kept until the status has 10:01)", got)
@@ -708,11 +712,34 @@ func TestSyncHistoryDeleteFailureDoesNotBlockScheduling(t *testing.T) {
 	f.vc.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}, old.Name, errors.New("denied by policy"))
 	})
-	f.mustSync("hf")
+	if _, err := f.sync("hf"); err == nil || !strings.Contains(err.Error(), "denied by policy") {
+		t.Errorf("sync: error %v, want the refused delete, so that it is tried again soon", err)
+	}
 	if _, ok := f.job(JobName("hf", t0.Add(2*time.Minute))); !ok {
 		t.Fatalf("the 10:02 Job was not made; writes %v", f.writes())
 	}
 	if ev := f.eventsSeen(); !has(ev, "FailedDelete") {
 		t.Errorf("no FailedDelete event for the refused history delete; events %v", ev)
+	}
+}
+
+// A history Job that changed since it was read (the delete's resourceVersion precondition
+// fails) is not taken as deleted: the sync says it is left, so the CronJob is looked at again
+// soon, on what the Job is now.
+func TestSyncHistoryDeleteConflictIsRetried(t *testing.T) {
+	f := newFixture(t, t0.Add(time.Minute+30*time.Second))
+	cj := newCronJob("hc", "* * * * *", t0.Add(-time.Second))
+	cj.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
+	cj.Status.LastScheduleTime = &metav1.Time{Time: t0.Add(time.Minute)}
+	old := ownedJob(cj, t0, batch.Completed, t0.Add(20*time.Second))
+	f.add(cj, old)
+	f.vc.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}, old.Name, errors.New("the object has been modified"))
+	})
+	if _, err := f.sync("hc"); err == nil || !strings.Contains(err.Error(), "changed since it was read") {
+		t.Fatalf("sync: error %v, want the changed Job left for another pass", err)
+	}
+	if ev := f.eventsSeen(); has(ev, "SuccessfulDelete") {
+		t.Errorf("a delete that did not happen was reported: %v", ev)
 	}
 }
