@@ -72,6 +72,8 @@ type cluster struct {
 	frozen atomic.Bool
 	// gate, when set, holds every binding until it is closed.
 	gate chan struct{}
+	// waiting counts the bindings that reached the gate.
+	waiting atomic.Int32
 }
 
 func newCluster(t *testing.T, kubeObjs []runtime.Object, vcObjs []runtime.Object) *cluster {
@@ -82,6 +84,7 @@ func newCluster(t *testing.T, kubeObjs []runtime.Object, vcObjs []runtime.Object
 			return false, nil, nil
 		}
 		if c.gate != nil {
+			c.waiting.Add(1)
 			<-c.gate
 		}
 		b := create.GetObject().(*corev1.Binding)
@@ -311,7 +314,9 @@ func TestDrainWaitsForTheCycleInFlight(t *testing.T) {
 	c.createPods(t, gangPods("ns", "g", 2, "1")...)
 	own := newFakeOwnership(true)
 	ctrl := c.start(t, own, nil)
-	eventually(t, "a cycle is binding", func() bool { return len(ctrl.cycleLock) == 1 })
+	// A binding held at the gate, not only the lock taken: a cycle that ran before the
+	// informers had the pods would take the lock and let it go, binding nothing.
+	eventually(t, "a cycle is binding", func() bool { return c.waiting.Load() > 0 && len(ctrl.cycleLock) == 1 })
 
 	own.release() // the handover begins: no new cycle may start
 	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
