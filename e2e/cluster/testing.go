@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -42,7 +43,7 @@ func StartForTest(t testing.TB, opts Options) *Cluster {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log(c.tails(components))
+			c.dumpTails(t)
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stop cluster: %v", err)
@@ -85,7 +86,7 @@ func (s *Shared) Get(t testing.TB) *Cluster {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log(s.cluster.tails(components))
+			s.cluster.dumpTails(t)
 		}
 	})
 	return s.cluster
@@ -97,4 +98,13 @@ func (s *Shared) Stop() error {
 		return nil
 	}
 	return s.cluster.Stop()
+}
+
+// dumpTails writes the tail of every component log for a failed test to
+// standard error, not to the test log: `go test` prints a test's log after its
+// subtests' failures, so a long dump there would push the failures out of the
+// last lines a CI report shows. Written now, the dump comes before them.
+func (c *Cluster) dumpTails(t testing.TB) {
+	fmt.Fprintf(os.Stderr, "=== %s failed; the control plane's logs follow, then the failures\n%s\n=== end of the control plane's logs for %s\n",
+		t.Name(), c.tails(components), t.Name())
 }

@@ -89,8 +89,8 @@ func startWorld(t *testing.T, bin string, replicas []replicaOptions) *world {
 	t.Cleanup(func() {
 		procs.StopAll(t, w.replicas)
 		if t.Failed() {
-			for _, r := range w.replicas {
-				t.Logf("replica %s log tail:\n%s", r.ID, r.LogTail(40))
+			for _, r := range w.replicas { // to stderr, ahead of the failures (see cluster.StartForTest)
+				fmt.Fprintf(os.Stderr, "=== %s failed: replica %s log tail:\n%s\n", t.Name(), r.ID, r.LogTail(40))
 			}
 		}
 	})
