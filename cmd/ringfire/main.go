@@ -3,6 +3,7 @@
 //	ringfire run           a replica: joins the ring and works on its slots
 //	ringfire ring status   the members, their slots and the slots in motion
 //	ringfire dev up|down   a local cluster for trying it out
+//	ringfire certs         TLS material of the ring's etcd (deploy/etcd)
 //
 // Flags, configuration and wiring live here; the work lives in the packages.
 package main
@@ -19,6 +20,7 @@ Usage:
   ringfire run [flags]            run a replica (without --etcd-endpoints: on an embedded etcd, a ring of one)
   ringfire ring status [flags]    print the ring: members, slots held and assigned, slots in motion
   ringfire dev up|down [flags]    a local cluster to try ringfire: control plane, fake nodes, replicas, sample jobs
+  ringfire certs [flags]          the ring etcd's TLS Secrets (deploy/etcd), for 'ringfire certs | kubectl apply -f -'
 
 Run 'ringfire <command> -h' for a command's flags.
 `
@@ -36,6 +38,8 @@ func main() {
 		err = ringCommand(args)
 	case "dev":
 		err = devCommand(args)
+	case "certs":
+		err = certsCommand(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -1,0 +1,139 @@
+// Package deploy holds the manifests that run ringfire in a cluster: ringfire/ (namespace,
+// least-privilege RBAC, headless Service, StatefulSet, PodDisruptionBudget) and etcd/ (the
+// ring's three-member etcd with TLS). The CRDs are in crds/, the monitoring in monitoring/.
+//
+// The package applies them too, for the tests and for `ringfire dev`: every end-to-end suite
+// runs its replicas as the ServiceAccount of ringfire/10-rbac.yaml (ServiceAccountConfig), so
+// a permission the code needs and the ClusterRole lacks fails the tests.
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// Namespace is the namespace of ringfire and its etcd; ServiceAccount is the replicas' account.
+const (
+	Namespace      = "ringfire-system"
+	ServiceAccount = "ringfire"
+	FieldManager   = "ringfire"
+)
+
+//go:embed ringfire/*.yaml etcd/*.yaml
+var manifests embed.FS
+
+// Objects decodes the manifests of dir ("ringfire" or "etcd"), in file order.
+func Objects(dir string) ([]*unstructured.Unstructured, error) {
+	entries, err := fs.ReadDir(manifests, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, e := range entries {
+		name := path.Join(dir, e.Name())
+		data, err := manifests.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			err := dec.Decode(&obj.Object)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if len(obj.Object) == 0 { // an empty document between two ---
+				continue
+			}
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// Apply applies objs by server-side apply, in order; with dryRun the API server validates
+// and admits them but stores nothing.
+func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, dryRun bool) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, gvk.Version)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+		ri := dynamic.ResourceInterface(client.Resource(m.Resource))
+		if obj.GetNamespace() != "" {
+			ri = client.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, obj.GetName(), obj, opts); err != nil {
+			return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// rbacKinds are the objects of ringfire/ that InstallRBAC applies.
+var rbacKinds = []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+
+// InstallRBAC applies the namespace, the ServiceAccount, the ClusterRole and its binding of
+// ringfire/, and nothing else: what a replica outside the cluster (a test, `ringfire dev`)
+// needs to run with the permissions a deployed one has.
+func InstallRBAC(ctx context.Context, admin *rest.Config) error {
+	objs, err := Objects("ringfire")
+	if err != nil {
+		return err
+	}
+	objs = slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return !slices.Contains(rbacKinds, o.GetKind()) })
+	return Apply(ctx, admin, objs, false)
+}
+
+// ServiceAccountConfig returns a copy of admin that authenticates as ringfire's
+// ServiceAccount instead, with a token of the TokenRequest API valid for seconds.
+func ServiceAccountConfig(ctx context.Context, admin *rest.Config, seconds int64) (*rest.Config, error) {
+	kube, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for serviceaccount %s/%s: %w", Namespace, ServiceAccount, err)
+	}
+	cfg := rest.AnonymousClientConfig(admin) // keeps the server and its CA, drops the credentials
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
+}
