@@ -1,0 +1,14 @@
+# The ringfire image: one static binary on a distroless base, run as a
+# non-root user (the StatefulSet in deploy/ringfire expects uid 65532).
+#   docker build -t ghcr.io/ringfire/ringfire:dev .
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ringfire ./cmd/ringfire
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/ringfire /ringfire
+USER 65532:65532
+ENTRYPOINT ["/ringfire"]
