@@ -22,11 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/ringfire/ringfire/deploy"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/standin"
@@ -68,7 +70,8 @@ type Stack struct {
 	// Runs records every Job reconcile of every replica.
 	Runs *runlog.Log
 
-	writes writeLog
+	writes      writeLog
+	replicaKube *rest.Config // as ringfire's ServiceAccount
 }
 
 type running struct {
@@ -111,8 +114,17 @@ func Start(t testing.TB, opts Options) *Stack {
 	if err := crds.Install(ctx, cl.RESTConfig()); err != nil {
 		t.Fatal(err)
 	}
+	// The replicas run as a deployed one does: as ringfire's ServiceAccount, with only the
+	// permissions of deploy/ringfire/10-rbac.yaml.
+	if err := deploy.InstallRBAC(ctx, cl.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	replicaKube, err := deploy.ServiceAccountConfig(ctx, cl.RESTConfig(), 2*3600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &Stack{
-		t: t, opts: opts, Cluster: cl, Kube: cl.Clientset(), Volcano: vcclient.NewForConfigOrDie(cl.RESTConfig()),
+		t: t, opts: opts, Cluster: cl, replicaKube: replicaKube, Kube: cl.Clientset(), Volcano: vcclient.NewForConfigOrDie(cl.RESTConfig()),
 		Ring: localetcd.StartForTest(t), log: log, replicas: map[string]*running{}, Runs: &runlog.Log{},
 	}
 	if opts.StandIn {
@@ -124,6 +136,12 @@ func Start(t testing.TB, opts Options) *Stack {
 		s.StartReplica(fmt.Sprintf("r%d", i))
 	}
 	t.Cleanup(s.stopAll)
+	t.Cleanup(func() {
+		if refused := s.writes.refused(); len(refused) > 0 {
+			t.Errorf("the API server refused %d requests of the replicas (is a rule missing from deploy/ringfire/10-rbac.yaml?): %v",
+				len(refused), refused[:min(len(refused), 10)])
+		}
+	})
 	s.WaitRing(30 * time.Second)
 	return s
 }
@@ -142,7 +160,7 @@ func (s *Stack) StartReplica(id string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cfg := s.Cluster.RESTConfig()
+	cfg := rest.CopyConfig(s.replicaKube)
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.Wrap(s.writes.wrap)
 	r, err := replica.New(replica.Config{

@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -10,10 +11,12 @@ import (
 	"time"
 )
 
-// writeLog records the API writes (every request but GET) of the stack's replicas.
+// writeLog records the API writes (every request but GET) of the stack's replicas, and the
+// requests RBAC refused.
 type writeLog struct {
-	mu     sync.Mutex
-	writes []string // "METHOD path", in order
+	mu        sync.Mutex
+	writes    []string // "METHOD path", in order
+	forbidden []string // "METHOD path" answered 403
 }
 
 func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -23,8 +26,21 @@ func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
 			l.writes = append(l.writes, req.Method+" "+req.URL.Path)
 			l.mu.Unlock()
 		}
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			l.mu.Lock()
+			l.forbidden = append(l.forbidden, req.Method+" "+req.URL.Path)
+			l.mu.Unlock()
+		}
+		return resp, err
 	})
+}
+
+// refused returns the requests RBAC refused.
+func (l *writeLog) refused() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.forbidden)
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
