@@ -156,7 +156,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 // StartReplica starts a replica named id in this process.
 func (s *Stack) StartReplica(id string) {
 	s.t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	s.StartReplicaVia(id, s.Ring.Endpoint())
+}
+
+// StartReplicaVia starts a replica named id that reaches the ring's etcd at endpoint: a
+// fault proxy in front of s.Ring, for a partition of that replica alone.
+func (s *Stack) StartReplicaVia(id, endpoint string) {
+	s.t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		s.t.Fatal(err)
 	}
