@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 
@@ -29,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Namespace is the namespace of ringfire and its etcd; ServiceAccount is the replicas' account.
@@ -136,4 +139,23 @@ func ServiceAccountConfig(ctx context.Context, admin *rest.Config, seconds int64
 	cfg := rest.AnonymousClientConfig(admin) // keeps the server and its CA, drops the credentials
 	cfg.BearerToken = tr.Status.Token
 	return cfg, nil
+}
+
+// Kubeconfig is cfg (a token and a CA, as ServiceAccountConfig returns) as a kubeconfig file,
+// for replicas run as processes.
+func Kubeconfig(cfg *rest.Config) ([]byte, error) {
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		ca = b
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
+	kc.AuthInfos[ServiceAccount] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts[ServiceAccount] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: ServiceAccount, Namespace: Namespace}
+	kc.CurrentContext = ServiceAccount
+	return clientcmd.Write(*kc)
 }

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/ringfire/ringfire/deploy"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/deploy/examples"
 	"github.com/ringfire/ringfire/e2e/cluster"
@@ -99,6 +100,12 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 		return err
 	}
 	log.Info("installed the Volcano CRDs and the default Queue", "kubeconfig", c.Kubeconfig())
+	// The replicas run as a deployed one does: as ringfire's ServiceAccount, with the
+	// ClusterRole of deploy/ringfire and nothing more.
+	replicaKubeconfig, err := serviceAccountKubeconfig(ctx, c, f.dir)
+	if err != nil {
+		return err
+	}
 
 	ringEtcd, err := localetcd.Start(localetcd.Options{Dir: filepath.Join(f.dir, "ring-etcd"), Logger: log.Named("ring-etcd")})
 	if err != nil {
@@ -106,7 +113,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	}
 	defer ringEtcd.Stop()
 
-	replicas, err := startReplicas(f, c.Kubeconfig(), ringEtcd.Endpoint(), log)
+	replicas, err := startReplicas(f, replicaKubeconfig, ringEtcd.Endpoint(), log)
 	if err != nil {
 		return err
 	}
@@ -369,4 +376,22 @@ func livePID(path string) (int, bool) {
 		return 0, false
 	}
 	return pid, syscall.Kill(pid, 0) == nil
+}
+
+// serviceAccountKubeconfig installs ringfire's RBAC (deploy/ringfire) and writes a kubeconfig
+// of its ServiceAccount (a token valid a week) into dir.
+func serviceAccountKubeconfig(ctx context.Context, c *cluster.Cluster, dir string) (string, error) {
+	if err := deploy.InstallRBAC(ctx, c.RESTConfig()); err != nil {
+		return "", err
+	}
+	cfg, err := deploy.ServiceAccountConfig(ctx, c.RESTConfig(), 7*24*3600)
+	if err != nil {
+		return "", err
+	}
+	data, err := deploy.Kubeconfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "ringfire-serviceaccount.kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
 }
