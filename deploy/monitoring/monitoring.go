@@ -39,10 +39,14 @@ func File(name string) ([]byte, error) {
 
 // PrometheusRule is the part of rules.yaml the tests read.
 type PrometheusRule struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Metadata   json.RawMessage `json:"metadata"` // anything: only spec is read strictly
-	Spec       struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
 		Groups []RuleGroup `json:"groups"`
 	} `json:"spec"`
 }
