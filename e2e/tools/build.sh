@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Builds the binaries pinned by e2e/tools/go.mod (and Prometheus, pinned by
-# e2e/tools/prometheus/go.mod) into a cache outside the clone and prints the
-# bin directory on its last line.
+# Builds the binaries pinned by e2e/tools/go.mod into a cache outside the clone
+# and prints the bin directory on its last line.
 #
 #   e2e/tools/build.sh                  build every tool (the default)
 #   e2e/tools/build.sh controller-gen   build only the named tools
 #
-# The cache directory is keyed by a hash of both modules' go.mod and go.sum,
-# this script and the Go toolchain, so a change to any pin builds afresh and
-# anything else reuses what is there. A binary appears in the cache only once it is fully built
+# The cache directory is keyed by a hash of go.mod, go.sum, this script and the
+# Go toolchain, so a change to any pin builds afresh and anything else reuses
+# what is there. A binary appears in the cache only once it is fully built
 # (written under a temporary name, then renamed), and a stamp file marks a
 # complete set, so a second run returns at once.
 set -euo pipefail
@@ -23,27 +22,14 @@ declare -A tool_pkgs=(
 	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
 	[kwok]=sigs.k8s.io/kwok/cmd/kwok
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
-	[prometheus]=github.com/prometheus/prometheus/cmd/prometheus
 )
-all_tools=(etcd kube-apiserver kube-controller-manager kwok controller-gen prometheus)
-# The module directory of each tool that is not in this one: Prometheus'
-# dependencies would clash with Kubernetes' (docs/monitoring.md).
-declare -A tool_dirs=(
-	[prometheus]=prometheus
-)
-# Build tags: Prometheus without its service-discovery plugins (the tests
-# give it static targets) and, lacking builtinassets, without its web UI.
-declare -A tool_tags=(
-	[prometheus]=remove_all_sd
-)
-modules=(. prometheus)
+all_tools=(etcd kube-apiserver kube-controller-manager kwok controller-gen)
 
 log() { echo "build.sh: $*" >&2; }
 
 key="$(
 	{
-		for m in "${modules[@]}"; do cat "$m/go.mod" "$m/go.sum"; done
-		cat build.sh
+		cat go.mod go.sum build.sh
 		go env GOVERSION GOOS GOARCH
 	} | sha256sum | cut -c1-16
 )"
@@ -67,9 +53,7 @@ done
 
 mkdir -p "$bin"
 
-# module_version prints the version of module $1 as pinned by the tools
-# module in directory $2 (default: this one).
-module_version() { (cd "${2:-.}" && go list -m -f '{{.Version}}' "$1"); }
+module_version() { go list -m -f '{{.Version}}' "$1"; }
 
 # Kubernetes' own release build stamps its version into component-base and
 # client-go; without it the API server reports v0.0.0-master.
@@ -120,9 +104,7 @@ for name in "${wanted[@]}"; do
 	tmp="$bin/.$name.tmp.$$"
 	log "building $name (${tool_pkgs[$name]})"
 	t0=$SECONDS
-	flags=(-trimpath -ldflags "$(ldflags_for "$name")" -o "$tmp")
-	[[ -z "${tool_tags[$name]:-}" ]] || flags+=(-tags "${tool_tags[$name]}")
-	if ! (cd "${tool_dirs[$name]:-.}" && go build "${flags[@]}" "${tool_pkgs[$name]}"); then
+	if ! go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$tmp" "${tool_pkgs[$name]}"; then
 		rm -f "$tmp"
 		log "building $name failed"
 		exit 1
@@ -141,7 +123,6 @@ if [[ $complete == 1 && ! -f "$stamp" ]]; then
 		for m in k8s.io/kubernetes go.etcd.io/etcd/server/v3 sigs.k8s.io/kwok sigs.k8s.io/controller-tools; do
 			echo "$m $(module_version "$m")"
 		done
-		echo "github.com/prometheus/prometheus $(module_version github.com/prometheus/prometheus prometheus)"
 	} >"$stamp.tmp.$$"
 	mv -f "$stamp.tmp.$$" "$stamp"
 	prune_old_sets
