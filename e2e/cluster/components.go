@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ringfire/ringfire/internal/certs"
 )
 
 // credentialFiles are the paths the components' flags point at.
@@ -43,28 +45,25 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 		kwokKubeconfig: filepath.Join(c.dir, "kwok.kubeconfig"),
 		stages:         filepath.Join(c.dir, "kwok-stages.yaml"),
 	}
-	ca, caPEM, err := newAuthority("ringfire-e2e-ca")
+	ca, err := certs.NewAuthority("ringfire-e2e-ca", certLifetime)
 	if err != nil {
 		return files, err
 	}
-	caKeyPEM, err := privateKeyPEM(ca.key)
-	if err != nil {
-		return files, err
-	}
+	caPEM := ca.CertPEM
 	if err := os.WriteFile(files.caCert, caPEM, 0o644); err != nil {
 		return files, err
 	}
-	if err := os.WriteFile(files.caKey, caKeyPEM, 0o600); err != nil {
+	if err := os.WriteFile(files.caKey, ca.KeyPEM, 0o600); err != nil {
 		return files, err
 	}
 
-	serving, err := ca.serving("kube-apiserver",
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)})
+	apiServing, err := serving(ca, "kube-apiserver",
+		"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+		"127.0.0.1", serviceIP)
 	if err != nil {
 		return files, err
 	}
-	if files.servingCert, files.servingKey, err = writeKeyPair(pki, "kube-apiserver", serving); err != nil {
+	if files.servingCert, files.servingKey, err = writeKeyPair(pki, "kube-apiserver", apiServing); err != nil {
 		return files, err
 	}
 
@@ -105,7 +104,7 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 		{files.kwokKubeconfig, "kwok", []string{"system:masters"}, false},
 	}
 	for _, id := range identities {
-		kp, err := ca.client(id.user, id.groups...)
+		kp, err := client(ca, id.user, id.groups...)
 		if err != nil {
 			return files, err
 		}

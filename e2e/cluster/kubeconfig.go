@@ -6,6 +6,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/ringfire/ringfire/internal/certs"
 )
 
 // contextName is the only context in every kubeconfig the harness writes.
@@ -13,15 +15,15 @@ const contextName = "ringfire-e2e"
 
 // writeKubeconfig writes a self-contained kubeconfig (certificates inline)
 // for one client identity of the cluster at server.
-func writeKubeconfig(path, server string, caPEM []byte, id keyPair) error {
+func writeKubeconfig(path, server string, caPEM []byte, id certs.Pair) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[contextName] = &clientcmdapi.Cluster{
 		Server:                   server,
 		CertificateAuthorityData: caPEM,
 	}
 	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: id.certPEM,
-		ClientKeyData:         id.keyPEM,
+		ClientCertificateData: id.Cert,
+		ClientKeyData:         id.Key,
 	}
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName}
 	cfg.CurrentContext = contextName
@@ -32,13 +34,13 @@ func writeKubeconfig(path, server string, caPEM []byte, id keyPair) error {
 }
 
 // restConfigFor returns the client configuration of one identity.
-func restConfigFor(server string, caPEM []byte, id keyPair) *rest.Config {
+func restConfigFor(server string, caPEM []byte, id certs.Pair) *rest.Config {
 	return &rest.Config{
 		Host: server,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   caPEM,
-			CertData: id.certPEM,
-			KeyData:  id.keyPEM,
+			CertData: id.Cert,
+			KeyData:  id.Key,
 		},
 		// Tests create objects in bursts; the client-side limiter must not be
 		// what they measure.

@@ -4,6 +4,7 @@
 package certs
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -49,83 +50,132 @@ func New(o Options) (*Set, error) {
 	if o.Validity == 0 {
 		o.Validity = 365 * 24 * time.Hour
 	}
-	now := time.Now().Add(-5 * time.Minute) // a little clock skew between nodes
-	caKey, caTmpl, err := template("ringfire etcd CA", now, o.Validity)
+	ca, err := NewAuthority("ringfire etcd CA", o.Validity)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl.IsCA, caTmpl.BasicConstraintsValid = true, true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-
 	svc := o.Service + "." + o.Namespace + ".svc"
 	hosts := []string{
 		"*." + svc, "*." + svc + ".cluster.local", svc, svc + ".cluster.local", "localhost", "127.0.0.1", "::1",
 	}
 	hosts = append(hosts, o.ExtraHosts...)
 	// Members present it as servers to clients and peers, and as clients to their peers.
-	server, err := leaf(ca, caKey, o.Service, hosts, now, o.Validity, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	server, err := ca.Issue(Request{CommonName: o.Service, Hosts: hosts, Validity: o.Validity,
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return nil, err
 	}
-	client, err := leaf(ca, caKey, "ringfire", nil, now, o.Validity, x509.ExtKeyUsageClientAuth)
+	client, err := ca.Issue(Request{CommonName: "ringfire", Validity: o.Validity, Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return nil, err
 	}
-	return &Set{CA: pemBlock("CERTIFICATE", caDER), Server: server, Client: client}, nil
+	return &Set{CA: ca.CertPEM, Server: server, Client: client}, nil
 }
 
-func template(cn string, notBefore time.Time, validity time.Duration) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+// skew backdates every certificate, for clocks a little apart.
+const skew = time.Hour
+
+// Authority is a certificate authority held in memory: ringfire's etcd CA, and the
+// throw-away CA of a local control plane (e2e/cluster).
+type Authority struct {
+	CertPEM []byte
+	KeyPEM  []byte
+	cert    *x509.Certificate
+	key     crypto.Signer
+}
+
+// NewAuthority makes a self-signed CA named cn, valid for validity.
+func NewAuthority(cn string, validity time.Duration) (*Authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("generate CA key: %w", err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-skew),
+		NotAfter:              time.Now().Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("self-sign CA %s: %w", cn, err)
 	}
-	return key, &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn, Organization: []string{"ringfire"}},
-		NotBefore:    notBefore,
-		NotAfter:     notBefore.Add(validity),
-	}, nil
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := PrivateKeyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Authority{CertPEM: PEM("CERTIFICATE", der), KeyPEM: keyPEM, cert: cert, key: key}, nil
 }
 
-func leaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, hosts []string, notBefore time.Time, validity time.Duration, usage ...x509.ExtKeyUsage) (Pair, error) {
-	key, tmpl, err := template(cn, notBefore, validity)
+// Request is what a certificate is for.
+type Request struct {
+	CommonName    string
+	Organizations []string // the API server takes them as the user's groups
+	Hosts         []string // DNS names and IPs it serves under
+	Validity      time.Duration
+	Usage         []x509.ExtKeyUsage
+}
+
+// Issue makes a key and a certificate for r, signed by the authority.
+func (a *Authority) Issue(r Request) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return Pair{}, err
+		return Pair{}, fmt.Errorf("generate key for %s: %w", r.CommonName, err)
 	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = usage
-	for _, h := range hosts {
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: r.CommonName, Organization: r.Organizations},
+		NotBefore:    time.Now().Add(-skew),
+		NotAfter:     time.Now().Add(r.Validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  r.Usage,
+	}
+	for _, h := range r.Hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
 		} else {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, key.Public(), a.key)
 	if err != nil {
-		return Pair{}, fmt.Errorf("certificate %s: %w", cn, err)
+		return Pair{}, fmt.Errorf("sign certificate for %s: %w", r.CommonName, err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	keyPEM, err := PrivateKeyPEM(key)
 	if err != nil {
 		return Pair{}, err
 	}
-	return Pair{Cert: pemBlock("CERTIFICATE", der), Key: pemBlock("PRIVATE KEY", keyDER)}, nil
+	return Pair{Cert: PEM("CERTIFICATE", der), Key: keyPEM}, nil
 }
 
-func pemBlock(typ string, der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+// PrivateKeyPEM is key in PKCS #8, PEM-encoded.
+func PrivateKeyPEM(key crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encode private key: %w", err)
+	}
+	return PEM("PRIVATE KEY", der), nil
+}
+
+// PEM is der as one PEM block of kind.
+func PEM(kind string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	if err != nil {
+		// crypto/rand does not fail on Linux; a fixed serial would still be valid.
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
 }
 
 // Files are the paths WriteFiles wrote.
