@@ -133,7 +133,7 @@ func waitAllReady(t *testing.T, s *stack.Stack, limit time.Duration) {
 func TestAPIServerRestart(t *testing.T) {
 	const ttl = 5 * time.Second // the default of `ringfire run`
 	var logs logbuf.Buffer
-	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl, RestartsAPIServer: true, LogOutput: &logs})
+	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl, LogOutput: &logs})
 	ids := s.IDs()
 	waitAllReady(t, s, 30*time.Second)
 	pods := watchPodCreations(t, s)

@@ -31,7 +31,7 @@ func TestSlotsHandedOnBeforeListed(t *testing.T) {
 		space = "stranded"
 		jobs  = 30
 	)
-	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl, RestartsAPIServer: true, MaxRequeue: 40})
+	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl, MaxRequeue: 40})
 	ctx := context.Background()
 	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: space}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 type writeLog struct {
 	mu        sync.Mutex
 	writes    []string // "METHOD path", in order
-	forbidden []string // "METHOD path" answered 403
+	forbidden []string // "METHOD path?query" answered 403
 }
 
 func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -29,7 +29,7 @@ func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
 		resp, err := rt.RoundTrip(req)
 		if err == nil && resp.StatusCode == http.StatusForbidden {
 			l.mu.Lock()
-			l.forbidden = append(l.forbidden, req.Method+" "+req.URL.Path)
+			l.forbidden = append(l.forbidden, req.Method+" "+req.URL.RequestURI())
 			l.mu.Unlock()
 		}
 		return resp, err
