@@ -52,6 +52,9 @@ type Config struct {
 	SlotsReady func(slots []int)
 	// Resync of the cluster-wide informers; 0 disables it.
 	Resync time.Duration
+	// ExpectationTTL bounds how long a create or delete the cache has not
+	// seen is remembered (DefaultExpectationTTL when 0).
+	ExpectationTTL time.Duration
 }
 
 // Cache is a replica's view of the cluster. It implements shard.Listener.
@@ -61,6 +64,7 @@ type Cache struct {
 	Kube    informers.SharedInformerFactory
 	Volcano vcinformers.SharedInformerFactory
 	owned   map[Resource]*Sharded
+	expect  *Expectations
 
 	synced atomic.Bool // the cluster-wide informers have listed
 
@@ -84,11 +88,15 @@ func New(cfg Config) *Cache {
 		Kube:    informers.NewSharedInformerFactory(cfg.Kube, cfg.Resync),
 		Volcano: vcinformers.NewSharedInformerFactory(cfg.Volcano, cfg.Resync),
 		owned:   map[Resource]*Sharded{},
+		expect:  NewExpectations(cfg.ExpectationTTL),
 	}
 	c.unlisted = map[int]uint32{}
 	for i, r := range Owned {
 		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), c.log)
 		c.owned[r].OnListed(func(slots []int) { c.listed(i, slots) })
+		// First of the resource's handlers: an expectation is met before any
+		// controller hears of the object.
+		c.owned[r].AddHandler(observer{r: r, e: c.expect})
 	}
 	// Touch the cluster-wide informers so the factories start them.
 	c.Volcano.Batch().V1alpha1().Jobs().Informer()
@@ -100,6 +108,10 @@ func New(cfg Config) *Cache {
 
 // Owned returns the sharded view of one owned resource.
 func (c *Cache) Owned(r Resource) *Sharded { return c.owned[r] }
+
+// Expectations is the memory of the creates and deletes of owned objects
+// that the cache has not seen yet; it forgets the slots this replica loses.
+func (c *Cache) Expectations() *Expectations { return c.expect }
 
 // Start starts the cluster-wide informers and waits until they have listed,
 // then starts reflectors for slots gained before. It returns an error if ctx
@@ -140,6 +152,7 @@ func (c *Cache) Start(ctx context.Context) error {
 // SlotsGained starts watching the owned objects of slots; once every owned
 // resource has listed a slot, Config.SlotsReady learns it.
 func (c *Cache) SlotsGained(slots []int) {
+	c.expect.DropSlots(slots) // a fresh list is the truth now
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx == nil {
@@ -227,6 +240,7 @@ func (c *Cache) listed(i int, slots []int) {
 
 // SlotsLost drops the owned objects of slots.
 func (c *Cache) SlotsLost(slots []int) {
+	c.expect.DropSlots(slots)
 	c.mu.Lock()
 	for _, n := range slots {
 		delete(c.unlisted, n)

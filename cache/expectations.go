@@ -1,0 +1,235 @@
+package cache
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// DefaultExpectationTTL bounds how long an unseen create or delete is
+// remembered. The cache normally catches up within a second; the bound is
+// only there so that an event the cache never reports (an object created
+// and deleted again inside a watch gap) cannot hold a Job up for longer.
+const DefaultExpectationTTL = 30 * time.Second
+
+// Expectations remembers the creates and deletes a controller has issued
+// for a Job's objects until the cache has seen them, so that a reconcile
+// running before the cache caught up does not issue them again (a create
+// would come back AlreadyExists, a delete NotFound: both are writes the API
+// server pays for and the user's cluster waits behind).
+//
+// A create is seen when the object enters the cache; a delete when the
+// cached object is marked for deletion or leaves the cache. The cache feeds
+// those observations itself, before the controllers' handlers hear of the
+// object. Each expectation lapses after its TTL, so a lost observation
+// delays a Job by at most that long.
+//
+// The memory is kept per slot: the slot's next owner lists the slot's
+// objects afresh and needs none of it, so it is dropped when the slot is
+// lost (DropSlots). Safe for concurrent use.
+type Expectations struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu    sync.Mutex
+	slots map[int]map[expectation]time.Time // slot → expectation → when it lapses
+}
+
+type op uint8
+
+const (
+	opCreate op = iota
+	opDelete
+)
+
+// expectation is one object a Job waits to see created or deleted.
+type expectation struct {
+	op        op
+	res       Resource
+	job       string // the owning Job's key
+	namespace string
+	name      string
+	uid       types.UID // of the object deleted; empty for a create
+}
+
+// NewExpectations returns an empty memory whose entries lapse after ttl
+// (DefaultExpectationTTL when ttl is 0).
+func NewExpectations(ttl time.Duration) *Expectations {
+	if ttl <= 0 {
+		ttl = DefaultExpectationTTL
+	}
+	return &Expectations{ttl: ttl, now: time.Now, slots: map[int]map[expectation]time.Time{}}
+}
+
+// ExpectCreate records that the Job at key (of slot) is about to create the
+// object r namespace/name. Call it before the create, so that the cache's
+// sight of the new object cannot come first, and CreateFailed if the create
+// failed (AlreadyExists is no failure: the object is there to be seen).
+func (e *Expectations) ExpectCreate(slot int, key string, r Resource, namespace, name string) {
+	e.add(slot, createOf(key, r, namespace, name))
+}
+
+// CreateFailed forgets a create that did not happen.
+func (e *Expectations) CreateFailed(slot int, key string, r Resource, namespace, name string) {
+	e.remove(slot, createOf(key, r, namespace, name))
+}
+
+// Creating reports whether a create of r namespace/name by the Job at key is
+// still unseen, and how long until the expectation lapses.
+func (e *Expectations) Creating(slot int, key string, r Resource, namespace, name string) (time.Duration, bool) {
+	return e.pending(slot, createOf(key, r, namespace, name))
+}
+
+// ExpectDelete records that the Job at key (of slot) is about to delete the
+// object r namespace/name with the given UID; DeleteFailed undoes it.
+func (e *Expectations) ExpectDelete(slot int, key string, r Resource, namespace, name string, uid types.UID) {
+	e.add(slot, deleteOf(key, r, namespace, name, uid))
+}
+
+// DeleteFailed forgets a delete that did not happen (NotFound included: the
+// object with that UID is gone, and another of the same name is not this
+// delete's).
+func (e *Expectations) DeleteFailed(slot int, key string, r Resource, namespace, name string, uid types.UID) {
+	e.remove(slot, deleteOf(key, r, namespace, name, uid))
+}
+
+// Deleting reports whether a delete of the object r namespace/name with the
+// given UID by the Job at key is still unseen, and how long until the
+// expectation lapses.
+func (e *Expectations) Deleting(slot int, key string, r Resource, namespace, name string, uid types.UID) (time.Duration, bool) {
+	return e.pending(slot, deleteOf(key, r, namespace, name, uid))
+}
+
+func createOf(key string, r Resource, namespace, name string) expectation {
+	return expectation{op: opCreate, res: r, job: key, namespace: namespace, name: name}
+}
+
+func deleteOf(key string, r Resource, namespace, name string, uid types.UID) expectation {
+	return expectation{op: opDelete, res: r, job: key, namespace: namespace, name: name, uid: uid}
+}
+
+// DropSlots forgets everything expected in slots.
+func (e *Expectations) DropSlots(slots []int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range slots {
+		delete(e.slots, n)
+	}
+}
+
+// Len is how many expectations are held, lapsed ones included until their
+// slot is next touched.
+func (e *Expectations) Len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, m := range e.slots {
+		n += len(m)
+	}
+	return n
+}
+
+func (e *Expectations) add(slot int, x expectation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.slots[slot]
+	if m == nil {
+		m = map[expectation]time.Time{}
+		e.slots[slot] = m
+	}
+	m[x] = e.now().Add(e.ttl)
+	if len(m)%256 == 0 {
+		pruneLapsed(m, e.now())
+	}
+}
+
+func (e *Expectations) remove(slot int, x expectation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m := e.slots[slot]; m != nil {
+		delete(m, x)
+		if len(m) == 0 {
+			delete(e.slots, slot)
+		}
+	}
+}
+
+func (e *Expectations) pending(slot int, x expectation) (time.Duration, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.slots[slot]
+	lapses, ok := m[x]
+	if !ok {
+		return 0, false
+	}
+	left := lapses.Sub(e.now())
+	if left <= 0 {
+		delete(m, x)
+		if len(m) == 0 {
+			delete(e.slots, slot)
+		}
+		return 0, false
+	}
+	return left, true
+}
+
+// observe is told by the cache what it saw of an object of r in slot,
+// controlled by the Job at key: present (and not being deleted), or going.
+func (e *Expectations) observe(slot int, key string, r Resource, obj metav1.Object, going bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.slots[slot]
+	if len(m) == 0 {
+		return
+	}
+	delete(m, createOf(key, r, obj.GetNamespace(), obj.GetName())) // present or going, it was created
+	if going {
+		delete(m, deleteOf(key, r, obj.GetNamespace(), obj.GetName(), obj.GetUID()))
+	}
+	if len(m) == 0 {
+		delete(e.slots, slot)
+	}
+}
+
+// pruneLapsed drops the lapsed entries of a slot; add calls it now and
+// then, so a slot whose observations never come does not grow for ever.
+func pruneLapsed(m map[expectation]time.Time, now time.Time) {
+	for x, lapses := range m {
+		if !lapses.After(now) {
+			delete(m, x)
+		}
+	}
+}
+
+// observer feeds a resource's events to the expectations.
+type observer struct {
+	r Resource
+	e *Expectations
+}
+
+func (o observer) see(obj any, going bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, going = d.Obj, true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	slot, ok := slotOf(obj)
+	if !ok {
+		return
+	}
+	key, ok := JobKey(obj)
+	if !ok {
+		return
+	}
+	o.e.observe(slot, key, o.r, m, going || m.GetDeletionTimestamp() != nil)
+}
+
+func (o observer) OnAdd(obj any, _ bool) { o.see(obj, false) }
+func (o observer) OnUpdate(_, obj any)   { o.see(obj, false) }
+func (o observer) OnDelete(obj any)      { o.see(obj, true) }

@@ -1,0 +1,176 @@
+package cache
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// clock is a settable time for the expectations' lapse.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newTestExpectations(ttl time.Duration) (*Expectations, *clock) {
+	clk := &clock{t: time.Unix(1_000_000, 0)}
+	e := NewExpectations(ttl)
+	e.now = clk.now
+	return e, clk
+}
+
+// jobPod is pod name of Job "ns/job" in slot, with the given UID.
+func jobPod(slot int, name string, uid types.UID) *corev1.Pod {
+	yes := true
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: name, UID: uid,
+		Labels: map[string]string{shard.SlotLabel: strconv.Itoa(slot)},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "job", UID: "job-uid", Controller: &yes,
+		}},
+	}}
+}
+
+func TestExpectationsCreateSeen(t *testing.T) {
+	e, _ := newTestExpectations(time.Minute)
+	obs := observer{r: Pods, e: e}
+	e.ExpectCreate(7, "ns/job", Pods, "ns", "job-w-0")
+	if _, ok := e.Creating(7, "ns/job", Pods, "ns", "job-w-0"); !ok {
+		t.Fatal("a create just issued is not pending")
+	}
+	if _, ok := e.Creating(7, "ns/job", Pods, "ns", "job-w-1"); ok {
+		t.Fatal("another pod's create is pending")
+	}
+	obs.OnAdd(jobPod(7, "job-w-0", "a"), false)
+	if _, ok := e.Creating(7, "ns/job", Pods, "ns", "job-w-0"); ok {
+		t.Fatal("a create the cache has seen is still pending")
+	}
+	if e.Len() != 0 {
+		t.Fatalf("%d expectations left, want 0", e.Len())
+	}
+	e.ExpectCreate(7, "ns/job", Pods, "ns", "job-w-1")
+	e.CreateFailed(7, "ns/job", Pods, "ns", "job-w-1")
+	if _, ok := e.Creating(7, "ns/job", Pods, "ns", "job-w-1"); ok {
+		t.Fatal("a failed create is still pending")
+	}
+}
+
+// A delete is seen when the object is marked for deletion or leaves; a new
+// object of the same name is not the deleted one.
+func TestExpectationsDeleteSeenByUID(t *testing.T) {
+	e, _ := newTestExpectations(time.Minute)
+	obs := observer{r: Pods, e: e}
+	old := jobPod(3, "job-w-0", "old")
+	e.ExpectDelete(3, "ns/job", Pods, "ns", "job-w-0", "old")
+	if _, ok := e.Deleting(3, "ns/job", Pods, "ns", "job-w-0", "old"); !ok {
+		t.Fatal("a delete just issued is not pending")
+	}
+	if _, ok := e.Deleting(3, "ns/job", Pods, "ns", "job-w-0", "new"); ok {
+		t.Fatal("the delete of the old pod holds a new pod of the same name")
+	}
+	obs.OnUpdate(old, old) // an unrelated update: still not seen
+	if _, ok := e.Deleting(3, "ns/job", Pods, "ns", "job-w-0", "old"); !ok {
+		t.Fatal("an update without a deletion timestamp met the delete")
+	}
+	going := old.DeepCopy()
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	obs.OnUpdate(old, going)
+	if _, ok := e.Deleting(3, "ns/job", Pods, "ns", "job-w-0", "old"); ok {
+		t.Fatal("a pod marked for deletion still has its delete pending")
+	}
+}
+
+// An observation the cache never makes (say, an object created and deleted
+// again inside a watch gap) holds a Job up for the TTL at most.
+func TestExpectationsLapse(t *testing.T) {
+	e, clk := newTestExpectations(30 * time.Second)
+	e.ExpectCreate(1, "ns/job", Pods, "ns", "job-w-0")
+	clk.t = clk.t.Add(20 * time.Second)
+	left, ok := e.Creating(1, "ns/job", Pods, "ns", "job-w-0")
+	if !ok || left != 10*time.Second {
+		t.Fatalf("after 20 s of 30: pending %v with %v left, want 10s left", ok, left)
+	}
+	clk.t = clk.t.Add(10 * time.Second)
+	if _, ok := e.Creating(1, "ns/job", Pods, "ns", "job-w-0"); ok {
+		t.Fatal("the expectation outlived its TTL")
+	}
+	if e.Len() != 0 {
+		t.Fatalf("a lapsed expectation is still held (%d)", e.Len())
+	}
+	// Many lapsed ones in a busy slot are pruned as new ones come.
+	for i := range 300 {
+		e.ExpectCreate(2, "ns/job", Pods, "ns", "p-"+strconv.Itoa(i))
+	}
+	clk.t = clk.t.Add(time.Minute)
+	for i := range 256 {
+		e.ExpectCreate(2, "ns/job", Pods, "ns", "q-"+strconv.Itoa(i))
+	}
+	if n := e.Len(); n > 256 {
+		t.Fatalf("%d expectations held, the 300 lapsed ones were not pruned", n)
+	}
+}
+
+// Losing a slot forgets its expectations and only its: the next owner lists
+// the slot afresh.
+func TestExpectationsDroppedWithTheSlot(t *testing.T) {
+	e, _ := newTestExpectations(time.Minute)
+	e.ExpectCreate(1, "ns/a", Pods, "ns", "a-w-0")
+	e.ExpectCreate(2, "ns/b", Pods, "ns", "b-w-0")
+	e.DropSlots([]int{1})
+	if _, ok := e.Creating(1, "ns/a", Pods, "ns", "a-w-0"); ok {
+		t.Fatal("slot 1's expectation survived its loss")
+	}
+	if _, ok := e.Creating(2, "ns/b", Pods, "ns", "b-w-0"); !ok {
+		t.Fatal("slot 2's expectation went with slot 1")
+	}
+}
+
+// staticList lists a fixed set of pods and watches nothing.
+func staticList(pods func() []corev1.Pod) ListWatchFunc {
+	return ListWatchFunc{
+		List: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: pods()}, nil
+		},
+		Watch: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return watch.NewFake(), nil
+		},
+	}
+}
+
+// After a watch gap the reflector lists again: objects created meanwhile
+// meet their creates, objects deleted meanwhile meet their deletes.
+func TestExpectationsMetByARelist(t *testing.T) {
+	e, _ := newTestExpectations(time.Minute)
+	s := NewSharded("pods", func() runtime.Object { return &corev1.Pod{} },
+		staticList(func() []corev1.Pod { return nil }), hclog.NewNullLogger())
+	s.AddHandler(observer{r: Pods, e: e})
+	b := &slotBatch{slots: map[int]bool{5: true}}
+	s.owned[5], s.batches[b] = true, true
+	store := &batchStore{s: s, b: b}
+
+	stays := jobPod(5, "job-w-0", "u0")
+	if err := store.Replace([]any{stays}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	e.ExpectDelete(5, "ns/job", Pods, "ns", "job-w-0", "u0")
+	e.ExpectCreate(5, "ns/job", Pods, "ns", "job-w-1")
+	// The watch breaks; the relist has job-w-1 and no longer job-w-0.
+	if err := store.Replace([]any{jobPod(5, "job-w-1", "u1")}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Creating(5, "ns/job", Pods, "ns", "job-w-1"); ok {
+		t.Error("the relist brought the created pod, but its create is still pending")
+	}
+	if _, ok := e.Deleting(5, "ns/job", Pods, "ns", "job-w-0", "u0"); ok {
+		t.Error("the relist no longer has the deleted pod, but its delete is still pending")
+	}
+}
