@@ -200,7 +200,7 @@ func TestAdmitsThenBindsAGang(t *testing.T) {
 		t.Errorf("%d pods bound, want 8", n)
 	}
 	pg := c.podGroup(t, "ns", "g")
-	if cond := condition(pg, vcv1beta1.PodGroupScheduled); cond == nil || cond.Status != corev1.ConditionTrue {
+	if cond := conditionIn(pg.Status.Conditions, vcv1beta1.PodGroupScheduled); cond == nil || cond.Status != corev1.ConditionTrue {
 		t.Errorf("no Scheduled condition: %+v", pg.Status.Conditions)
 	}
 	if got := counterValue(t, reg, "ringfire_scheduler_pods_bound_total"); got != 8 {
@@ -228,7 +228,7 @@ func TestGangWithoutRoomBindsNothing(t *testing.T) {
 	c.createPods(t, gangPods("ns", "g", 8, "1")...)
 	c.start(t, newFakeOwnership(true), nil)
 	eventually(t, "the gang is told why it waits", func() bool {
-		cond := condition(c.podGroup(t, "ns", "g"), vcv1beta1.PodGroupUnschedulableType)
+		cond := conditionIn(c.podGroup(t, "ns", "g").Status.Conditions, vcv1beta1.PodGroupUnschedulableType)
 		return cond != nil && cond.Reason == vcv1beta1.NotEnoughResourcesReason
 	})
 	time.Sleep(300 * time.Millisecond) // a few more cycles

@@ -50,3 +50,35 @@ func (w writtenGroups) latest(cached *vcv1beta1.PodGroup) *vcv1beta1.PodGroup {
 	}
 	return cached
 }
+
+// writeTimes is when this shift last wrote each PodGroup, by namespace/name:
+// a PodGroup's new pod counts wait Config.CountsQuiet from there. A
+// PodGroup this shift has not written counts from the shift's start, so
+// that a new holder of the scheduler does not rewrite every running
+// PodGroup in its first cycle.
+type writeTimes struct {
+	start time.Time
+	at    map[string]time.Time
+}
+
+func newWriteTimes(start time.Time) writeTimes {
+	return writeTimes{start: start, at: map[string]time.Time{}}
+}
+
+func (w writeTimes) last(key string) time.Time {
+	if t, ok := w.at[key]; ok {
+		return t
+	}
+	return w.start
+}
+
+func (w writeTimes) wrote(key string, at time.Time) { w.at[key] = at }
+
+// prune forgets the PodGroups that are gone.
+func (w writeTimes) prune(groups map[string]*groupView) {
+	for key := range w.at {
+		if groups[key] == nil {
+			delete(w.at, key)
+		}
+	}
+}

@@ -9,6 +9,7 @@ type metrics struct {
 	gangsUnschedulable prometheus.Gauge
 	bindFailures       *prometheus.CounterVec
 	statusFailures     *prometheus.CounterVec
+	statusWrites       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -35,9 +36,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ringfire_scheduler_status_write_failures_total",
 			Help: "PodGroup status writes that failed, by reason: conflict (changed meanwhile), not_found, cancelled, error.",
 		}, []string{"reason"}),
+		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ringfire_scheduler_status_writes_total",
+			Help: "PodGroup status writes, by cause: decisive (phase, or a condition's type, status or reason), message (a waiting gang's message, after MessageQuiet), awaiting_pods (a gang short of pods, after MessageQuiet), counts (pod counts, after CountsQuiet).",
+		}, []string{"cause"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.active, m.cycle, m.podsBound, m.gangsUnschedulable, m.bindFailures, m.statusFailures)
+		reg.MustRegister(m.active, m.cycle, m.podsBound, m.gangsUnschedulable, m.bindFailures, m.statusFailures, m.statusWrites)
 	}
 	return m
 }

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -12,16 +10,12 @@ import (
 // gang plugin words it.
 const scheduledReason = "tasks in gang are ready to be scheduled"
 
-// nextStatus is the PodGroup status a cycle writes: the phase the cycle
-// decided with Volcano's two refinements (Unknown, Completed), the pods
+// nextStatus is the PodGroup status a cycle would write: the phase the
+// cycle decided with Volcano's two refinements (Unknown, Completed), the pods
 // counted by phase, and the conditions. A condition whose type, status,
-// reason and message are unchanged keeps its time and transition ID, so an
-// unchanged status compares equal and is not written. So does one whose
-// message alone changed within quiet of its last change: the messages of
-// waiting gangs carry amounts that move with every pod started or ended,
-// and rewriting every waiting PodGroup each cycle would cost a write per
-// waiting gang per cycle.
-func nextStatus(g *groupView, gs GroupStatus, transitionID string, now metav1.Time, quiet time.Duration) vcv1beta1.PodGroupStatus {
+// reason and message are unchanged keeps its time and transition ID; whether
+// the status is written at all is for compare and quiet.due to say.
+func nextStatus(g *groupView, gs GroupStatus, transitionID string, now metav1.Time) vcv1beta1.PodGroupStatus {
 	st := *g.pg.Status.DeepCopy()
 	st.Phase = phaseOf(g, gs)
 	st.Running, st.Succeeded, st.Failed = g.running, g.succeeded, g.failed
@@ -30,12 +24,12 @@ func nextStatus(g *groupView, gs GroupStatus, transitionID string, now metav1.Ti
 		st.Conditions = setCondition(st.Conditions, vcv1beta1.PodGroupCondition{
 			Type: vcv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue,
 			Reason: gs.Unschedulable.Reason, Message: gs.Unschedulable.Message,
-		}, transitionID, now, quiet)
+		}, transitionID, now)
 	case gs.Phase == vcv1beta1.PodGroupRunning:
 		st.Conditions = removeCondition(st.Conditions, vcv1beta1.PodGroupUnschedulableType)
 		st.Conditions = setCondition(st.Conditions, vcv1beta1.PodGroupCondition{
 			Type: vcv1beta1.PodGroupScheduled, Status: corev1.ConditionTrue, Reason: scheduledReason,
-		}, transitionID, now, quiet)
+		}, transitionID, now)
 	default: // admitted and waiting for its pods: nothing holds it back
 		st.Conditions = removeCondition(st.Conditions, vcv1beta1.PodGroupUnschedulableType)
 	}
@@ -57,17 +51,15 @@ func phaseOf(g *groupView, gs GroupStatus) vcv1beta1.PodGroupPhase {
 }
 
 // setCondition puts c in place of the condition of its type, stamped with
-// now and transitionID, unless an equal one is there already, or one that
-// differs only in its message and changed less than quiet ago.
-func setCondition(conds []vcv1beta1.PodGroupCondition, c vcv1beta1.PodGroupCondition, transitionID string, now metav1.Time, quiet time.Duration) []vcv1beta1.PodGroupCondition {
+// now and transitionID, unless an equal one is there already.
+func setCondition(conds []vcv1beta1.PodGroupCondition, c vcv1beta1.PodGroupCondition, transitionID string, now metav1.Time) []vcv1beta1.PodGroupCondition {
 	c.TransitionID, c.LastTransitionTime = transitionID, now
 	for i := range conds {
 		if conds[i].Type != c.Type {
 			continue
 		}
 		old := conds[i]
-		if old.Status == c.Status && old.Reason == c.Reason &&
-			(old.Message == c.Message || now.Sub(old.LastTransitionTime.Time) < quiet) {
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
 			return conds
 		}
 		conds[i] = c

@@ -171,33 +171,6 @@ func TestPodCacheReusesUntilTheObjectChanges(t *testing.T) {
 	}
 }
 
-func TestNextStatusLeavesAFreshMessage(t *testing.T) {
-	now := metav1.Now().Rfc3339Copy()
-	written := func(ago time.Duration) *vcv1beta1.PodGroup {
-		return &vcv1beta1.PodGroup{Status: vcv1beta1.PodGroupStatus{Phase: vcv1beta1.PodGroupPending, Conditions: []vcv1beta1.PodGroupCondition{{
-			Type: vcv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Reason: vcv1beta1.NotEnoughResourcesReason,
-			Message: "cpu idle 4", LastTransitionTime: metav1.NewTime(now.Add(-ago)),
-		}}}}
-	}
-	gs := GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: &Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: "cpu idle 3"}}
-	for _, tc := range []struct {
-		ago  time.Duration
-		want string
-	}{{time.Second, "cpu idle 4"}, {time.Minute, "cpu idle 3"}} {
-		g := groupView{pg: written(tc.ago)}
-		st := nextStatus(&g, gs, "now", now, 10*time.Second)
-		if got := st.Conditions[0].Message; got != tc.want {
-			t.Errorf("message written %v ago: %q, want %q", tc.ago, got, tc.want)
-		}
-	}
-	other := gs
-	other.Unschedulable = &Condition{Reason: vcv1beta1.NotEnoughPodsReason, Message: "x"}
-	g := groupView{pg: written(time.Second)}
-	if st := nextStatus(&g, other, "now", now, 10*time.Second); st.Conditions[0].Reason != vcv1beta1.NotEnoughPodsReason {
-		t.Error("a new reason waited for the quiet time")
-	}
-}
-
 func TestNextStatus(t *testing.T) {
 	now := metav1.Now().Rfc3339Copy()
 	earlier := metav1.NewTime(now.Add(-time.Minute))
@@ -263,7 +236,7 @@ func TestNextStatus(t *testing.T) {
 			pg := &vcv1beta1.PodGroup{Status: tc.old}
 			g := tc.view
 			g.pg = pg
-			st := nextStatus(&g, tc.gs, "now", now, 0)
+			st := nextStatus(&g, tc.gs, "now", now)
 			if st.Phase != tc.wantPhase {
 				t.Errorf("phase %s, want %s", st.Phase, tc.wantPhase)
 			}
