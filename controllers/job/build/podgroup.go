@@ -67,6 +67,11 @@ func MinTaskMember(task *batch.TaskSpec) int32 {
 // and tells whether any changed. The copy keeps existing's resourceVersion, so that the update
 // fails on a concurrent write. The queue, labels, annotations and network topology are set at
 // creation only, as in Volcano.
+//
+// It compares as the API server stores: a field that reads back differently but means the same
+// (quantities written another way, a zero or absent resource, nil or empty maps, what the CRD
+// defaults) is no change. Every Job reconcile asks, so one spurious difference would be an
+// Update per reconcile, each of them waking every PodGroup informer.
 func UpdatePodGroup(existing, desired *scheduling.PodGroup) (*scheduling.PodGroup, bool) {
 	pg := existing.DeepCopy()
 	changed := false
@@ -74,8 +79,7 @@ func UpdatePodGroup(existing, desired *scheduling.PodGroup) (*scheduling.PodGrou
 		pg.Spec.PriorityClassName = desired.Spec.PriorityClassName
 		changed = true
 	}
-	if pg.Spec.MinMember != desired.Spec.MinMember ||
-		!equality.Semantic.DeepEqual(pg.Spec.MinResources, desired.Spec.MinResources) {
+	if pg.Spec.MinMember != desired.Spec.MinMember || !sameMinResources(pg.Spec.MinResources, desired.Spec.MinResources) {
 		pg.Spec.MinMember = desired.Spec.MinMember
 		pg.Spec.MinResources = nil
 		if desired.Spec.MinResources != nil {
@@ -84,17 +88,16 @@ func UpdatePodGroup(existing, desired *scheduling.PodGroup) (*scheduling.PodGrou
 		}
 		changed = true
 	}
-	if pg.Spec.MinTaskMember == nil {
-		pg.Spec.MinTaskMember = map[string]int32{}
-		changed = true
-	}
 	for task, n := range desired.Spec.MinTaskMember {
 		if have, ok := pg.Spec.MinTaskMember[task]; !ok || have != n {
+			if pg.Spec.MinTaskMember == nil {
+				pg.Spec.MinTaskMember = map[string]int32{}
+			}
 			pg.Spec.MinTaskMember[task] = n
 			changed = true
 		}
 	}
-	if !equality.Semantic.DeepEqual(pg.Spec.SubGroupPolicy, desired.Spec.SubGroupPolicy) {
+	if !sameSubGroupPolicies(pg.Spec.SubGroupPolicy, desired.Spec.SubGroupPolicy) {
 		pg.Spec.SubGroupPolicy = nil
 		for i := range desired.Spec.SubGroupPolicy {
 			pg.Spec.SubGroupPolicy = append(pg.Spec.SubGroupPolicy, *desired.Spec.SubGroupPolicy[i].DeepCopy())
@@ -102,6 +105,59 @@ func UpdatePodGroup(existing, desired *scheduling.PodGroup) (*scheduling.PodGrou
 		changed = true
 	}
 	return pg, changed
+}
+
+// sameMinResources reports whether two minimums ask the same: none and an empty list are alike,
+// and so are a resource at zero and one left out.
+func sameMinResources(a, b *corev1.ResourceList) bool {
+	var la, lb corev1.ResourceList
+	if a != nil {
+		la = *a
+	}
+	if b != nil {
+		lb = *b
+	}
+	for name, q := range la {
+		if other := lb[name]; q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	for name, q := range lb {
+		if _, ok := la[name]; !ok && !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSubGroupPolicies compares subgroup policies as the API server stores them, with the
+// CRD's defaults applied to both (subGroupSize 1, minSubGroups 0, network topology mode hard).
+func sameSubGroupPolicies(a, b []scheduling.SubGroupPolicySpec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equality.Semantic.DeepEqual(withSubGroupDefaults(a[i]), withSubGroupDefaults(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func withSubGroupDefaults(sg scheduling.SubGroupPolicySpec) scheduling.SubGroupPolicySpec {
+	sg = *sg.DeepCopy()
+	if sg.SubGroupSize == nil {
+		size := int32(1)
+		sg.SubGroupSize = &size
+	}
+	if sg.MinSubGroups == nil {
+		minimum := int32(0)
+		sg.MinSubGroups = &minimum
+	}
+	if sg.NetworkTopology != nil && sg.NetworkTopology.Mode == "" {
+		sg.NetworkTopology.Mode = scheduling.HardNetworkTopologyMode
+	}
+	return sg
 }
 
 // MinResources is the least the scheduler must find free to start job: the quota usage (see

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"encoding/json"
 	"maps"
 	"strconv"
 	"testing"
@@ -329,6 +330,101 @@ func TestUpdatePodGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpdatePodGroupSeesNoChangeInWhatReadsBackAlike: a PodGroup as the API server returns it
+// asks for no update when it means what the Job asks, however it is written.
+func TestUpdatePodGroupSeesNoChangeInWhatReadsBackAlike(t *testing.T) {
+	partitioned := func(j *batch.Job) {
+		j.Spec.Tasks[1].PartitionPolicy = &batch.PartitionPolicySpec{PartitionSize: 1, MinPartitions: 3,
+			NetworkTopology: &batch.NetworkTopologySpec{HighestTierAllowed: ptr(2)}}
+	}
+	for _, tc := range []struct {
+		name    string
+		job     func(*batch.Job)
+		stored  func(pg *scheduling.PodGroup) // what the API server made of the PodGroup
+		desired func(pg *scheduling.PodGroup)
+		changed bool
+	}{
+		{name: "read back through JSON"},
+		{name: "a Job of no minimum, read back through JSON", job: func(j *batch.Job) { j.Spec.MinAvailable = 0 }},
+		{name: "a partitioned Job, read back through JSON", job: partitioned},
+		{
+			name:    "minTaskMember absent, none asked",
+			stored:  func(pg *scheduling.PodGroup) { pg.Spec.MinTaskMember = nil },
+			desired: func(pg *scheduling.PodGroup) { pg.Spec.MinTaskMember = map[string]int32{} },
+		},
+		{
+			name:    "minResources absent, an empty one asked",
+			job:     func(j *batch.Job) { j.Spec.MinAvailable = 0 },
+			stored:  func(pg *scheduling.PodGroup) { pg.Spec.MinResources = nil },
+			desired: func(pg *scheduling.PodGroup) { pg.Spec.MinResources = &corev1.ResourceList{} },
+		},
+		{
+			name:   "a resource at zero",
+			stored: func(pg *scheduling.PodGroup) { (*pg.Spec.MinResources)["nvidia.com/gpu"] = resource.MustParse("0") },
+		},
+		{
+			name: "quantities in other units",
+			stored: func(pg *scheduling.PodGroup) {
+				(*pg.Spec.MinResources)[corev1.ResourceCPU] = resource.MustParse("7000m")
+				(*pg.Spec.MinResources)[corev1.ResourceMemory] = resource.MustParse("7516192768")
+			},
+		},
+		{
+			name: "the CRD's subgroup defaults",
+			job:  partitioned,
+			stored: func(pg *scheduling.PodGroup) {
+				pg.Spec.SubGroupPolicy[0].NetworkTopology.Mode = scheduling.HardNetworkTopologyMode
+				pg.Spec.SubGroupPolicy[0].LabelSelector.MatchExpressions = []metav1.LabelSelectorRequirement{}
+			},
+		},
+		{
+			name:    "a resource at zero that the Job now asks",
+			stored:  func(pg *scheduling.PodGroup) { (*pg.Spec.MinResources)["nvidia.com/gpu"] = resource.MustParse("0") },
+			desired: func(pg *scheduling.PodGroup) { (*pg.Spec.MinResources)["nvidia.com/gpu"] = resource.MustParse("1") },
+			changed: true,
+		},
+		{
+			name:    "a subgroup size that is not the default",
+			job:     partitioned,
+			stored:  func(pg *scheduling.PodGroup) { pg.Spec.SubGroupPolicy[0].SubGroupSize = nil },
+			desired: func(pg *scheduling.PodGroup) { pg.Spec.SubGroupPolicy[0].SubGroupSize = ptr(int32(2)) },
+			changed: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testJob()
+			if tc.job != nil {
+				tc.job(job)
+			}
+			desired := PodGroup(job, 3, nil)
+			stored := roundTrip(t, desired)
+			if tc.stored != nil {
+				tc.stored(stored)
+			}
+			if tc.desired != nil {
+				tc.desired(desired)
+			}
+			if _, changed := UpdatePodGroup(stored, desired); changed != tc.changed {
+				t.Errorf("changed = %v, want %v", changed, tc.changed)
+			}
+		})
+	}
+}
+
+// roundTrip is pg as a client reads it back: encoded to JSON and decoded.
+func roundTrip(t *testing.T, pg *scheduling.PodGroup) *scheduling.PodGroup {
+	t.Helper()
+	data, err := json.Marshal(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out scheduling.PodGroup
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }
 
 func TestPVC(t *testing.T) {
