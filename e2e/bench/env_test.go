@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/deploy/crds"
@@ -22,17 +23,29 @@ import (
 )
 
 // env is one benchmark's world: a fresh control plane, a ring etcd, the
-// stand-in scheduler and the ringfire replica processes.
+// ringfire replica processes, and the stand-in scheduler when ringfire's
+// own does not run.
 type env struct {
 	cluster  *cluster.Cluster
 	kube     kubernetes.Interface // the load generator's clients, not rate limited in practice
 	volcano  vcclient.Interface
 	replicas []*replicaProcess
 	logDir   string // the replicas' logs
+	// clients count the writes of the benchmark process's own clients, by
+	// name ("load", "standin"), to tell them from ringfire's.
+	clients map[string]*clientCounter
+}
+
+// controllers are the replicas' --controllers with each scheduler: the
+// gang scheduler, or none beside the stand-in. No cronjob: the load has
+// none, and the benchmark counts what runs.
+var controllers = map[string]string{
+	schedulerRingfire: "job,queue,podgroup,scheduler",
+	schedulerStandIn:  "job,queue,podgroup",
 }
 
 // startEnv brings an env up and tears it down when b ends.
-func startEnv(b *testing.B, c config, bin string, replicas int) *env {
+func startEnv(b *testing.B, c config, bin, scheduler string, replicas int) *env {
 	b.Helper()
 	level := hclog.Warn
 	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" {
@@ -54,23 +67,26 @@ func startEnv(b *testing.B, c config, bin string, replicas int) *env {
 	// The load generator and the stand-in get clients of their own with a
 	// limiter far above what the API server serves here, so that neither
 	// Job creation nor PodGroup admission is paced by the test's client.
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 5000, 5000
-	e := &env{
-		cluster: cl, kube: kubernetes.NewForConfigOrDie(cfg), volcano: vcclient.NewForConfigOrDie(cfg),
-		logDir: logDir,
+	// Each counts its writes, which the API server counts too.
+	e := &env{cluster: cl, logDir: logDir, clients: map[string]*clientCounter{"load": newClientCounter()}}
+	cfg := counted(cl.RESTConfig(), e.clients["load"])
+	e.kube, e.volcano = kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg)
+	if scheduler == schedulerStandIn {
+		e.clients["standin"] = newClientCounter()
+		cfg := counted(cl.RESTConfig(), e.clients["standin"])
+		standinDone := make(chan struct{})
+		go func() {
+			defer close(standinDone)
+			standin.Run(ctx, kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg), cl.NodeNames())
+		}()
+		b.Cleanup(func() { cancel(); <-standinDone })
 	}
-	standinDone := make(chan struct{})
-	go func() {
-		defer close(standinDone)
-		standin.Run(ctx, kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg), cl.NodeNames())
-	}()
-	b.Cleanup(func() { cancel(); <-standinDone })
 
 	ring := localetcd.StartForTest(b)
 	args := procs.Args{
 		Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: cl.Kubeconfig(), LogDir: e.logDir,
 		LogLevel: c.logLevel, QPS: c.qps, Burst: c.burst, Workers: c.workers,
+		Controllers: controllers[scheduler],
 	}
 	b.Cleanup(func() {
 		procs.StopAll(b, processes(e.replicas))
@@ -87,6 +103,14 @@ func startEnv(b *testing.B, c config, bin string, replicas int) *env {
 		b.Fatal(err)
 	}
 	return e
+}
+
+// counted returns cfg with a limiter far above what the API server serves
+// here and its writes counted by counter.
+func counted(cfg *rest.Config, counter *clientCounter) *rest.Config {
+	cfg.QPS, cfg.Burst = 5000, 5000
+	cfg.Wrap(counter.wrap)
+	return cfg
 }
 
 // dirs returns where the replicas log and the control plane keeps its state

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,23 +19,33 @@ import (
 	"github.com/ringfire/ringfire/e2e/procs"
 )
 
-// BenchmarkJobCreation measures how fast ringfire turns a burst of Jobs into
-// pods: the time from the first Job create to the last of their pods seen
-// by a watch on the API server, for each Job count and replica count of the
-// configuration (default 1,000 Jobs × 10 pods, with 1 and with 3 replicas).
-// Each sub-benchmark runs on a control plane of its own. Run it with
-// -benchtime=1x: every iteration adds its Jobs to the same cluster.
+// BenchmarkJobCreation measures how fast ringfire turns Jobs into pods, and
+// how many API writes it spends on them: the time from the first Job create
+// to the last of their pods seen by a watch on the API server, and the API
+// server's own count of writes per Job until every Job is done and the
+// replicas are quiet. One sub-benchmark per scheduler, Job count and
+// replica count of the configuration (default ringfire's gang scheduler and
+// the stand-in, 1,000 Jobs × 10 pods, with 1 and with 3 replicas), each on
+// a control plane of its own. Run it with -benchtime=1x: every iteration
+// adds its Jobs to the same cluster.
 func BenchmarkJobCreation(b *testing.B) {
 	cluster.RequireTools(b)
 	quietClientGo()
 	c := configFromEnv(b)
 	bin := procs.Build(b)
+	c.revision = procs.Revision()
 	b.Logf("%s; %d CPUs", c, runtime.NumCPU())
-	for _, jobs := range c.jobs {
-		for _, n := range c.replicas {
-			b.Run(fmt.Sprintf("jobs=%dx%d/replicas=%d", jobs, c.taskPods, n), func(b *testing.B) {
-				benchJobCreation(b, c, bin, jobs, n)
-			})
+	for _, scheduler := range c.schedulers {
+		for _, jobs := range c.jobs {
+			for _, n := range c.replicas {
+				name := fmt.Sprintf("scheduler=%s/jobs=%dx%d/replicas=%d", scheduler, jobs, c.taskPods, n)
+				if c.rate > 0 {
+					name = fmt.Sprintf("scheduler=%s/jobs=%dx%d-at-%dper-s/replicas=%d", scheduler, jobs, c.taskPods, c.rate, n)
+				}
+				b.Run(name, func(b *testing.B) {
+					benchJobCreation(b, c, bin, scheduler, jobs, n)
+				})
+			}
 		}
 	}
 }
@@ -55,15 +64,15 @@ func quietClientGo() {
 	klog.SetOutput(io.Discard)
 }
 
-func benchJobCreation(b *testing.B, c config, bin string, jobs, replicas int) {
-	e := startEnv(b, c, bin, replicas)
+func benchJobCreation(b *testing.B, c config, bin, scheduler string, jobs, replicas int) {
+	e := startEnv(b, c, bin, scheduler, replicas)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := measure(ctx, b, e, c, jobs)
 
 	// The summary goes to stdout: a benchmark's log is cut at ten lines.
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s (%s)\n", b.Name(), c)
+	fmt.Fprintf(&out, "--- %s (%s; ringfire at %s)\n", b.Name(), c, c.revision)
 	if m.loadErr != nil {
 		// Still report what was measured: a run too slow for the bound is a
 		// result too.
@@ -71,76 +80,37 @@ func benchJobCreation(b *testing.B, c config, bin string, jobs, replicas int) {
 		fmt.Fprintf(&out, "load failed: %v\n", m.loadErr)
 	} else {
 		out.WriteString(reportLoad(b, m.res, jobs))
+		if c.rate > 0 {
+			table, worst := reportWindows(windows(m.res, rateWindow), rateWindow)
+			b.ReportMetric(worst.Seconds(), "s-window-p99-worst")
+			out.WriteString(table)
+		}
 	}
 	if m.res.duplicates > 0 {
 		b.Errorf("%d pod names were added more than once", m.res.duplicates)
 	}
-	b.ReportMetric(float64(c.qps), "replica-QPS")
-	b.ReportMetric(float64(c.burst), "replica-burst")
+	out.WriteString(reportSettle(b, m, c))
+	out.WriteString(reportWrites(b, m))
+	if c.qps > 0 {
+		b.ReportMetric(float64(c.qps), "replica-QPS")
+	}
+	if c.burst > 0 {
+		b.ReportMetric(float64(c.burst), "replica-burst")
+	}
 	b.ReportMetric(m.cpu[string(cluster.APIServer)], "cpu-s-apiserver")
 	b.ReportMetric(sumReplicas(m.cpu, e.replicas), "cpu-s-replicas")
-	out.WriteString(reportReplicas(ctx, b, e.replicas, m, float64(c.workers)*m.res.allPods.Seconds()))
+	workers := c.workers
+	if workers == 0 {
+		workers = defaultWorkers
+	}
+	out.WriteString(reportReplicas(ctx, b, e.replicas, m, float64(workers)*m.countedAt.Seconds()))
 	out.WriteString(reportCPU(b, m))
 	fmt.Print(out.String())
 }
 
-// measurement is what one sub-benchmark saw.
-type measurement struct {
-	res        loadResult
-	loadErr    error
-	idleRSS    map[string]float64 // per replica, before the load
-	cpu        map[string]float64 // CPU seconds per process during the load
-	machine    machineCPU         // the whole machine during the load
-	machineErr error
-	loadAvg    [2]string // before and after the load
-}
-
-// measure runs the load b.N times (once with -benchtime=1x), sampling the
-// replicas' heap, and accounts for the CPU time spent meanwhile.
-func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) measurement {
-	m := measurement{idleRSS: map[string]float64{}}
-	var sampling sync.WaitGroup
-	samplingCtx, stopSampling := context.WithCancel(ctx)
-	for _, r := range e.replicas {
-		sampling.Go(func() { r.sampleHeap(samplingCtx, time.Second) })
-		if u, err := readProc(r.PID()); err == nil {
-			m.idleRSS[r.ID] = u.rss
-		}
-	}
-	pids := e.components()
-	cpuBefore := cpuSeconds(pids)
-	machineBefore, errBefore := readMachineCPU()
-	m.loadAvg[0] = loadAverage()
-	progress := func(string, ...any) {} // with -v only: the log is cut short
-	if testing.Verbose() {
-		progress = b.Logf
-	}
-
-	b.ResetTimer()
-	for i := range b.N {
-		l := load{
-			kube: e.kube, volcano: e.volcano, namespace: fmt.Sprintf("bench-%d", i),
-			jobs: jobs, taskPods: c.taskPods, creators: c.creators, podRun: c.podRunTime, limit: c.waitLimit,
-			log: progress,
-		}
-		if m.res, m.loadErr = l.run(ctx); m.loadErr != nil {
-			break
-		}
-	}
-	b.StopTimer()
-
-	stopSampling()
-	sampling.Wait()
-	m.cpu = cpuSeconds(pids)
-	for name := range m.cpu {
-		m.cpu[name] -= cpuBefore[name]
-	}
-	machine, errAfter := readMachineCPU()
-	m.machine = machineCPU{busy: machine.busy - machineBefore.busy, total: machine.total - machineBefore.total}
-	m.machineErr = errors.Join(errBefore, errAfter)
-	m.loadAvg[1] = loadAverage()
-	return m
-}
+// rateWindow is the stretch of Job creation time over which a steady load's
+// latencies are summed up.
+const rateWindow = 5 * time.Second
 
 // reportLoad reports the throughput and per-Job latency as metrics, and
 // returns them as lines for the summary.
@@ -150,6 +120,7 @@ func reportLoad(b *testing.B, res loadResult, jobs int) string {
 	b.ReportMetric(float64(jobs)/secs, "jobs/s")
 	b.ReportMetric(float64(res.pods)/secs, "pods/s")
 	b.ReportMetric(secs, "s-to-all-pods")
+	b.ReportMetric(secs, "s-first-job-to-last-pod") // the same, by the name issue 9 uses
 	b.ReportMetric(res.jobsCreated.Seconds(), "s-to-all-jobs-created")
 	b.ReportMetric(p50, "s-job-p50")
 	b.ReportMetric(p99, "s-job-p99")
@@ -169,9 +140,15 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 		b.Error(err)
 	}
 	var t strings.Builder
-	t.WriteString("replicas (RSS from /proc/<pid>/status, peak = VmHWM; heap = go_memstats_heap_inuse_bytes, sampled each second, peak at s after the first create):\n")
-	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %6s %6s %10s %7s %7s %14s %12s\n",
-		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "pods", "slots", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
+	t.WriteString("replicas (RSS from /proc/<pid>/status, peak = VmHWM; heap = go_memstats_heap_inuse_bytes, sampled each second, peak at s after the first create;\n" +
+		"CPU and API writes (its own ringfire_kube_requests_total: POST, PUT, PATCH, DELETE) from the first create to the final counts; workers busy over that time):\n")
+	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %9s %6s %6s %7s %10s %7s %7s %14s %12s\n",
+		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "CPU s/1k", "pods", "slots", "writes", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
+	allPods := 0.0
+	for _, r := range replicas {
+		allPods += created[r.ID]
+	}
+	b.ReportMetric(1000*sumReplicas(m.cpu, replicas)/max(allPods, 1), "cpu-s-replicas-per-1k-pods")
 	for _, r := range replicas {
 		u, err := readProc(r.PID())
 		if err != nil {
@@ -191,8 +168,12 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 		b.ReportMetric(u.peakRSS/mib, "MiB-peak-RSS-"+r.ID)
 		b.ReportMetric(heap/mib, "MiB-peak-heap-"+r.ID)
 		b.ReportMetric(created[r.ID], "pods-"+r.ID)
-		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %6.0f %6.0f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
-			r.ID, m.idleRSS[r.ID]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.ID], created[r.ID], slots,
+		b.ReportMetric(m.cpu[r.ID], "cpu-s-"+r.ID)
+		perK := 1000 * m.cpu[r.ID] / max(created[r.ID], 1)
+		b.ReportMetric(perK, "cpu-s-per-1k-pods-"+r.ID)
+		writes := m.after.perReplica[r.ID].minus(m.before.perReplica[r.ID]).writes()
+		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %9.2f %6.0f %6.0f %7.0f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
+			r.ID, m.idleRSS[r.ID]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.ID], perK, created[r.ID], slots, writes,
 			reconciles, errs, retries, 1000*reconcileSeconds/max(reconciles, 1), 100*reconcileSeconds/max(workerSeconds, 1))
 	}
 	return t.String()
@@ -218,7 +199,7 @@ func reportCPU(b *testing.B, m measurement) string {
 	}
 	sort.Slice(names, func(i, j int) bool { return m.cpu[names[i]] > m.cpu[names[j]] })
 	var t strings.Builder
-	t.WriteString("CPU seconds during the load:")
+	t.WriteString("CPU seconds from the first create to the final counts:")
 	for _, name := range names {
 		fmt.Fprintf(&t, " %s %.1f;", name, m.cpu[name])
 	}
@@ -226,7 +207,7 @@ func reportCPU(b *testing.B, m measurement) string {
 	if m.machineErr == nil {
 		others := max(0, m.machine.busy-ours)
 		b.ReportMetric(others, "cpu-s-others")
-		fmt.Fprintf(&t, "machine: %d CPUs, %.0f of %.0f CPU-s busy (%.0f%%) during the load: %.0f by the processes above, %.0f by others; load average %s → %s\n",
+		fmt.Fprintf(&t, "machine: %d CPUs, %.0f of %.0f CPU-s busy (%.0f%%) over that time: %.0f by the processes above, %.0f by others; load average %s → %s\n",
 			runtime.NumCPU(), m.machine.busy, m.machine.total, 100*m.machine.busy/max(m.machine.total, 1), ours, others, m.loadAvg[0], m.loadAvg[1])
 	}
 	return t.String()

@@ -29,8 +29,9 @@ type load struct {
 	namespace string
 	jobs      int
 	taskPods  int
-	creators  int
-	podRun    string        // each pod's run time on its KWOK node
+	creators  int           // goroutines creating a burst
+	rate      int           // Jobs per second, steadily, instead of a burst (0: a burst)
+	podRun    time.Duration // each pod's run time on its KWOK node
 	limit     time.Duration // bound on first create → all pods
 	log       func(format string, args ...any)
 }
@@ -41,16 +42,20 @@ type loadResult struct {
 	start       time.Time
 	jobsCreated time.Duration   // until the last Job create returned
 	allPods     time.Duration   // until the last pod was seen by the watch
-	jobLatency  []time.Duration // per Job: its create returned → its last pod seen
-	pods        int             // distinct pods seen
-	duplicates  int             // pod names seen added more than once
+	jobLatency  []time.Duration // per Job: its create returned → its last pod seen, sorted
+	// created and done are per Job (by index): when its create returned,
+	// and when its last pod was seen (zero if never).
+	created, done []time.Time
+	pods          int // distinct pods seen
+	duplicates    int // pod names seen added more than once
 	// lastCreated is the latest creationTimestamp of the pods: the API
 	// server's own clock (whole seconds), a check on the watch's lag.
 	lastCreated time.Time
 }
 
-// benchJob is a Job of one task of n small pods that run for podRun.
-func benchJob(namespace, name string, n int, podRun string) *batch.Job {
+// benchJob is a Job of one task of n small pods that run for podRun, then
+// succeed (KWOK's stages in e2e/cluster read the annotation).
+func benchJob(namespace, name string, n int, podRun time.Duration) *batch.Job {
 	return &batch.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: batch.JobSpec{
@@ -58,7 +63,7 @@ func benchJob(namespace, name string, n int, podRun string) *batch.Job {
 			Tasks: []batch.TaskSpec{{
 				Name: "worker", Replicas: int32(n),
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: podRun}},
+					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: podRun.String()}},
 					Spec: corev1.PodSpec{
 						RestartPolicy: corev1.RestartPolicyNever,
 						Containers: []corev1.Container{{
@@ -74,14 +79,11 @@ func benchJob(namespace, name string, n int, podRun string) *batch.Job {
 	}
 }
 
-// run creates the namespace, starts a watch on its pods, creates the Jobs
-// from l.creators goroutines as fast as the API server takes them, and
-// returns once the watch has seen every pod or l.limit has passed.
+// run starts a watch on the pods of its namespace (made beforehand, see
+// makeNamespaces), creates the Jobs (from l.creators goroutines as fast as
+// the API server takes them, or at l.rate a second), and returns once the
+// watch has seen every pod or l.limit has passed.
 func (l load) run(ctx context.Context) (loadResult, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.namespace}}
-	if _, err := l.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return loadResult{}, fmt.Errorf("create namespace %s: %w", l.namespace, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, l.limit)
 	defer cancel()
 	w, err := l.watchPods(ctx)
@@ -93,7 +95,13 @@ func (l load) run(ctx context.Context) (loadResult, error) {
 	start := time.Now()
 	created := make([]time.Time, l.jobs)
 	createErr := make(chan error, 1)
-	go func(done chan<- error) { done <- l.createJobs(ctx, created) }(createErr)
+	go func(done chan<- error) {
+		if l.rate > 0 {
+			done <- l.createJobsAtRate(ctx, created)
+		} else {
+			done <- l.createJobs(ctx, created)
+		}
+	}(createErr)
 	want := l.jobs * l.taskPods
 	tally := newPodTally(l.taskPods, want)
 	progress := time.NewTicker(10 * time.Second)
@@ -129,9 +137,11 @@ func (l load) run(ctx context.Context) (loadResult, error) {
 			return res, err
 		}
 	}
+	res.created, res.done = created, make([]time.Time, len(created))
 	for i, at := range created {
+		res.done[i] = tally.jobDone[jobName(i)]
 		res.jobsCreated = max(res.jobsCreated, at.Sub(start))
-		res.jobLatency = append(res.jobLatency, max(0, tally.jobDone[jobName(i)].Sub(at)))
+		res.jobLatency = append(res.jobLatency, max(0, res.done[i].Sub(at)))
 	}
 	slices.Sort(res.jobLatency)
 	return res, nil

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// reportSettle reports how the load ended: when every Job had finished,
+// and when the counts were taken.
+func reportSettle(b *testing.B, m measurement, c config) string {
+	var t strings.Builder
+	if m.finished > 0 {
+		b.ReportMetric(m.finished.Seconds(), "s-to-all-jobs-finished")
+		fmt.Fprintf(&t, "Jobs finished %.1fs after the first create (polled each second): %s\n", m.finished.Seconds(), describePhases(m.phases))
+	} else if m.loadErr == nil {
+		fmt.Fprintf(&t, "pods run %v, past the %v the benchmark waits: Jobs not waited for\n", c.podRun, c.settle)
+	}
+	if m.countedAt > 0 {
+		fmt.Fprintf(&t, "final counts taken %.1fs after the first create, after %v without a write\n", m.countedAt.Seconds(), 2*quietFor)
+	}
+	if m.settleErr != nil {
+		b.Errorf("after the load: %v", m.settleErr)
+		fmt.Fprintf(&t, "after the load: %v\n", m.settleErr)
+	}
+	return t.String()
+}
+
+// reportWrites reports the API writes of the load, per Job, by writer, as
+// metrics (ringfire's budget) and as a table.
+func reportWrites(b *testing.B, m measurement) string {
+	if m.countErr != nil {
+		b.Errorf("counting requests: %v", m.countErr)
+	}
+	if m.before.apiserver == nil || m.after.apiserver == nil {
+		return "API writes not counted: no reading of the API server's metrics\n"
+	}
+	others, byComponent := othersEvents(m.eventsBefore, m.eventsAfter)
+	a := attribute(m.jobs,
+		m.after.apiserver.minus(m.before.apiserver),
+		m.after.bench.minus(m.before.bench),
+		others)
+	bud := a.budget()
+	n := float64(m.jobs)
+	b.ReportMetric(bud.writes/n, "writes/job")
+	b.ReportMetric(bud.conflicts/n, "409s/job")
+	b.ReportMetric(100*bud.refusedCreates/max(bud.creates, 1), "409-%-of-creates")
+	b.ReportMetric(bud.jobStatusWrites/n, "job-status-writes/job")
+	b.ReportMetric(bud.podPosts/n, "pod-posts/job")
+	b.ReportMetric(bud.podGroupWrites/n, "podgroup-writes/job")
+	b.ReportMetric(bud.eventWrites/n, "event-writes/job")
+
+	var t strings.Builder
+	t.WriteString(a.table())
+	fmt.Fprintf(&t, "ringfire per Job: %.2f writes but pod creates and bindings (budget 10), %.2f answered 409; %.0f of %.0f creates refused 409 (%.2f%%, budget 1%%); "+
+		"Job status %.2f, pod POSTs %.2f, PodGroup writes %.2f, Event writes %.2f\n",
+		bud.writes/n, bud.conflicts/n, bud.refusedCreates, bud.creates, 100*bud.refusedCreates/max(bud.creates, 1),
+		bud.jobStatusWrites/n, bud.podPosts/n, bud.podGroupWrites/n, bud.eventWrites/n)
+	fmt.Fprintf(&t, "Event writes of other reporters over the load (taken out of the events rows): %s\n", describeComponents(byComponent))
+	t.WriteString(a.crossCheck(m.after.replicas.minus(m.before.replicas)))
+	return t.String()
+}
