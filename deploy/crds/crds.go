@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -31,6 +32,13 @@ var manifests embed.FS
 
 var crdResource = schema.GroupVersionResource{
 	Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions",
+}
+
+// The admission policies that set a new Job's computed defaults, where the API server serves
+// them (Kubernetes 1.36 and later); elsewhere the Job controller sets them in memory.
+var admissionPolicies = map[string]schema.GroupVersionResource{
+	"MutatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
+	"MutatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
 }
 
 // pollInterval is how often Install checks whether the API server serves a new CRD.
@@ -60,12 +68,86 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 			return err
 		}
 	}
+	policies, err := ServesJobDefaults(cfg)
+	if err != nil {
+		return fmt.Errorf("install CRDs: %w", err)
+	}
 	for _, obj := range others {
+		if resource, ok := admissionPolicies[obj.GetKind()]; ok {
+			if !policies {
+				continue
+			}
+			_, err := client.Resource(resource).Apply(ctx, obj.GetName(), obj,
+				metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+			if err != nil {
+				return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+			continue
+		}
 		if err := createUnlessExists(ctx, client, crds, obj); err != nil {
 			return err
 		}
 	}
+	if policies {
+		return waitJobDefaults(ctx, client)
+	}
 	return nil
+}
+
+// waitJobDefaults waits until the API server applies the Job defaults policy, which it loads
+// a moment after the policy is written: a dry-run create of a Job whose task leaves
+// minAvailable unset comes back with it set.
+func waitJobDefaults(ctx context.Context, client dynamic.Interface) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+		"metadata": map[string]any{"generateName": "ringfire-defaults-probe-", "namespace": "default"},
+		"spec": map[string]any{"tasks": []any{map[string]any{
+			"replicas": int64(1),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "c", "image": "probe.invalid/none"},
+			}}},
+		}}},
+	}}
+	jobs := client.Resource(schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"})
+	var last string
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		got, err := jobs.Namespace("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if _, ok, _ := unstructured.NestedInt64(got.Object, "spec", "minAvailable"); ok {
+			return true, nil
+		}
+		last = "a new Job gets no defaults yet"
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the Job defaults policy: %w (last: %s)", err, last)
+	}
+	return nil
+}
+
+// ServesJobDefaults reports whether the API server serves MutatingAdmissionPolicies
+// (admissionregistration.k8s.io/v1), which Install uses to set a new Job's computed defaults.
+func ServesJobDefaults(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discover admissionregistration.k8s.io/v1: %w", err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "mutatingadmissionpolicies" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // load parses the embedded manifests into the CRDs and the other objects (the default Queue).
