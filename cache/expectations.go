@@ -90,9 +90,9 @@ func (e *Expectations) ExpectDelete(slot int, key string, r Resource, namespace,
 	e.add(slot, deleteOf(key, r, namespace, name, uid))
 }
 
-// DeleteFailed forgets a delete that did not happen (NotFound included: the
-// object with that UID is gone, and another of the same name is not this
-// delete's).
+// DeleteFailed forgets a delete that did not happen. NotFound is no failure:
+// the cache is still to see that object go, or has seen it already, and then
+// the expectation, bound to that object's UID, only waits to lapse.
 func (e *Expectations) DeleteFailed(slot int, key string, r Resource, namespace, name string, uid types.UID) {
 	e.remove(slot, deleteOf(key, r, namespace, name, uid))
 }

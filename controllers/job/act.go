@@ -92,21 +92,14 @@ func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info 
 			pc.add(task, p.Status.Phase)
 		}
 	}
-	deleted, err := c.deletePods(ctx, job, doomed)
+	deleted, err := c.deletePods(ctx, key, job, doomed)
 	pc.Terminating += deleted
 	if err != nil {
 		return pc, err
 	}
 	if kill.Full() && info.PodGroup != nil {
-		if err := c.guard(ctx); err != nil {
+		if err := c.deletePodGroup(ctx, key, info.PodGroup); err != nil {
 			return pc, err
-		}
-		pg := info.PodGroup
-		err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &pg.UID},
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return pc, fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
 		}
 	}
 	if kill.Full() {
@@ -117,6 +110,27 @@ func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info 
 		}
 	}
 	return pc, nil
+}
+
+// deletePodGroup deletes the Job's PodGroup, unless a delete of it is already
+// on its way to the cache.
+func (c *Controller) deletePodGroup(ctx context.Context, key string, pg *scheduling.PodGroup) error {
+	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
+	if _, pending := expect.Deleting(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID); pending {
+		return nil
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	expect.ExpectDelete(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID)
+	err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pg.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		expect.DeleteFailed(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID)
+		return fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
+	}
+	return nil
 }
 
 // targets reports whether the kill deletes pod p of task.
@@ -141,19 +155,29 @@ func partitionOf(info *cache.JobInfo, req state.Request) string {
 }
 
 // deletePods deletes pods with UID and resourceVersion preconditions, a few
-// at a time; it returns how many are gone.
-func (c *Controller) deletePods(ctx context.Context, job *batch.Job, pods []*corev1.Pod) (int32, error) {
+// at a time; it returns how many are gone or going. A pod whose delete was
+// issued before and that the cache still shows is not deleted again.
+func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (int32, error) {
+	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	var mu sync.Mutex
 	var gone int32
 	errs := c.parallel(len(pods), func(i int) error {
 		p := pods[i]
+		if _, pending := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); pending {
+			mu.Lock()
+			gone++
+			mu.Unlock()
+			return nil // the cache will see it go
+		}
 		if err := c.guard(ctx); err != nil {
 			return err
 		}
+		expect.ExpectDelete(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
 		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
+			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
 			return fmt.Errorf("delete pod %s: %w", p.Name, err)
 		}
 		c.metrics.podsDeleted.Inc()
@@ -185,7 +209,7 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "Job plugins: %v", err)
 		return podCounts{}, err
 	}
-	admitted, err := c.syncPodGroup(ctx, job, info, slot)
+	admitted, err := c.syncPodGroup(ctx, key, job, info, slot)
 	if err != nil {
 		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "PodGroup: %v", err)
 		return podCounts{}, err
@@ -195,6 +219,7 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 		return podCounts{}, err
 	}
 
+	expect := c.cfg.Cache.Expectations()
 	var pc podCounts
 	var create, surplus []*corev1.Pod
 	for ti := range job.Spec.Tasks {
@@ -211,6 +236,11 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 				} else {
 					pc.add(task.Name, p.Status.Phase)
 				}
+				continue
+			}
+			if left, pending := expect.Creating(slot, key, cache.Pods, job.Namespace, name); pending {
+				pc.add(task.Name, corev1.PodPending) // created, not in the cache yet
+				c.wakeAfter(key, left)
 				continue
 			}
 			if !ready {
@@ -240,14 +270,14 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 			}
 		}
 	}
-	created, err := c.createPods(ctx, job, create)
+	created, err := c.createPods(ctx, key, job, create)
 	for _, p := range created {
 		pc.add(p.Annotations[batch.TaskSpecKey], corev1.PodPending)
 	}
 	if err != nil {
 		return pc, err
 	}
-	deleted, err := c.deletePods(ctx, job, surplus)
+	deleted, err := c.deletePods(ctx, key, job, surplus)
 	pc.Terminating += deleted
 	return pc, err
 }
@@ -294,9 +324,11 @@ func dependenciesReady(job *batch.Job, task *batch.TaskSpec, info *cache.JobInfo
 }
 
 // createPods creates pods, a few at a time; AlreadyExists counts as created.
-// It returns the pods that exist now.
-func (c *Controller) createPods(ctx context.Context, job *batch.Job, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+// Each create is expected before it is issued, so that no reconcile issues it
+// again before the cache has seen the pod. It returns the pods that exist now.
+func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	var mu sync.Mutex
 	var created []*corev1.Pod
 	errs := c.parallel(len(pods), func(i int) error {
@@ -304,12 +336,16 @@ func (c *Controller) createPods(ctx context.Context, job *batch.Job, pods []*cor
 		if err := c.guard(ctx); err != nil {
 			return err
 		}
+		expect.ExpectCreate(slot, key, cache.Pods, p.Namespace, p.Name)
 		_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
+			expect.CreateFailed(slot, key, cache.Pods, p.Namespace, p.Name)
 			return fmt.Errorf("create pod %s: %w", p.Name, err)
 		}
 		if err == nil {
 			c.metrics.podsCreated.Inc()
+		} else {
+			c.metrics.createsRefused.Inc()
 		}
 		mu.Lock()
 		created = append(created, p)
@@ -326,16 +362,33 @@ func (c *Controller) createPods(ctx context.Context, job *batch.Job, pods []*cor
 }
 
 // syncPodGroup creates or updates the Job's PodGroup and reports whether the
-// scheduler has admitted it (its phase is set and not Pending).
-func (c *Controller) syncPodGroup(ctx context.Context, job *batch.Job, info *cache.JobInfo, slot int) (bool, error) {
+// scheduler has admitted it (its phase is set and not Pending). While a create
+// or delete of it has not reached the cache yet, it waits: the cache's add or
+// delete brings the Job back.
+func (c *Controller) syncPodGroup(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, slot int) (bool, error) {
 	desired := build.PodGroup(job, slot, c.priorityOf)
 	existing := info.PodGroup
+	expect := c.cfg.Cache.Expectations()
+	if existing != nil {
+		if left, pending := expect.Deleting(slot, key, cache.PodGroups, existing.Namespace, existing.Name, existing.UID); pending {
+			c.wakeAfter(key, left)
+			return false, nil
+		}
+	}
 	if existing == nil || existing.Name != desired.Name {
+		if left, pending := expect.Creating(slot, key, cache.PodGroups, desired.Namespace, desired.Name); pending {
+			c.wakeAfter(key, left)
+			return false, nil
+		}
 		if err := c.guard(ctx); err != nil {
 			return false, err
 		}
+		expect.ExpectCreate(slot, key, cache.PodGroups, desired.Namespace, desired.Name)
 		_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Create(ctx, desired, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsAlreadyExists(err) {
+			c.metrics.createsRefused.Inc()
+		} else if err != nil {
+			expect.CreateFailed(slot, key, cache.PodGroups, desired.Namespace, desired.Name)
 			return false, fmt.Errorf("create podgroup %s: %w", desired.Name, err)
 		}
 		return false, nil // its phase arrives with the informer
@@ -371,16 +424,23 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 	for _, o := range owned {
 		have[o.(*corev1.PersistentVolumeClaim).Name] = true
 	}
+	expect := c.cfg.Cache.Expectations()
 	for i, v := range job.Spec.Volumes {
-		if v.VolumeClaim == nil || have[build.ClaimName(job, i)] {
+		name := build.ClaimName(job, i)
+		if v.VolumeClaim == nil || have[name] {
+			continue
+		}
+		if _, pending := expect.Creating(slot, key, cache.PVCs, job.Namespace, name); pending {
 			continue
 		}
 		if err := c.guard(ctx); err != nil {
 			return err
 		}
 		pvc := build.PVC(job, i, slot)
+		expect.ExpectCreate(slot, key, cache.PVCs, pvc.Namespace, pvc.Name)
 		_, err := c.cfg.Kube.CoreV1().PersistentVolumeClaims(job.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
+			expect.CreateFailed(slot, key, cache.PVCs, pvc.Namespace, pvc.Name)
 			return fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 		}
 	}

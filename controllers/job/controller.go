@@ -48,6 +48,10 @@ type Config struct {
 	// PodParallelism bounds the pod creations and deletions of one Job in
 	// flight at once.
 	PodParallelism int
+	// StatusCoalesce spaces a Job's count-only status writes at least this
+	// far apart (DefaultStatusCoalesce when 0; negative: no spacing). A new
+	// phase is always written at once.
+	StatusCoalesce time.Duration
 	// Observe, when set, is told of every reconcile: its Job key and when it
 	// ran (for tests and tracing).
 	Observe    func(key string, start, end time.Time)
@@ -65,6 +69,8 @@ type Controller struct {
 	metrics  *metrics
 	written  cache.Written[*batch.Job]
 	delays   delays
+	pacer    pacer
+	wakes    wakeups
 	// taken holds the UIDs of the Commands this replica deleted (taken);
 	// entries older than takenMemory are dropped.
 	taken sync.Map
@@ -113,7 +119,11 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.PodParallelism <= 0 {
 		cfg.PodParallelism = 16
 	}
+	if cfg.StatusCoalesce == 0 {
+		cfg.StatusCoalesce = DefaultStatusCoalesce
+	}
 	c := &Controller{cfg: cfg, log: cfg.Logger.Named("job"), metrics: newMetrics(cfg.Registerer)}
+	c.pacer.window = max(cfg.StatusCoalesce, 0)
 	c.delays.byKey = map[string]map[string]uint64{}
 
 	c.events = record.NewBroadcaster()
@@ -149,6 +159,7 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 // Commands still waiting for those Jobs are taken up again too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
+		c.woken(key, true) // a look due from an earlier tenure went with the slot
 		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 	held := shard.NewSlotSet(slots)
@@ -242,6 +253,8 @@ func (c *Controller) onJobDelete(obj any) {
 	if job, ok := obj.(*batch.Job); ok {
 		c.delays.forget(keyOf(job))
 		c.written.Forget(keyOf(job))
+		c.pacer.forget(keyOf(job))
+		c.woken(keyOf(job), true)
 	}
 }
 
@@ -357,7 +370,7 @@ func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
 		return false
 	}
 	var replicas int32
-	for _, t := range info.Job.Spec.Tasks {
+	for _, t := range c.defaulted(info.Job).Spec.Tasks { // task names may be defaults
 		if t.Name == req.TaskName {
 			replicas = t.Replicas
 		}

@@ -3,9 +3,12 @@ package job
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	transitions *prometheus.CounterVec
-	podsCreated prometheus.Counter
-	podsDeleted prometheus.Counter
+	transitions    *prometheus.CounterVec
+	podsCreated    prometheus.Counter
+	podsDeleted    prometheus.Counter
+	createsRefused prometheus.Counter
+	statusWrites   *prometheus.CounterVec
+	statusDeferred prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -19,9 +22,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		podsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ringfire_job_pods_deleted_total", Help: "Pods the Job controller deleted.",
 		}),
+		createsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ringfire_job_creates_refused_total",
+			Help: "Pod and PodGroup creates of the Job controller answered AlreadyExists: each a write the API server paid for in vain.",
+		}),
+		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ringfire_job_status_writes_total",
+			Help: "Job status writes, by kind: phase (a new phase, reason or other state) or counts (pod counts only).",
+		}, []string{"kind"}),
+		statusDeferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ringfire_job_status_writes_deferred_total",
+			Help: "Count-only Job status changes held back by --status-coalesce, to be merged into a later write.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.transitions, m.podsCreated, m.podsDeleted)
+		reg.MustRegister(m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred)
 	}
 	return m
 }

@@ -52,20 +52,21 @@ func (c *Controller) deletePluginObjects(ctx context.Context, key string, work *
 	return c.write(ctx, key, ch)
 }
 
-// write carries out a plugin's Changes against the cache's view.
+// write carries out a plugin's Changes against the cache's view, skipping
+// the creates and deletes the cache has not caught up with yet.
 func (c *Controller) write(ctx context.Context, key string, ch plugins.Changes) error {
 	for _, obj := range ch.Create {
 		if _, ok := c.lookup(obj); ok {
 			continue
 		}
-		if err := c.create(ctx, obj); err != nil {
+		if err := c.create(ctx, key, obj); err != nil {
 			return err
 		}
 	}
 	for _, obj := range ch.Apply {
 		existing, ok := c.lookup(obj)
 		if !ok {
-			if err := c.create(ctx, obj); err != nil {
+			if err := c.create(ctx, key, obj); err != nil {
 				return err
 			}
 			continue
@@ -83,7 +84,7 @@ func (c *Controller) write(ctx context.Context, key string, ch plugins.Changes) 
 		if !ok {
 			continue
 		}
-		if err := c.remove(ctx, existing); err != nil {
+		if err := c.remove(ctx, key, existing); err != nil {
 			return err
 		}
 	}
@@ -136,12 +137,22 @@ func sameContent(a, b plugins.Object) bool {
 	return false
 }
 
-func (c *Controller) create(ctx context.Context, obj plugins.Object) error {
+// create creates a plugin object of the Job at key, unless a create of it is
+// already on its way to the cache.
+func (c *Controller) create(ctx context.Context, key string, obj plugins.Object) error {
+	r, err := resourceOf(obj)
+	if err != nil {
+		return err
+	}
+	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
+	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.CreateOptions{}
+	if _, pending := expect.Creating(slot, key, r, ns, name); pending {
+		return nil
+	}
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
-	ns, opts := obj.GetNamespace(), metav1.CreateOptions{}
-	var err error
+	expect.ExpectCreate(slot, key, r, ns, name)
 	switch o := obj.(type) {
 	case *corev1.Service:
 		_, err = c.cfg.Kube.CoreV1().Services(ns).Create(ctx, o, opts)
@@ -151,11 +162,10 @@ func (c *Controller) create(ctx context.Context, obj plugins.Object) error {
 		_, err = c.cfg.Kube.CoreV1().Secrets(ns).Create(ctx, o, opts)
 	case *networkingv1.NetworkPolicy:
 		_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, opts)
-	default:
-		_, err = resourceOf(obj)
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		expect.CreateFailed(slot, key, r, ns, name)
+		return fmt.Errorf("create %T %s: %w", obj, name, err)
 	}
 	return nil
 }
@@ -184,13 +194,23 @@ func (c *Controller) update(ctx context.Context, obj plugins.Object) error {
 	return nil
 }
 
-func (c *Controller) remove(ctx context.Context, obj plugins.Object) error {
+// remove deletes a plugin object of the Job at key, unless a delete of it is
+// already on its way to the cache.
+func (c *Controller) remove(ctx context.Context, key string, obj plugins.Object) error {
+	r, err := resourceOf(obj)
+	if err != nil {
+		return err
+	}
+	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
+	uid, ns, name := obj.GetUID(), obj.GetNamespace(), obj.GetName()
+	if _, pending := expect.Deleting(slot, key, r, ns, name, uid); pending {
+		return nil
+	}
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
-	uid := obj.GetUID()
-	ns, opts := obj.GetNamespace(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	var err error
+	expect.ExpectDelete(slot, key, r, ns, name, uid)
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	switch obj.(type) {
 	case *corev1.Service:
 		err = c.cfg.Kube.CoreV1().Services(ns).Delete(ctx, obj.GetName(), opts)
@@ -200,11 +220,10 @@ func (c *Controller) remove(ctx context.Context, obj plugins.Object) error {
 		err = c.cfg.Kube.CoreV1().Secrets(ns).Delete(ctx, obj.GetName(), opts)
 	case *networkingv1.NetworkPolicy:
 		err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, obj.GetName(), opts)
-	default:
-		_, err = resourceOf(obj)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+		expect.DeleteFailed(slot, key, r, ns, name, uid)
+		return fmt.Errorf("delete %T %s: %w", obj, name, err)
 	}
 	return nil
 }

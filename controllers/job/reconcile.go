@@ -24,6 +24,7 @@ const recheckMissing = 15 * time.Second
 // reconcile handles one request for the Job at key: fetch, default, choose
 // the action, act on the pods, write the status.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
+	c.woken(key, false)
 	if req.command != nil {
 		apply, err := c.takeCommand(ctx, key, req)
 		if err != nil || !apply {
@@ -45,9 +46,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	if req.ttl {
 		return c.expire(ctx, key, job)
 	}
-	if defaulted, fields := c.defaults(job); len(fields) > 0 {
-		return c.writeDefaults(ctx, defaulted, fields)
-	}
+	job = c.defaulted(job)
 
 	choice := state.ApplyPolicies(job, req.Request)
 	switch {
@@ -137,28 +136,22 @@ func knownAction(a bus.Action) bool {
 	return false
 }
 
-// defaults returns the Job with what Volcano's mutating webhook would have
-// set, and the fields it set; the scheduler name is this controller's.
-func (c *Controller) defaults(job *batch.Job) (*batch.Job, []string) {
-	defaulted := job.DeepCopy()
-	var fields []string
-	if defaulted.Spec.SchedulerName == "" {
-		defaulted.Spec.SchedulerName = c.cfg.SchedulerName
-		fields = append(fields, "spec.schedulerName")
+// defaulted returns the Job with what Volcano's mutating webhook would have
+// set (the scheduler name is this controller's), in memory only: the API
+// server sets the same defaults at admission where it serves ringfire's
+// MutatingAdmissionPolicy (deploy/crds), and a write only to store them
+// would cost every Job one more Update (docs/jobs.md). A Job that needs
+// none is returned as it is.
+func (c *Controller) defaulted(job *batch.Job) *batch.Job {
+	d := job.DeepCopy()
+	named := d.Spec.SchedulerName == ""
+	if named {
+		d.Spec.SchedulerName = c.cfg.SchedulerName
 	}
-	return defaulted, append(fields, state.Defaults(defaulted)...)
-}
-
-// writeDefaults writes the defaulted Job; the update event brings it back.
-func (c *Controller) writeDefaults(ctx context.Context, defaulted *batch.Job, fields []string) error {
-	if err := c.guard(ctx); err != nil {
-		return err
+	if len(state.Defaults(d)) == 0 && !named {
+		return job
 	}
-	if _, err := c.cfg.Volcano.BatchV1alpha1().Jobs(defaulted.Namespace).Update(ctx, defaulted, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("write defaults %v: %w", fields, err)
-	}
-	c.log.Debug("defaulted job", "job", keyOf(defaulted), "fields", fields)
-	return nil
+	return d
 }
 
 // missingReference names a Queue or PriorityClass the Job needs that does
@@ -293,9 +286,37 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 	if equality.Semantic.DeepEqual(*st, job.Status) {
 		return nil
 	}
+	countsOnly := onlyCountsDiffer(st, &job.Status)
+	if countsOnly {
+		if wait := c.pacer.wait(key, time.Now()); wait > 0 {
+			c.metrics.statusDeferred.Inc()
+			c.wakeAfter(key, wait) // then the counts of that moment are written
+			return nil
+		}
+	}
 	updated := job.DeepCopy()
 	updated.Status = *st
-	return c.updateStatus(ctx, key, job, updated)
+	if err := c.updateStatus(ctx, key, job, updated); err != nil {
+		return err
+	}
+	c.pacer.wrote(key, time.Now())
+	kind := "phase"
+	if countsOnly {
+		kind = "counts"
+	}
+	c.metrics.statusWrites.WithLabelValues(kind).Inc()
+	return nil
+}
+
+// onlyCountsDiffer reports whether two statuses differ in nothing but the
+// pod counts and the running duration: a change a later write can carry.
+func onlyCountsDiffer(a, b *batch.JobStatus) bool {
+	x, y := *a, *b
+	for _, st := range []*batch.JobStatus{&x, &y} {
+		st.Pending, st.Running, st.Succeeded, st.Failed, st.Unknown, st.Terminating = 0, 0, 0, 0, 0, 0
+		st.TaskStatusCount, st.RunningDuration = nil, nil
+	}
+	return equality.Semantic.DeepEqual(x, y)
 }
 
 // runningSince is when the Job last started Running, from its conditions.
