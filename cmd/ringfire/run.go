@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ringfire/ringfire/controllers/job"
 	"github.com/ringfire/ringfire/internal/kubemetrics"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
@@ -31,6 +32,7 @@ type runFlags struct {
 	drainTimeout time.Duration
 	listen       string
 	workers      int
+	coalesce     time.Duration
 	scheduler    string
 	controllers  string
 	pprof        bool
@@ -61,6 +63,7 @@ func runCommand(args []string) error {
 	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs that name none, and the one the gang scheduler serves")
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); leave out cronjob on a cluster without the CronJob CRD")
 	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
+	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "a Job's status writes that change only pod counts are spaced at least this far apart (a new phase is written at once); negative: no spacing")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --listen")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -137,7 +140,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	r, err := replica.New(replica.Config{
 		Scheduler: controllers.scheduler, NoCronJobs: !controllers.cronjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
-		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
+		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return err

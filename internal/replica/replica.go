@@ -42,6 +42,8 @@ type Config struct {
 	// Kube is the API server; nil runs the ring only, with no controllers.
 	Kube    *rest.Config
 	Workers int
+	// StatusCoalesce spaces a Job's count-only status writes (job.Config).
+	StatusCoalesce time.Duration
 	// SchedulerName of Jobs that name none, and the one the gang scheduler
 	// and the PodGroup controller serve; "" for "volcano".
 	SchedulerName string
@@ -140,7 +142,8 @@ func New(cfg Config) (*Replica, error) {
 	r.Jobs, err = job.New(job.Config{
 		Kube: kube, Volcano: vc, Cache: r.Cache, Ownership: manager, Valid: manager.Valid,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe, SchedulerName: cfg.SchedulerName,
-		Logger: cfg.Logger, Registerer: cfg.Registerer,
+		StatusCoalesce: cfg.StatusCoalesce,
+		Logger:         cfg.Logger, Registerer: cfg.Registerer,
 	})
 	if err != nil {
 		return nil, err
