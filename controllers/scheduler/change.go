@@ -28,9 +28,10 @@ type change struct {
 	// few pods (NotEnoughTasks, NotEnoughPodsOfTask) appeared on a PodGroup
 	// that had none. Its pods are most often being made right now: the
 	// Job controller creates them once the gang is admitted, and a cycle
-	// that runs meanwhile sees some of them. Volcano's scheduler never
-	// writes this condition (it sets it on a session copy of the job it then
-	// drops); ringfire writes it once it has held for a while.
+	// that runs meanwhile sees some of them (under load, for tens of
+	// seconds). Volcano's scheduler never writes this condition (it sets it
+	// on a session copy of the job, which it then drops); ringfire writes it
+	// once it has held for a while.
 	awaitingPods bool
 	// counts: running, succeeded or failed, which move with every pod.
 	counts bool
@@ -88,14 +89,12 @@ func compare(old, next vcv1beta1.PodGroupStatus) change {
 // quiet is how long the details of a status are left as written.
 type quiet struct {
 	// message: a condition whose message alone changed, since its last
-	// transition (which the object carries, so it holds across shifts); a
-	// gang's want of pods (awaitingPods), since the PodGroup's last write
-	// by this shift (or the shift's start).
+	// transition (which the object carries, so it holds across shifts).
 	message time.Duration
-	// counts: pod counts, since the PodGroup's last write by this shift (or
-	// the shift's start), so that a new holder does not rewrite every
-	// running PodGroup at once.
-	counts time.Duration
+	// pods: what moves with the gang's pods (its counts, its want of pods),
+	// since the PodGroup's last write by this shift (or the shift's start,
+	// so that a new holder does not rewrite every running PodGroup at once).
+	pods time.Duration
 }
 
 // due reports whether a status that differs from the one read by c is
@@ -107,10 +106,8 @@ func (q quiet) due(c change, now metav1.Time, lastWrite time.Time) bool {
 		return true
 	case c.message && now.Sub(c.messageSince) >= q.message:
 		return true
-	case c.awaitingPods && now.Sub(lastWrite) >= q.message:
-		return true
 	}
-	return c.counts && now.Sub(lastWrite) >= q.counts
+	return (c.awaitingPods || c.counts) && now.Sub(lastWrite) >= q.pods
 }
 
 // tooFewPods: the condition says that the gang has too few pods to ever

@@ -11,7 +11,7 @@ import (
 
 func TestStatusWriteDue(t *testing.T) {
 	now := metav1.NewTime(epoch.Add(time.Hour))
-	q := quiet{message: 10 * time.Second, counts: 10 * time.Second}
+	q := quiet{message: 10 * time.Second, pods: 10 * time.Second}
 	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(now.Add(-ago)) }
 	cond := func(typ vcv1beta1.PodGroupConditionType, reason, msg, id string, when metav1.Time) vcv1beta1.PodGroupCondition {
 		return vcv1beta1.PodGroupCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: msg,
@@ -64,11 +64,11 @@ func TestStatusWriteDue(t *testing.T) {
 			next: status(completed, 0, 10, scheduled("a", at(time.Second))), want: true, cause: "decisive",
 		},
 		{
-			name: "counts within CountsQuiet of the last write wait", old: status(running, 0, 0, scheduled("a", at(time.Second))),
+			name: "counts within PodsQuiet of the last write wait", old: status(running, 0, 0, scheduled("a", at(time.Second))),
 			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: 9 * time.Second,
 		},
 		{
-			name: "counts after CountsQuiet are written", old: status(running, 0, 0, scheduled("a", at(time.Second))),
+			name: "counts after PodsQuiet are written", old: status(running, 0, 0, scheduled("a", at(time.Second))),
 			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: 10 * time.Second, want: true, cause: "counts",
 		},
 		{
@@ -97,7 +97,7 @@ func TestStatusWriteDue(t *testing.T) {
 			next: status(inqueue, 0, 0, unsched(tasks, "valid: 4, min: 10", "b", now)), lastWrite: 9 * time.Second,
 		},
 		{
-			name: "too few pods for MessageQuiet is written",
+			name: "too few pods for PodsQuiet is written",
 			old:  status(inqueue, 0, 0),
 			next: status(inqueue, 0, 0, unsched(tasks, "valid: 4, min: 10", "b", now)), lastWrite: 10 * time.Second,
 			want: true, cause: "awaiting_pods",

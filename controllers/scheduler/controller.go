@@ -42,13 +42,15 @@ type Config struct {
 	// each cycle would cost a write per waiting gang per cycle. A new reason
 	// or phase is written at once. Default 10s.
 	MessageQuiet time.Duration
-	// CountsQuiet is how long a PodGroup's new pod counts (running,
-	// succeeded, failed) wait after its last write before a write of their
-	// own: they move with every pod that starts or ends, and writing each
-	// would cost several writes per gang. A write that is due anyway (a
+	// PodsQuiet is how long what moves with a gang's pods waits after the
+	// PodGroup's last write before a write of its own: its counts (running,
+	// succeeded, failed), and the NotEnoughTasks condition of an admitted
+	// gang whose pods are still being made. Writing each would cost several
+	// writes per gang (Volcano writes the counts at most once per 1 s
+	// session, and never that condition). A write that is due anyway (a
 	// phase, a condition) carries them at once, so a short gang's counts
-	// arrive with its Completed. Default 10s.
-	CountsQuiet time.Duration
+	// arrive with its Completed. Default 30s.
+	PodsQuiet time.Duration
 	// Parallelism bounds the bindings and PodGroup writes of a cycle in
 	// flight at once. Default 16.
 	Parallelism int
@@ -103,8 +105,8 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.MessageQuiet <= 0 {
 		cfg.MessageQuiet = 10 * time.Second
 	}
-	if cfg.CountsQuiet <= 0 {
-		cfg.CountsQuiet = 10 * time.Second
+	if cfg.PodsQuiet <= 0 {
+		cfg.PodsQuiet = 30 * time.Second
 	}
 	if cfg.Parallelism <= 0 {
 		cfg.Parallelism = 16

@@ -52,7 +52,7 @@ func (w writtenGroups) latest(cached *vcv1beta1.PodGroup) *vcv1beta1.PodGroup {
 }
 
 // writeTimes is when this shift last wrote each PodGroup, by namespace/name:
-// a PodGroup's new pod counts wait Config.CountsQuiet from there. A
+// what moves with a PodGroup's pods waits Config.PodsQuiet from there. A
 // PodGroup this shift has not written counts from the shift's start, so
 // that a new holder of the scheduler does not rewrite every running
 // PodGroup in its first cycle.

@@ -17,7 +17,7 @@ import (
 // its next status (pg).
 type statusWrite struct {
 	pg, from *vcv1beta1.PodGroup
-	cause    string // the metric's label: decisive, message or counts
+	cause    string // the metric's label: decisive, message, awaiting_pods or counts
 }
 
 // plannedWrites are the PodGroups whose status is worth a write now (see
@@ -62,7 +62,7 @@ func plannedWrites(groups map[string]*groupView, decided map[string]GroupStatus,
 func (s *shift) writeStatuses(v *view, result Result) int {
 	c := s.c
 	s.wroteAt.prune(v.groups)
-	q := quiet{message: c.cfg.MessageQuiet, counts: c.cfg.CountsQuiet}
+	q := quiet{message: c.cfg.MessageQuiet, pods: c.cfg.PodsQuiet}
 	writes := plannedWrites(v.groups, result.PodGroups, q, string(uuid.NewUUID()), metav1.Now().Rfc3339Copy(), s.wroteAt.last)
 	if len(writes) == 0 || !s.stillOwner() {
 		return 0

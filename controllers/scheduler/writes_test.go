@@ -81,7 +81,7 @@ func (l *gangLife) cycle(d time.Duration) {
 			}
 		}
 	}
-	q := quiet{message: 10 * time.Second, counts: 10 * time.Second}
+	q := quiet{message: 10 * time.Second, pods: 30 * time.Second} // the defaults
 	now := metav1.NewTime(l.clock.Truncate(time.Second))
 	ws := plannedWrites(v.groups, r.PodGroups, q, fmt.Sprintf("cycle-%d", l.cycles), now,
 		func(string) time.Time { return l.lastWrite })
@@ -129,15 +129,15 @@ func TestWritesPerGang(t *testing.T) {
 	}
 }
 
-// TestLongGangCountsWritten: a gang running longer than CountsQuiet gets
-// its counts written once they have waited that long, then Completed.
+// TestLongGangCountsWritten: a gang running longer than PodsQuiet gets its
+// counts written once they have waited that long, then Completed.
 func TestLongGangCountsWritten(t *testing.T) {
 	l := newGangLife(t, 4)
 	l.cycle(time.Second)
 	l.make(4)
 	l.cycle(time.Second)
 	l.phase(4, corev1.PodRunning)
-	for range 30 {
+	for range 40 {
 		l.cycle(time.Second)
 	}
 	l.phase(4, corev1.PodSucceeded)
@@ -149,17 +149,17 @@ func TestLongGangCountsWritten(t *testing.T) {
 }
 
 // TestGangShortOfPodsForLong: an admitted gang whose pods do not all come
-// gets its NotEnoughTasks condition, and one Warning, after MessageQuiet;
-// the count of valid pods moving does not announce it again.
+// gets its NotEnoughTasks condition, and one Warning, after PodsQuiet; the
+// count of valid pods moving does not announce it again.
 func TestGangShortOfPodsForLong(t *testing.T) {
 	l := newGangLife(t, 4)
 	l.cycle(time.Second) // admitted
 	l.make(2)
-	for range 9 {
+	for range 29 {
 		l.cycle(time.Second)
 	}
 	if len(l.writes) != 1 {
-		t.Fatalf("writes %v within MessageQuiet of the admission", l.writes)
+		t.Fatalf("writes %v within PodsQuiet of the admission", l.writes)
 	}
 	l.cycle(time.Second)
 	l.make(3)
