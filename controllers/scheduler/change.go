@@ -15,10 +15,17 @@ import (
 
 // change is how a PodGroup's next status differs from the one read.
 type change struct {
-	// decisive: the phase, or a condition's type, status or reason. Written
-	// at once: the Job controller makes pods on Inqueue, the Queue
-	// controller counts phases, users watch them.
+	// decisive: the phase (but for Completed), or a condition's type,
+	// status or reason. Written at once: the Job controller makes pods on
+	// Inqueue and reacts to Unknown, the Queue controller counts phases,
+	// users watch them.
 	decisive bool
+	// completed: Running to Completed, every pod placed has ended. Nothing
+	// acts on it: the Job controller deletes a Job's PodGroup as the Job
+	// completes (as Volcano's killJob does), and the scheduler reads
+	// Completed as Running. So it waits as the counts it comes with do, and
+	// most often the PodGroup is gone before it would be written.
+	completed bool
 	// message: a condition's message alone (a waiting gang's amounts move
 	// with every pod that starts or ends). messageSince is the oldest
 	// lastTransitionTime of the conditions so changed.
@@ -37,14 +44,18 @@ type change struct {
 	counts bool
 }
 
-func (c change) any() bool { return c.decisive || c.message || c.awaitingPods || c.counts }
+func (c change) any() bool {
+	return c.decisive || c.completed || c.message || c.awaitingPods || c.counts
+}
 
 // cause names the weightiest part of the change, for the status writes
-// metric: decisive, message, awaiting_pods or counts.
+// metric: decisive, completed, message, awaiting_pods or counts.
 func (c change) cause() string {
 	switch {
 	case c.decisive:
 		return "decisive"
+	case c.completed:
+		return "completed"
 	case c.message:
 		return "message"
 	case c.awaitingPods:
@@ -59,9 +70,13 @@ func (c change) cause() string {
 // alone is the same status, and is not written. PodGroupStatus has no field
 // beyond the five compared.
 func compare(old, next vcv1beta1.PodGroupStatus) change {
-	c := change{
-		decisive: old.Phase != next.Phase,
-		counts:   old.Running != next.Running || old.Succeeded != next.Succeeded || old.Failed != next.Failed,
+	c := change{counts: old.Running != next.Running || old.Succeeded != next.Succeeded || old.Failed != next.Failed}
+	switch {
+	case old.Phase == next.Phase:
+	case old.Phase == vcv1beta1.PodGroupRunning && next.Phase == vcv1beta1.PodGroupCompleted:
+		c.completed = true
+	default:
+		c.decisive = true
 	}
 	for i := range old.Conditions {
 		if conditionIn(next.Conditions, old.Conditions[i].Type) == nil {
@@ -91,9 +106,10 @@ type quiet struct {
 	// message: a condition whose message alone changed, since its last
 	// transition (which the object carries, so it holds across shifts).
 	message time.Duration
-	// pods: what moves with the gang's pods (its counts, its want of pods),
-	// since the PodGroup's last write by this shift (or the shift's start,
-	// so that a new holder does not rewrite every running PodGroup at once).
+	// pods: what moves with the gang's pods (its counts, its want of pods,
+	// its end), since the PodGroup's last write by this shift (or the
+	// shift's start, so that a new holder does not rewrite every running
+	// PodGroup at once).
 	pods time.Duration
 }
 
@@ -107,7 +123,7 @@ func (q quiet) due(c change, now metav1.Time, lastWrite time.Time) bool {
 	case c.message && now.Sub(c.messageSince) >= q.message:
 		return true
 	}
-	return (c.awaitingPods || c.counts) && now.Sub(lastWrite) >= q.pods
+	return (c.completed || c.awaitingPods || c.counts) && now.Sub(lastWrite) >= q.pods
 }
 
 // tooFewPods: the condition says that the gang has too few pods to ever

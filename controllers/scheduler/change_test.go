@@ -60,8 +60,20 @@ func TestStatusWriteDue(t *testing.T) {
 			next: status(running, 0, 0, scheduled("b", now)), want: true, cause: "decisive",
 		},
 		{
-			name: "Running to Completed carries the counts", old: status(running, 10, 0, scheduled("a", at(time.Second))),
-			next: status(completed, 0, 10, scheduled("a", at(time.Second))), want: true, cause: "decisive",
+			name: "Running to Completed within PodsQuiet of the last write waits",
+			old:  status(running, 10, 0, scheduled("a", at(time.Second))),
+			next: status(completed, 0, 10, scheduled("a", at(time.Second))), lastWrite: 9 * time.Second,
+		},
+		{
+			name: "Running to Completed after PodsQuiet is written",
+			old:  status(running, 10, 0, scheduled("a", at(time.Second))),
+			next: status(completed, 0, 10, scheduled("a", at(time.Second))), lastWrite: 10 * time.Second,
+			want: true, cause: "completed",
+		},
+		{
+			name: "Completed to Running (a pod replaced) is written at once",
+			old:  status(completed, 0, 10, scheduled("a", at(time.Second))),
+			next: status(running, 0, 9, scheduled("a", at(time.Second))), want: true, cause: "decisive",
 		},
 		{
 			name: "counts within PodsQuiet of the last write wait", old: status(running, 0, 0, scheduled("a", at(time.Second))),

@@ -44,12 +44,13 @@ type Config struct {
 	MessageQuiet time.Duration
 	// PodsQuiet is how long what moves with a gang's pods waits after the
 	// PodGroup's last write before a write of its own: its counts (running,
-	// succeeded, failed), and the NotEnoughTasks condition of an admitted
-	// gang whose pods are still being made. Writing each would cost several
-	// writes per gang (Volcano writes the counts at most once per 1 s
-	// session, and never that condition). A write that is due anyway (a
-	// phase, a condition) carries them at once, so a short gang's counts
-	// arrive with its Completed. Default 30s.
+	// succeeded, failed), the NotEnoughTasks condition of an admitted gang
+	// whose pods are still being made, and Completed once they have all
+	// ended. Writing each would cost several writes per gang (Volcano
+	// writes the counts at most once per 1 s session, and never that
+	// condition), and a Job's PodGroup is deleted as the Job completes. A
+	// write that is due anyway (another phase, a condition) carries them at
+	// once. Default 30s.
 	PodsQuiet time.Duration
 	// Parallelism bounds the bindings and PodGroup writes of a cycle in
 	// flight at once. Default 16.

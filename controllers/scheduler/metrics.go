@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"reason"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_scheduler_status_writes_total",
-			Help: "PodGroup status writes, by cause: decisive (phase, or a condition's type, status or reason), message (a waiting gang's message, after MessageQuiet), awaiting_pods (an admitted gang short of pods, after PodsQuiet), counts (pod counts, after PodsQuiet).",
+			Help: "PodGroup status writes, by cause: decisive (phase, or a condition's type, status or reason), message (a waiting gang's message, after MessageQuiet), awaiting_pods (an admitted gang short of pods, after PodsQuiet), completed (after PodsQuiet), counts (pod counts, after PodsQuiet).",
 		}, []string{"cause"}),
 	}
 	if reg != nil {

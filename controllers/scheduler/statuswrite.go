@@ -17,7 +17,7 @@ import (
 // its next status (pg).
 type statusWrite struct {
 	pg, from *vcv1beta1.PodGroup
-	cause    string // the metric's label: decisive, message, awaiting_pods or counts
+	cause    string // the metric's label: decisive, completed, message, awaiting_pods or counts
 }
 
 // plannedWrites are the PodGroups whose status is worth a write now (see
