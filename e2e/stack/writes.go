@@ -1,7 +1,10 @@
 package stack
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -9,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // writeLog records the API writes (every request but GET) of the stack's replicas, and the
@@ -17,6 +22,14 @@ type writeLog struct {
 	mu        sync.Mutex
 	writes    []string // "METHOD path", in order
 	forbidden []string // "METHOD path?query" answered 403
+	conflicts []RefusedCreate
+}
+
+// RefusedCreate is a create of a replica the API server refused with 409 (AlreadyExists): a
+// write spent on an object that was there already.
+type RefusedCreate struct {
+	At   time.Time
+	What string // the API server's message, naming the object
 }
 
 func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -27,13 +40,35 @@ func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
 			l.mu.Unlock()
 		}
 		resp, err := rt.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusForbidden {
+		switch {
+		case err != nil:
+		case resp.StatusCode == http.StatusForbidden:
 			l.mu.Lock()
 			l.forbidden = append(l.forbidden, req.Method+" "+req.URL.RequestURI())
+			l.mu.Unlock()
+		case resp.StatusCode == http.StatusConflict && req.Method == http.MethodPost:
+			// The status in the body names the object; it is small, and read back for the client.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			what := req.URL.Path
+			var st metav1.Status
+			if json.Unmarshal(body, &st) == nil && st.Message != "" {
+				what = st.Message
+			}
+			l.mu.Lock()
+			l.conflicts = append(l.conflicts, RefusedCreate{At: time.Now(), What: what})
 			l.mu.Unlock()
 		}
 		return resp, err
 	})
+}
+
+// RefusedCreates returns the replicas' creates that the API server answered with 409, in order.
+func (s *Stack) RefusedCreates() []RefusedCreate {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	return slices.Clone(s.writes.conflicts)
 }
 
 // refused returns the requests RBAC refused.

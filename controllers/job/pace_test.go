@@ -1,0 +1,172 @@
+package job
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/shard"
+)
+
+func TestPacerSpacesWritesOfOneJob(t *testing.T) {
+	p := pacer{window: time.Second}
+	t0 := time.Unix(1000, 0)
+	if w := p.wait("ns/a", t0); w != 0 {
+		t.Fatalf("a Job never written waits %v", w)
+	}
+	p.wrote("ns/a", t0)
+	if w := p.wait("ns/a", t0.Add(300*time.Millisecond)); w != 700*time.Millisecond {
+		t.Fatalf("300 ms after a write: wait %v, want 700ms", w)
+	}
+	if w := p.wait("ns/b", t0.Add(300*time.Millisecond)); w != 0 {
+		t.Fatalf("another Job waits %v behind ns/a", w)
+	}
+	if w := p.wait("ns/a", t0.Add(time.Second)); w != 0 {
+		t.Fatalf("a window after the write: wait %v", w)
+	}
+	off := pacer{}
+	off.wrote("ns/a", t0)
+	if w := off.wait("ns/a", t0); w != 0 {
+		t.Fatalf("with no window: wait %v", w)
+	}
+}
+
+func TestOnlyCountsDiffer(t *testing.T) {
+	base := batch.JobStatus{
+		State:   batch.JobState{Phase: batch.Running},
+		Running: 2, Pending: 1, MinAvailable: 3,
+		Conditions: []batch.JobCondition{{Status: batch.Running}},
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*batch.JobStatus)
+		want   bool
+	}{
+		{"counts", func(s *batch.JobStatus) { s.Running, s.Succeeded, s.Pending = 1, 2, 0 }, true},
+		{"task counts and duration", func(s *batch.JobStatus) {
+			s.TaskStatusCount = map[string]batch.TaskState{"w": {Phase: map[corev1.PodPhase]int32{corev1.PodRunning: 2}}}
+			s.RunningDuration = &metav1.Duration{Duration: time.Second}
+		}, true},
+		{"phase", func(s *batch.JobStatus) { s.State.Phase = batch.Completed }, false},
+		{"condition", func(s *batch.JobStatus) { s.Conditions = append(s.Conditions, batch.JobCondition{Status: batch.Completed}) }, false},
+		{"retry", func(s *batch.JobStatus) { s.RetryCount++ }, false},
+		{"version", func(s *batch.JobStatus) { s.Version++ }, false},
+		{"reason", func(s *batch.JobStatus) { s.State.Reason = "InvalidReference" }, false},
+		{"minAvailable", func(s *batch.JobStatus) { s.MinAvailable = 2 }, false},
+	} {
+		changed := *base.DeepCopy()
+		tc.change(&changed)
+		if got := onlyCountsDiffer(&changed, &base); got != tc.want {
+			t.Errorf("%s: onlyCountsDiffer = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// statusWriter is a Job controller over fake clients, for its status writing alone.
+func statusWriter(t *testing.T, window time.Duration, job *batch.Job) (*Controller, *vcfake.Clientset) {
+	t.Helper()
+	kube, vc := kubefake.NewClientset(), vcfake.NewSimpleClientset(job)
+	c, err := New(Config{
+		Kube: kube, Volcano: vc, Cache: cache.New(cache.Config{Kube: kube, Volcano: vc}),
+		Ownership: shard.HoldAll{}, StatusCoalesce: window,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, vc
+}
+
+func statusUpdates(vc *vcfake.Clientset) int {
+	n := 0
+	for _, a := range vc.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && u.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+func runningJob() *batch.Job {
+	return &batch.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"},
+		Spec: batch.JobSpec{MinAvailable: 2, Tasks: []batch.TaskSpec{{Name: "w", Replicas: 2,
+			MinAvailable: func() *int32 { n := int32(2); return &n }()}}},
+		Status: batch.JobStatus{
+			State: batch.JobState{Phase: batch.Running}, Running: 2, MinAvailable: 2,
+			Conditions: []batch.JobCondition{{Status: batch.Running}},
+		},
+	}
+}
+
+func counts(running, succeeded int32) podCounts {
+	var pc podCounts
+	for range running {
+		pc.add("w", corev1.PodRunning)
+	}
+	for range succeeded {
+		pc.add("w", corev1.PodSucceeded)
+	}
+	return pc
+}
+
+// Within the window a count-only change waits, a look is scheduled for the window's end, and
+// a new phase goes out at once; after the window the latest counts are written: coalescing
+// delays counts, never a phase, and never loses the last state.
+func TestStatusCoalescing(t *testing.T) {
+	ctx := context.Background()
+	job := runningJob()
+	c, vc := statusWriter(t, time.Hour, job)
+	spec := state.SpecOf(job)
+	keep := state.Step{Then: state.Keep}
+	c.pacer.wrote("ns/a", time.Now()) // a status write just went out
+
+	if err := c.writeStatus(ctx, "ns/a", job, nil, keep, spec, counts(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := statusUpdates(vc); n != 0 {
+		t.Fatalf("a count-only change inside the window was written (%d writes)", n)
+	}
+	c.wakes.mu.Lock()
+	due, ok := c.wakes.at["ns/a"]
+	c.wakes.mu.Unlock()
+	if !ok || time.Until(due) < 59*time.Minute {
+		t.Fatalf("no look scheduled for the window's end (due %v, scheduled %v)", due, ok)
+	}
+
+	// All pods succeeded: Running → Completed is a new phase, written inside the window.
+	if err := c.writeStatus(ctx, "ns/a", job, nil, state.Step{Then: state.RunningRule}, spec, counts(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if n := statusUpdates(vc); n != 1 {
+		t.Fatalf("a phase change inside the window: %d writes, want 1 at once", n)
+	}
+	got, _ := vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
+	if got.Status.State.Phase != batch.Completed || got.Status.Succeeded != 2 {
+		t.Fatalf("written: phase %s succeeded %d, want Completed with 2", got.Status.State.Phase, got.Status.Succeeded)
+	}
+
+	// The window over, the deferred counts of a Job still Running go out.
+	c2, vc2 := statusWriter(t, 20*time.Millisecond, runningJob())
+	c2.pacer.wrote("ns/a", time.Now())
+	if err := c2.writeStatus(ctx, "ns/a", runningJob(), nil, keep, spec, counts(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	if err := c2.writeStatus(ctx, "ns/a", runningJob(), nil, keep, spec, counts(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = vc2.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
+	if statusUpdates(vc2) != 1 || got.Status.Running != 1 || got.Status.Succeeded != 1 {
+		t.Fatalf("after the window: %d writes, running %d succeeded %d; want the last counts written once",
+			statusUpdates(vc2), got.Status.Running, got.Status.Succeeded)
+	}
+}
