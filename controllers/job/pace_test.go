@@ -57,7 +57,9 @@ func TestOnlyCountsDiffer(t *testing.T) {
 			s.RunningDuration = &metav1.Duration{Duration: time.Second}
 		}, true},
 		{"phase", func(s *batch.JobStatus) { s.State.Phase = batch.Completed }, false},
-		{"condition", func(s *batch.JobStatus) { s.Conditions = append(s.Conditions, batch.JobCondition{Status: batch.Completed}) }, false},
+		{"condition", func(s *batch.JobStatus) {
+			s.Conditions = append(s.Conditions, batch.JobCondition{Status: batch.Completed})
+		}, false},
 		{"retry", func(s *batch.JobStatus) { s.RetryCount++ }, false},
 		{"version", func(s *batch.JobStatus) { s.Version++ }, false},
 		{"reason", func(s *batch.JobStatus) { s.State.Reason = "InvalidReference" }, false},
