@@ -16,6 +16,7 @@ import (
 // through which API, and how often it has been seen.
 type eventSeen struct {
 	component string
+	reason    string
 	group     string // "events.k8s.io" for an Event made through that API, else "" (core)
 	count     int32
 }
@@ -40,7 +41,7 @@ func listEvents(ctx context.Context, kube kubernetes.Interface) (map[types.UID]e
 }
 
 func seen(ev corev1.Event) eventSeen {
-	s := eventSeen{component: ev.Source.Component, count: max(ev.Count, 1)}
+	s := eventSeen{component: ev.Source.Component, reason: ev.Reason, count: max(ev.Count, 1)}
 	if ev.Series != nil {
 		s.count = max(s.count, ev.Series.Count)
 	}
@@ -82,6 +83,18 @@ func othersEvents(before, after map[types.UID]eventSeen) (requestCounts, map[str
 		}
 	}
 	return counts, byComponent
+}
+
+// ringfireEvents counts the Events ringfire made between two lists, by
+// reporter and reason: which of its writes the events rows are.
+func ringfireEvents(before, after map[types.UID]eventSeen) map[string]float64 {
+	out := map[string]float64{}
+	for uid, a := range after {
+		if _, existed := before[uid]; !existed && a.isRingfire() {
+			out[a.component+" "+a.reason]++
+		}
+	}
+	return out
 }
 
 // describeComponents prints "kube-controller-manager 3, kwok_controller 1",

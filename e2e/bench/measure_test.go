@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,13 +24,19 @@ type measurement struct {
 	machineErr error
 	loadAvg    [2]string // before and after the load
 
-	// After all pods: when every Job had finished (when pods end), the
-	// Jobs by phase then, and when the final counts were taken (after
-	// 2×quietFor without a write); both from the first create.
-	finished  time.Duration
-	phases    map[batch.JobPhase]int
-	countedAt time.Duration
-	settleErr error
+	// After all pods: when the watch saw the last Job finish (when pods
+	// end), the Jobs by phase then, each Job's create returned → seen
+	// finished (sorted; the last iteration's), when the last pod ended
+	// (its containers' finishedAt, the server's clock in whole seconds),
+	// and when the final counts were taken (after 2×quietFor without a
+	// write); all from the first create.
+	finished      time.Duration
+	phases        map[batch.JobPhase]int
+	finishLatency []time.Duration
+	lastPodEnded  time.Duration
+	podsEnded     int
+	countedAt     time.Duration
+	settleErr     error
 
 	// The request counters before the first create and once quiet, and
 	// the Events then, to tell ringfire's from the control plane's.
@@ -68,6 +75,9 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 			m.idleRSS[r.ID] = u.rss
 		}
 	}
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	defer stopJobs()
+	jw := watchJobs(jobsCtx, e.volcano, namespaces)
 	pids := e.components()
 	cpuBefore := cpuSeconds(pids)
 	machineBefore, errBefore := readMachineCPU()
@@ -90,10 +100,8 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 	}
 	b.StopTimer()
 
-	m.settle(ctx, e, c, namespaces)
-	if m.eventsAfter, err = listEvents(ctx, e.kube); err != nil {
-		m.countErr = errors.Join(m.countErr, err)
-	}
+	m.settle(ctx, e, c, jw)
+	stopJobs()
 	stopSampling()
 	sampling.Wait()
 	m.cpu = cpuSeconds(pids)
@@ -104,6 +112,24 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 	m.machine = machineCPU{busy: machine.busy - machineBefore.busy, total: machine.total - machineBefore.total}
 	m.machineErr = errors.Join(errBefore, errAfter)
 	m.loadAvg[1] = loadAverage()
+
+	// Reads for the summary, after the CPU is accounted for.
+	if m.eventsAfter, err = listEvents(ctx, e.kube); err != nil {
+		m.countErr = errors.Join(m.countErr, err)
+	}
+	if c.podsEnd() && m.loadErr == nil {
+		last, n, err := lastPodEnd(ctx, e.kube, namespaces)
+		m.settleErr = errors.Join(m.settleErr, err)
+		if !last.IsZero() {
+			m.lastPodEnded, m.podsEnded = last.Sub(m.res.start), n
+		}
+		for i, at := range m.res.created {
+			if done := jw.finishedAt(namespaces[len(namespaces)-1], jobName(i)); !done.IsZero() {
+				m.finishLatency = append(m.finishLatency, max(0, done.Sub(at)))
+			}
+		}
+		slices.Sort(m.finishLatency)
+	}
 	return m
 }
 
@@ -111,7 +137,7 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 // pods end within that bound) and then until the writes stop, and takes
 // the final reading of the request counters. After a failed load it only
 // takes the reading.
-func (m *measurement) settle(ctx context.Context, e *env, c config, namespaces []string) {
+func (m *measurement) settle(ctx context.Context, e *env, c config, jw *jobWatch) {
 	if m.loadErr != nil {
 		var err error
 		m.after, err = e.read(ctx)
@@ -120,10 +146,11 @@ func (m *measurement) settle(ctx context.Context, e *env, c config, namespaces [
 	}
 	deadline := time.Now().Add(c.settle)
 	if c.podsEnd() {
-		var err error
-		m.phases, err = e.waitJobsFinished(ctx, namespaces, m.jobs, c.settle)
-		m.settleErr = errors.Join(m.settleErr, err)
-		m.finished = time.Since(m.res.start)
+		phases, last, err := waitJobsFinished(ctx, jw, m.jobs, c.settle)
+		m.phases, m.settleErr = phases, errors.Join(m.settleErr, err)
+		if !last.IsZero() {
+			m.finished = last.Sub(m.res.start)
+		}
 	}
 	// Even past the bound, wait a little for quiet: the counts are what
 	// they are, but must be taken with no write in flight.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -158,52 +157,24 @@ func finished(p batch.JobPhase) bool {
 	return false
 }
 
-// waitJobsFinished polls the Jobs of the namespaces each second, up to
-// limit, until all jobs of them have finished, and returns how many are in
-// each phase at the end.
-func (e *env) waitJobsFinished(ctx context.Context, namespaces []string, jobs int, limit time.Duration) (map[batch.JobPhase]int, error) {
+// waitJobsFinished waits, up to limit, until the watch has seen jobs Jobs
+// finished, and returns the Jobs by phase and when the last one finished.
+func waitJobsFinished(ctx context.Context, w *jobWatch, jobs int, limit time.Duration) (map[batch.JobPhase]int, time.Time, error) {
 	deadline := time.Now().Add(limit)
 	for {
-		phases, done, err := e.jobPhases(ctx, namespaces)
-		if err == nil && done == jobs {
-			return phases, nil
+		phases, done, last := w.state()
+		if done >= jobs {
+			return phases, last, nil
 		}
 		if time.Now().After(deadline) {
-			return phases, fmt.Errorf("%d of %d Jobs finished within %v: %s (last error: %v)", done, jobs, limit, describePhases(phases), err)
+			return phases, last, fmt.Errorf("%d of %d Jobs finished within %v: %s", done, jobs, limit, describePhases(phases))
 		}
 		select {
 		case <-ctx.Done():
-			return phases, ctx.Err()
-		case <-time.After(time.Second):
+			return phases, last, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// jobPhases counts the Jobs of the namespaces by phase, a page at a time.
-func (e *env) jobPhases(ctx context.Context, namespaces []string) (map[batch.JobPhase]int, int, error) {
-	phases, done := map[batch.JobPhase]int{}, 0
-	for _, ns := range namespaces {
-		opts := metav1.ListOptions{Limit: 500}
-		for page := 0; ; page++ {
-			if page == 1000 {
-				return phases, done, fmt.Errorf("list jobs in %s: more than 1,000 pages", ns)
-			}
-			list, err := e.volcano.BatchV1alpha1().Jobs(ns).List(ctx, opts)
-			if err != nil {
-				return phases, done, fmt.Errorf("list jobs in %s: %w", ns, err)
-			}
-			for _, j := range list.Items {
-				phases[j.Status.State.Phase]++
-				if finished(j.Status.State.Phase) {
-					done++
-				}
-			}
-			if opts.Continue = list.Continue; opts.Continue == "" {
-				break
-			}
-		}
-	}
-	return phases, done, nil
 }
 
 // describePhases prints "Completed 498, Running 2".

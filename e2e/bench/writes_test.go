@@ -12,7 +12,13 @@ func reportSettle(b *testing.B, m measurement, c config) string {
 	var t strings.Builder
 	if m.finished > 0 {
 		b.ReportMetric(m.finished.Seconds(), "s-to-all-jobs-finished")
-		fmt.Fprintf(&t, "Jobs finished %.1fs after the first create (polled each second): %s\n", m.finished.Seconds(), describePhases(m.phases))
+		fmt.Fprintf(&t, "last Job seen finished %.1fs after the first create: %s; per Job, create → seen finished: p50 %.1fs, p99 %.1fs\n",
+			m.finished.Seconds(), describePhases(m.phases), percentile(m.finishLatency, 50).Seconds(), percentile(m.finishLatency, 99).Seconds())
+		if m.podsEnded > 0 {
+			b.ReportMetric(m.lastPodEnded.Seconds(), "s-to-last-pod-ended")
+			fmt.Fprintf(&t, "%d pods ended, the last %.0fs after the first create (its containers' finishedAt, set by kwok; whole seconds)\n",
+				m.podsEnded, m.lastPodEnded.Seconds())
+		}
 	} else if m.loadErr == nil {
 		fmt.Fprintf(&t, "pods run %v, past the %v the benchmark waits: Jobs not waited for\n", c.podRun, c.settle)
 	}
@@ -57,6 +63,7 @@ func reportWrites(b *testing.B, m measurement) string {
 		bud.writes/n, bud.conflicts/n, bud.refusedCreates, bud.creates, 100*bud.refusedCreates/max(bud.creates, 1),
 		bud.jobStatusWrites/n, bud.podPosts/n, bud.podGroupWrites/n, bud.eventWrites/n)
 	fmt.Fprintf(&t, "Event writes of other reporters over the load (taken out of the events rows): %s\n", describeComponents(byComponent))
+	fmt.Fprintf(&t, "Events ringfire made, by reporter and reason: %s\n", describeComponents(ringfireEvents(m.eventsBefore, m.eventsAfter)))
 	t.WriteString(a.crossCheck(m.after.replicas.minus(m.before.replicas)))
 	return t.String()
 }
