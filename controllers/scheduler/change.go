@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,23 +109,40 @@ type quiet struct {
 	// transition (which the object carries, so it holds across shifts).
 	message time.Duration
 	// pods: what moves with the gang's pods (its counts, its want of pods,
-	// its end), since the PodGroup's last write by this shift (or the
-	// shift's start, so that a new holder does not rewrite every running
-	// PodGroup at once).
+	// its end) is written once the status has stood still this long: a
+	// gang's counts settle once its pods have started, and a Job's
+	// PodGroup is deleted soon after its pods have ended.
 	pods time.Duration
+	// podsAtMost bounds how long it waits after the PodGroup's last write,
+	// for a gang whose pods never stand still.
+	podsAtMost time.Duration
 }
 
 // due reports whether a status that differs from the one read by c is
 // written now: a decisive change at once, the details once they have waited
-// long enough. A write that is due carries every detail as it is now.
-func (q quiet) due(c change, now metav1.Time, lastWrite time.Time) bool {
+// long enough. lastWrite is when this shift last wrote the PodGroup (or
+// began), standing since when the status has been as it is now. A write
+// that is due carries every detail as it is now.
+func (q quiet) due(c change, now metav1.Time, lastWrite, standing time.Time) bool {
 	switch {
 	case c.decisive:
 		return true
 	case c.message && now.Sub(c.messageSince) >= q.message:
 		return true
 	}
-	return (c.completed || c.awaitingPods || c.counts) && now.Sub(lastWrite) >= q.pods
+	return (c.completed || c.awaitingPods || c.counts) &&
+		(now.Sub(standing) >= q.pods || now.Sub(lastWrite) >= q.podsAtMost)
+}
+
+// fingerprint is a status without its conditions' times and transition
+// IDs: two statuses of one fingerprint are the same status.
+func fingerprint(st vcv1beta1.PodGroupStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d %d %d", st.Phase, st.Running, st.Succeeded, st.Failed)
+	for _, c := range st.Conditions {
+		fmt.Fprintf(&b, "|%s %s %s %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
 }
 
 // tooFewPods: the condition says that the gang has too few pods to ever

@@ -11,7 +11,7 @@ import (
 
 func TestStatusWriteDue(t *testing.T) {
 	now := metav1.NewTime(epoch.Add(time.Hour))
-	q := quiet{message: 10 * time.Second, pods: 10 * time.Second}
+	q := quiet{message: 10 * time.Second, pods: 10 * time.Second, podsAtMost: 100 * time.Second}
 	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(now.Add(-ago)) }
 	cond := func(typ vcv1beta1.PodGroupConditionType, reason, msg, id string, when metav1.Time) vcv1beta1.PodGroupCondition {
 		return vcv1beta1.PodGroupCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: msg,
@@ -34,6 +34,7 @@ func TestStatusWriteDue(t *testing.T) {
 		name      string
 		old, next vcv1beta1.PodGroupStatus
 		lastWrite time.Duration // how long ago this shift last wrote the PodGroup
+		standing  time.Duration // how long the next status has stood as it is
 		want      bool
 		cause     string
 	}{
@@ -60,14 +61,14 @@ func TestStatusWriteDue(t *testing.T) {
 			next: status(running, 0, 0, scheduled("b", now)), want: true, cause: "decisive",
 		},
 		{
-			name: "Running to Completed within PodsQuiet of the last write waits",
+			name: "Completed for less than PodsQuiet waits",
 			old:  status(running, 10, 0, scheduled("a", at(time.Second))),
-			next: status(completed, 0, 10, scheduled("a", at(time.Second))), lastWrite: 9 * time.Second,
+			next: status(completed, 0, 10, scheduled("a", at(time.Second))), lastWrite: time.Minute, standing: 9 * time.Second,
 		},
 		{
-			name: "Running to Completed after PodsQuiet is written",
+			name: "Completed for PodsQuiet is written",
 			old:  status(running, 10, 0, scheduled("a", at(time.Second))),
-			next: status(completed, 0, 10, scheduled("a", at(time.Second))), lastWrite: 10 * time.Second,
+			next: status(completed, 0, 10, scheduled("a", at(time.Second))), lastWrite: time.Minute, standing: 10 * time.Second,
 			want: true, cause: "completed",
 		},
 		{
@@ -76,12 +77,17 @@ func TestStatusWriteDue(t *testing.T) {
 			next: status(running, 0, 9, scheduled("a", at(time.Second))), want: true, cause: "decisive",
 		},
 		{
-			name: "counts within PodsQuiet of the last write wait", old: status(running, 0, 0, scheduled("a", at(time.Second))),
-			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: 9 * time.Second,
+			name: "counts that have stood still for less than PodsQuiet wait", old: status(running, 0, 0, scheduled("a", at(time.Second))),
+			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: time.Minute, standing: 9 * time.Second,
 		},
 		{
-			name: "counts after PodsQuiet are written", old: status(running, 0, 0, scheduled("a", at(time.Second))),
-			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: 10 * time.Second, want: true, cause: "counts",
+			name: "counts that have stood still for PodsQuiet are written", old: status(running, 0, 0, scheduled("a", at(time.Second))),
+			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: time.Minute, standing: 10 * time.Second,
+			want: true, cause: "counts",
+		},
+		{
+			name: "counts that never stand still are written 10 × PodsQuiet after the last write", old: status(running, 0, 0, scheduled("a", at(time.Second))),
+			next: status(running, 10, 0, scheduled("a", at(time.Second))), lastWrite: 100 * time.Second, want: true, cause: "counts",
 		},
 		{
 			name: "a new message within MessageQuiet of the condition's change waits",
@@ -106,12 +112,12 @@ func TestStatusWriteDue(t *testing.T) {
 		{
 			name: "an admitted gang whose pods are being made: too few pods waits",
 			old:  status(inqueue, 0, 0),
-			next: status(inqueue, 0, 0, unsched(tasks, "valid: 4, min: 10", "b", now)), lastWrite: 9 * time.Second,
+			next: status(inqueue, 0, 0, unsched(tasks, "valid: 4, min: 10", "b", now)), lastWrite: time.Minute, standing: 9 * time.Second,
 		},
 		{
 			name: "too few pods for PodsQuiet is written",
 			old:  status(inqueue, 0, 0),
-			next: status(inqueue, 0, 0, unsched(tasks, "valid: 4, min: 10", "b", now)), lastWrite: 10 * time.Second,
+			next: status(inqueue, 0, 0, unsched(tasks, "valid: 4, min: 10", "b", now)), lastWrite: time.Minute, standing: 10 * time.Second,
 			want: true, cause: "awaiting_pods",
 		},
 		{
@@ -123,12 +129,42 @@ func TestStatusWriteDue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := compare(tc.old, tc.next)
-			if got := ch.any() && q.due(ch, now, now.Add(-tc.lastWrite)); got != tc.want {
+			if got := ch.any() && q.due(ch, now, now.Add(-tc.lastWrite), now.Add(-tc.standing)); got != tc.want {
 				t.Fatalf("written %v, want %v (%+v)", got, tc.want, ch)
 			}
 			if tc.want && ch.cause() != tc.cause {
 				t.Errorf("cause %q, want %q", ch.cause(), tc.cause)
 			}
 		})
+	}
+}
+
+func TestGroupHistory(t *testing.T) {
+	h := newGroupHistory(epoch)
+	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
+	if got := h.lastWrite("ns/a"); !got.Equal(epoch) {
+		t.Errorf("never written: last write %v, want the shift's start", got)
+	}
+	if got := h.standing("ns/a", "x", at(1)); !got.Equal(at(1)) {
+		t.Errorf("first seen: %v", got)
+	}
+	if got := h.standing("ns/a", "x", at(5)); !got.Equal(at(1)) {
+		t.Errorf("unchanged: standing since %v, want %v", got, at(1))
+	}
+	if got := h.standing("ns/a", "y", at(6)); !got.Equal(at(6)) {
+		t.Errorf("changed: standing since %v, want %v", got, at(6))
+	}
+	h.settled("ns/a")
+	if got := h.standing("ns/a", "y", at(7)); !got.Equal(at(7)) {
+		t.Errorf("after settling: standing since %v, want %v", got, at(7))
+	}
+	h.written("ns/a", at(8))
+	if _, held := h.held["ns/a"]; held || !h.lastWrite("ns/a").Equal(at(8)) {
+		t.Errorf("after a write: held %v, last write %v", held, h.lastWrite("ns/a"))
+	}
+	h.standing("ns/b", "x", at(9))
+	h.prune(map[string]*groupView{"ns/b": {}})
+	if _, ok := h.wrote["ns/a"]; ok || len(h.held) != 1 {
+		t.Errorf("after pruning ns/a: wrote %v, held %v", h.wrote, h.held)
 	}
 }

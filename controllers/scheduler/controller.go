@@ -15,6 +15,10 @@ import (
 	"github.com/ringfire/ringfire/shard"
 )
 
+// podsAtMost × PodsQuiet bounds how long a PodGroup's changing counts go
+// unwritten.
+const podsAtMost = 10
+
 // Key is the scheduler's ring key: the replica that holds the slot of this
 // key runs the scheduler, and no other (DESIGN.md §3, singletons).
 const Key = "ringfire/scheduler"
@@ -42,15 +46,16 @@ type Config struct {
 	// each cycle would cost a write per waiting gang per cycle. A new reason
 	// or phase is written at once. Default 10s.
 	MessageQuiet time.Duration
-	// PodsQuiet is how long what moves with a gang's pods waits after the
-	// PodGroup's last write before a write of its own: its counts (running,
+	// PodsQuiet: what moves with a gang's pods is written on its own once
+	// the PodGroup's status has stood still this long, and at the latest
+	// 10 × PodsQuiet after the PodGroup's last write: its counts (running,
 	// succeeded, failed), the NotEnoughTasks condition of an admitted gang
 	// whose pods are still being made, and Completed once they have all
 	// ended. Writing each would cost several writes per gang (Volcano
 	// writes the counts at most once per 1 s session, and never that
-	// condition), and a Job's PodGroup is deleted as the Job completes. A
-	// write that is due anyway (another phase, a condition) carries them at
-	// once. Default 30s.
+	// condition), and a Job's PodGroup is deleted soon after its pods end.
+	// A write that is due anyway (another phase, a condition) carries them
+	// at once. Default 30s.
 	PodsQuiet time.Duration
 	// Parallelism bounds the bindings and PodGroup writes of a cycle in
 	// flight at once. Default 16.

@@ -51,34 +51,64 @@ func (w writtenGroups) latest(cached *vcv1beta1.PodGroup) *vcv1beta1.PodGroup {
 	return cached
 }
 
-// writeTimes is when this shift last wrote each PodGroup, by namespace/name:
-// what moves with a PodGroup's pods waits Config.PodsQuiet from there. A
-// PodGroup this shift has not written counts from the shift's start, so
-// that a new holder of the scheduler does not rewrite every running
-// PodGroup in its first cycle.
-type writeTimes struct {
+// groupHistory is what a shift remembers of the PodGroup statuses it has
+// to write, by namespace/name: when it last wrote each, and a status it is
+// holding back with the time since it has stood as it is (see quiet.due).
+// A PodGroup this shift has not written counts as written at the shift's
+// start, so that a new holder of the scheduler does not rewrite every
+// running PodGroup in its first cycles.
+type groupHistory struct {
 	start time.Time
-	at    map[string]time.Time
+	wrote map[string]time.Time
+	held  map[string]heldStatus
 }
 
-func newWriteTimes(start time.Time) writeTimes {
-	return writeTimes{start: start, at: map[string]time.Time{}}
+// heldStatus is a status not written yet, as fingerprint gives it, and
+// since when it has stood so.
+type heldStatus struct {
+	status string
+	since  time.Time
 }
 
-func (w writeTimes) last(key string) time.Time {
-	if t, ok := w.at[key]; ok {
+func newGroupHistory(start time.Time) *groupHistory {
+	return &groupHistory{start: start, wrote: map[string]time.Time{}, held: map[string]heldStatus{}}
+}
+
+func (h *groupHistory) lastWrite(key string) time.Time {
+	if t, ok := h.wrote[key]; ok {
 		return t
 	}
-	return w.start
+	return h.start
 }
 
-func (w writeTimes) wrote(key string, at time.Time) { w.at[key] = at }
+// standing returns since when the PodGroup's held status has been status,
+// now if it was another until now.
+func (h *groupHistory) standing(key, status string, now time.Time) time.Time {
+	if s, ok := h.held[key]; ok && s.status == status {
+		return s.since
+	}
+	h.held[key] = heldStatus{status: status, since: now}
+	return now
+}
+
+// settled: the PodGroup's status needs no write (any more).
+func (h *groupHistory) settled(key string) { delete(h.held, key) }
+
+func (h *groupHistory) written(key string, at time.Time) {
+	h.wrote[key] = at
+	delete(h.held, key)
+}
 
 // prune forgets the PodGroups that are gone.
-func (w writeTimes) prune(groups map[string]*groupView) {
-	for key := range w.at {
+func (h *groupHistory) prune(groups map[string]*groupView) {
+	for key := range h.wrote {
 		if groups[key] == nil {
-			delete(w.at, key)
+			delete(h.wrote, key)
+		}
+	}
+	for key := range h.held {
+		if groups[key] == nil {
+			delete(h.held, key)
 		}
 	}
 }

@@ -37,7 +37,7 @@ type shift struct {
 	watch    *watch
 	assumed  assumedPods
 	written  writtenGroups
-	wroteAt  writeTimes
+	history  *groupHistory
 	pods     podCache
 	recorder record.EventRecorder
 }
@@ -48,7 +48,7 @@ func startShift(parent, slotCtx context.Context, c *Controller, slot int) *shift
 	s := &shift{
 		c: c, slot: slot, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		trigger: make(chan struct{}, 1),
-		assumed: assumedPods{}, written: writtenGroups{}, wroteAt: newWriteTimes(time.Now()), pods: newPodCache(),
+		assumed: assumedPods{}, written: writtenGroups{}, history: newGroupHistory(time.Now()), pods: newPodCache(),
 	}
 	stopWithParent := context.AfterFunc(parent, cancel)
 	go func() {

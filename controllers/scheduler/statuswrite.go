@@ -25,7 +25,7 @@ type statusWrite struct {
 // controller make the gang's pods, a waiting gang's new message can wait
 // behind it. It is the pure part of writeStatuses.
 func plannedWrites(groups map[string]*groupView, decided map[string]GroupStatus, q quiet,
-	transitionID string, now metav1.Time, lastWrite func(key string) time.Time) []statusWrite {
+	transitionID string, now metav1.Time, history *groupHistory) []statusWrite {
 	var writes []statusWrite
 	for key, gs := range decided {
 		g := groups[key]
@@ -34,7 +34,15 @@ func plannedWrites(groups map[string]*groupView, decided map[string]GroupStatus,
 		}
 		st := nextStatus(g, gs, transitionID, now)
 		ch := compare(g.pg.Status, st)
-		if !ch.any() || !q.due(ch, now, lastWrite(key)) {
+		if !ch.any() {
+			history.settled(key)
+			continue
+		}
+		standing := now.Time
+		if !ch.decisive {
+			standing = history.standing(key, fingerprint(st), now.Time)
+		}
+		if !q.due(ch, now, history.lastWrite(key), standing) {
 			continue
 		}
 		pg := g.pg.DeepCopy()
@@ -61,9 +69,9 @@ func plannedWrites(groups map[string]*groupView, decided map[string]GroupStatus,
 // returns how many it wrote.
 func (s *shift) writeStatuses(v *view, result Result) int {
 	c := s.c
-	s.wroteAt.prune(v.groups)
-	q := quiet{message: c.cfg.MessageQuiet, pods: c.cfg.PodsQuiet}
-	writes := plannedWrites(v.groups, result.PodGroups, q, string(uuid.NewUUID()), metav1.Now().Rfc3339Copy(), s.wroteAt.last)
+	s.history.prune(v.groups)
+	q := quiet{message: c.cfg.MessageQuiet, pods: c.cfg.PodsQuiet, podsAtMost: podsAtMost * c.cfg.PodsQuiet}
+	writes := plannedWrites(v.groups, result.PodGroups, q, string(uuid.NewUUID()), metav1.Now().Rfc3339Copy(), s.history)
 	if len(writes) == 0 || !s.stillOwner() {
 		return 0
 	}
@@ -84,7 +92,7 @@ func (s *shift) writeStatuses(v *view, result Result) int {
 			s.announce(w.from, got)
 			mu.Lock()
 			s.written.remember(w.from.ResourceVersion, got)
-			s.wroteAt.wrote(got.Namespace+"/"+got.Name, time.Now())
+			s.history.written(got.Namespace+"/"+got.Name, time.Now())
 			written++
 			mu.Unlock()
 		}()

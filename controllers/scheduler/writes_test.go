@@ -15,23 +15,23 @@ import (
 // planned, and the Events they bring. A write lands at once, as an API
 // server that takes it would; the pods move as the test says.
 type gangLife struct {
-	t         *testing.T
-	clock     time.Time
-	pg        *vcv1beta1.PodGroup
-	pods      []*corev1.Pod // nil: not made yet
-	nodes     []*corev1.Node
-	cache     podCache
-	lastWrite time.Time
-	writes    []string // the cause of each write, with the phase written
-	events    []podGroupEvent
-	cycles    int
+	t       *testing.T
+	clock   time.Time
+	pg      *vcv1beta1.PodGroup
+	pods    []*corev1.Pod // nil: not made yet
+	nodes   []*corev1.Node
+	cache   podCache
+	history *groupHistory
+	writes  []string // the cause of each write, with the phase written
+	events  []podGroupEvent
+	cycles  int
 }
 
 func newGangLife(t *testing.T, n int) *gangLife {
 	l := &gangLife{
 		t: t, clock: epoch, pg: podGroupObj("ns", "g", "default", int32(n), "1", ""),
 		pods: make([]*corev1.Pod, n), nodes: []*corev1.Node{kubeNode("n1", "8"), kubeNode("n2", "8")},
-		cache: newPodCache(), lastWrite: epoch,
+		cache: newPodCache(), history: newGroupHistory(epoch),
 	}
 	return l
 }
@@ -81,23 +81,23 @@ func (l *gangLife) cycle(d time.Duration) {
 			}
 		}
 	}
-	q := quiet{message: 10 * time.Second, pods: 30 * time.Second} // the defaults
+	q := quiet{message: 10 * time.Second, pods: 30 * time.Second, podsAtMost: 300 * time.Second} // the defaults
 	now := metav1.NewTime(l.clock.Truncate(time.Second))
-	ws := plannedWrites(v.groups, r.PodGroups, q, fmt.Sprintf("cycle-%d", l.cycles), now,
-		func(string) time.Time { return l.lastWrite })
+	ws := plannedWrites(v.groups, r.PodGroups, q, fmt.Sprintf("cycle-%d", l.cycles), now, l.history)
 	for _, w := range ws {
 		l.events = append(l.events, podGroupEvents(w.from, w.pg)...)
 		w.pg.ResourceVersion = fmt.Sprint(l.cycles)
-		l.pg, l.lastWrite = w.pg, l.clock
+		l.pg = w.pg
+		l.history.written("ns/g", l.clock)
 		l.writes = append(l.writes, fmt.Sprintf("%s:%s", w.cause, w.pg.Status.Phase))
 	}
 }
 
 // TestWritesPerGang: a gang of 10 pods of 1 s, from admission to its end,
 // with a cycle every 100 ms, costs two status writes (Inqueue, Running) and
-// one Event while its pods run; Completed, with the counts, follows after
-// PodsQuiet unless the PodGroup is gone by then (the Job controller deletes
-// a Job's PodGroup as the Job completes).
+// one Event while its pods run; Completed, with the counts, follows once it
+// has stood for PodsQuiet, unless the PodGroup is gone by then (the Job
+// controller deletes a Job's PodGroup as the Job completes).
 func TestWritesPerGang(t *testing.T) {
 	l := newGangLife(t, 10)
 	step := func(n int) {
@@ -138,8 +138,8 @@ func TestWritesPerGang(t *testing.T) {
 	}
 }
 
-// TestLongGangCountsWritten: a gang running longer than PodsQuiet gets its
-// counts written once they have waited that long, then Completed.
+// TestLongGangCountsWritten: a gang whose pods run longer than PodsQuiet
+// gets its counts written once they have stood that long, then Completed.
 func TestLongGangCountsWritten(t *testing.T) {
 	l := newGangLife(t, 4)
 	l.cycle(time.Second)
@@ -150,7 +150,7 @@ func TestLongGangCountsWritten(t *testing.T) {
 		l.cycle(time.Second)
 	}
 	l.phase(4, corev1.PodSucceeded)
-	for range 30 {
+	for range 35 {
 		l.cycle(time.Second)
 	}
 	want := []string{"decisive:Inqueue", "decisive:Running", "counts:Running", "completed:Completed"}
@@ -159,18 +159,18 @@ func TestLongGangCountsWritten(t *testing.T) {
 	}
 }
 
-// TestGangShortOfPodsForLong: an admitted gang whose pods do not all come
-// gets its NotEnoughTasks condition, and one Warning, after PodsQuiet; the
-// count of valid pods moving does not announce it again.
+// TestGangShortOfPodsForLong: an admitted gang whose pods stop coming gets
+// its NotEnoughTasks condition, and one Warning, after PodsQuiet; the count
+// of valid pods moving does not announce it again.
 func TestGangShortOfPodsForLong(t *testing.T) {
 	l := newGangLife(t, 4)
 	l.cycle(time.Second) // admitted
 	l.make(2)
-	for range 29 {
+	for range 30 {
 		l.cycle(time.Second)
 	}
 	if len(l.writes) != 1 {
-		t.Fatalf("writes %v within PodsQuiet of the admission", l.writes)
+		t.Fatalf("writes %v within PodsQuiet of the pods' coming to a stop", l.writes)
 	}
 	l.cycle(time.Second)
 	l.make(3)
