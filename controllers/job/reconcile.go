@@ -25,6 +25,12 @@ const recheckMissing = 15 * time.Second
 // the action, act on the pods, write the status.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
 	c.woken(key, false)
+	if !c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
+		// The slot was just gained and its objects are still being listed: on this partial
+		// view the Job would create what its last owner made. SlotsReady brings every Job of
+		// the slot back, and its Commands, once the list is in.
+		return nil
+	}
 	if req.command != nil {
 		apply, err := c.takeCommand(ctx, key, req)
 		if err != nil || !apply {
