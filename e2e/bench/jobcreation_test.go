@@ -89,7 +89,7 @@ func benchJobCreation(b *testing.B, c config, bin, scheduler string, jobs, repli
 	if m.res.duplicates > 0 {
 		b.Errorf("%d pod names were added more than once", m.res.duplicates)
 	}
-	out.WriteString(reportSettle(b, m, c))
+	out.WriteString(reportSettle(b, m, c, e.replicas))
 	out.WriteString(reportWrites(b, m))
 	if c.qps > 0 {
 		b.ReportMetric(float64(c.qps), "replica-QPS")

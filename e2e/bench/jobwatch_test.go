@@ -77,30 +77,41 @@ func (w *jobWatch) finishedAt(namespace, name string) time.Time {
 	return w.finished[namespace+"/"+name]
 }
 
-// lastPodEnd lists the pods of the namespaces and returns the latest time
-// their containers finished (state.terminated.finishedAt, which kwok sets
-// when it ends the pod; the server's clock, whole seconds) and how many
-// pods had ended: whether Jobs finished late because their pods did.
-func lastPodEnd(ctx context.Context, kube kubernetes.Interface, namespaces []string) (time.Time, int, error) {
-	var last time.Time
-	ended := 0
+// podTimes is when the last pod of a load started and ended on its node.
+type podTimes struct {
+	lastStarted time.Time // status.startTime, set by kwok's Running stage
+	lastEnded   time.Time // state.terminated.finishedAt, set by kwok as it ends the pod
+	ended       int       // pods that had ended
+}
+
+// readPodTimes lists the pods of the namespaces for when the last one
+// started and ended (the server's clock, whole seconds): whether Jobs
+// finished late because their pods did.
+func readPodTimes(ctx context.Context, kube kubernetes.Interface, namespaces []string) (podTimes, error) {
+	var pt podTimes
+	later := func(t *time.Time, u time.Time) {
+		if u.After(*t) {
+			*t = u
+		}
+	}
 	for _, ns := range namespaces {
 		opts := metav1.ListOptions{Limit: 500}
 		for page := 0; ; page++ {
 			if page == 1000 {
-				return last, ended, fmt.Errorf("list pods in %s: more than 1,000 pages", ns)
+				return pt, fmt.Errorf("list pods in %s: more than 1,000 pages", ns)
 			}
 			list, err := kube.CoreV1().Pods(ns).List(ctx, opts)
 			if err != nil {
-				return last, ended, fmt.Errorf("list pods in %s: %w", ns, err)
+				return pt, fmt.Errorf("list pods in %s: %w", ns, err)
 			}
 			for _, pod := range list.Items {
+				if pod.Status.StartTime != nil {
+					later(&pt.lastStarted, pod.Status.StartTime.Time)
+				}
 				for _, cs := range pod.Status.ContainerStatuses {
 					if t := cs.State.Terminated; t != nil {
-						ended++
-						if t.FinishedAt.After(last) {
-							last = t.FinishedAt.Time
-						}
+						pt.ended++
+						later(&pt.lastEnded, t.FinishedAt.Time)
 						break
 					}
 				}
@@ -110,5 +121,5 @@ func lastPodEnd(ctx context.Context, kube kubernetes.Interface, namespaces []str
 			}
 		}
 	}
-	return last, ended, nil
+	return pt, nil
 }

@@ -26,15 +26,13 @@ type measurement struct {
 
 	// After all pods: when the watch saw the last Job finish (when pods
 	// end), the Jobs by phase then, each Job's create returned → seen
-	// finished (sorted; the last iteration's), when the last pod ended
-	// (its containers' finishedAt, the server's clock in whole seconds),
-	// and when the final counts were taken (after 2×quietFor without a
-	// write); all from the first create.
+	// finished (sorted; the last iteration's), when the last pod started
+	// and ended, and when the final counts were taken (after 2×quietFor
+	// without a write); durations from the first create.
 	finished      time.Duration
 	phases        map[batch.JobPhase]int
 	finishLatency []time.Duration
-	lastPodEnded  time.Duration
-	podsEnded     int
+	pods          podTimes
 	countedAt     time.Duration
 	settleErr     error
 
@@ -118,11 +116,9 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 		m.countErr = errors.Join(m.countErr, err)
 	}
 	if c.podsEnd() && m.loadErr == nil {
-		last, n, err := lastPodEnd(ctx, e.kube, namespaces)
+		var err error
+		m.pods, err = readPodTimes(ctx, e.kube, namespaces)
 		m.settleErr = errors.Join(m.settleErr, err)
-		if !last.IsZero() {
-			m.lastPodEnded, m.podsEnded = last.Sub(m.res.start), n
-		}
 		for i, at := range m.res.created {
 			if done := jw.finishedAt(namespaces[len(namespaces)-1], jobName(i)); !done.IsZero() {
 				m.finishLatency = append(m.finishLatency, max(0, done.Sub(at)))

@@ -9,25 +9,34 @@ import (
 )
 
 // replicaProcess is one `ringfire run` process of a run, with the peak of
-// its Go heap as sampled during the load.
+// its Go heap as sampled during the load, and when its gang scheduler was
+// last seen binding.
 type replicaProcess struct {
 	*procs.Replica
 
 	mu       sync.Mutex
 	peakHeap float64   // highest go_memstats_heap_inuse_bytes sampled
 	peakAt   time.Time // when it was sampled
+	bound    float64   // ringfire_scheduler_pods_bound_total, last sampled
+	boundAt  time.Time // when it was first seen at that value (zero: never bound)
 }
 
-// sampleHeap records the replica's Go heap in use every period until ctx
-// is done; VmHWM gives the peak RSS, but only sampling gives the heap's.
+// sampleHeap records the replica's Go heap in use, and its scheduler's
+// count of pods bound, every period until ctx is done; VmHWM gives the
+// peak RSS, but only sampling gives the heap's, and the time of the last
+// binding.
 func (r *replicaProcess) sampleHeap(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		if v, err := r.Metric(ctx, "go_memstats_heap_inuse_bytes"); err == nil {
+		if body, code, err := r.Get(ctx, "/metrics"); err == nil && code == 200 {
+			now := time.Now()
 			r.mu.Lock()
-			if v > r.peakHeap {
-				r.peakHeap, r.peakAt = v, time.Now()
+			if v, ok := procs.MetricValue(body, "go_memstats_heap_inuse_bytes"); ok && v > r.peakHeap {
+				r.peakHeap, r.peakAt = v, now
+			}
+			if v, ok := procs.MetricValue(body, "ringfire_scheduler_pods_bound_total"); ok && v > r.bound {
+				r.bound, r.boundAt = v, now
 			}
 			r.mu.Unlock()
 		}
@@ -37,6 +46,14 @@ func (r *replicaProcess) sampleHeap(ctx context.Context, period time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// lastBind returns the pods the replica's scheduler bound so far (as last
+// sampled) and when that count was first seen.
+func (r *replicaProcess) lastBind() (float64, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bound, r.boundAt
 }
 
 // sampledPeakHeap returns the highest heap in use sampled, and when.

@@ -4,21 +4,18 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // reportSettle reports how the load ended: when every Job had finished,
 // and when the counts were taken.
-func reportSettle(b *testing.B, m measurement, c config) string {
+func reportSettle(b *testing.B, m measurement, c config, replicas []*replicaProcess) string {
 	var t strings.Builder
 	if m.finished > 0 {
 		b.ReportMetric(m.finished.Seconds(), "s-to-all-jobs-finished")
 		fmt.Fprintf(&t, "last Job seen finished %.1fs after the first create: %s; per Job, create → seen finished: p50 %.1fs, p99 %.1fs\n",
 			m.finished.Seconds(), describePhases(m.phases), percentile(m.finishLatency, 50).Seconds(), percentile(m.finishLatency, 99).Seconds())
-		if m.podsEnded > 0 {
-			b.ReportMetric(m.lastPodEnded.Seconds(), "s-to-last-pod-ended")
-			fmt.Fprintf(&t, "%d pods ended, the last %.0fs after the first create (its containers' finishedAt, set by kwok; whole seconds)\n",
-				m.podsEnded, m.lastPodEnded.Seconds())
-		}
+		t.WriteString(reportPodTimes(b, m, replicas))
 	} else if m.loadErr == nil {
 		fmt.Fprintf(&t, "pods run %v, past the %v the benchmark waits: Jobs not waited for\n", c.podRun, c.settle)
 	}
@@ -65,5 +62,35 @@ func reportWrites(b *testing.B, m measurement) string {
 	fmt.Fprintf(&t, "Event writes of other reporters over the load (taken out of the events rows): %s\n", describeComponents(byComponent))
 	fmt.Fprintf(&t, "Events ringfire made, by reporter and reason: %s\n", describeComponents(ringfireEvents(m.eventsBefore, m.eventsAfter)))
 	t.WriteString(a.crossCheck(m.after.replicas.minus(m.before.replicas)))
+	return t.String()
+}
+
+// reportPodTimes says where the time from the last pod created to the last
+// Job finished went: the last binding of ringfire's scheduler (sampled
+// each second), the last pod started and ended on its node (kwok's
+// timestamps, whole seconds).
+func reportPodTimes(b *testing.B, m measurement, replicas []*replicaProcess) string {
+	since := func(at time.Time) float64 { return at.Sub(m.res.start).Seconds() }
+	var t strings.Builder
+	fmt.Fprintf(&t, "after the first create: last pod created %.1fs", m.res.allPods.Seconds())
+	bound, boundAt := 0.0, time.Time{}
+	for _, r := range replicas {
+		n, at := r.lastBind()
+		bound += n
+		if at.After(boundAt) {
+			boundAt = at
+		}
+	}
+	if bound > 0 {
+		fmt.Fprintf(&t, ", last bound by ringfire's scheduler %.0fs (±1s; %.0f pods bound since start)", since(boundAt), bound)
+	}
+	if !m.pods.lastStarted.IsZero() {
+		fmt.Fprintf(&t, ", last started %.0fs", since(m.pods.lastStarted))
+	}
+	if !m.pods.lastEnded.IsZero() {
+		b.ReportMetric(since(m.pods.lastEnded), "s-to-last-pod-ended")
+		fmt.Fprintf(&t, ", last ended %.0fs (%d ended)", since(m.pods.lastEnded), m.pods.ended)
+	}
+	fmt.Fprintf(&t, ", last Job finished %.1fs\n", m.finished.Seconds())
 	return t.String()
 }
