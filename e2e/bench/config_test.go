@@ -33,7 +33,8 @@ type config struct {
 	rate       int           // RINGFIRE_BENCH_RATE: Jobs created per second, steadily; 0 for a burst of RINGFIRE_BENCH_JOBS
 	rateFor    time.Duration // RINGFIRE_BENCH_RATE_FOR: how long Jobs are created at that rate (1m)
 	waitLimit  time.Duration // RINGFIRE_BENCH_WAIT: bound on first create → all pods (10m)
-	settle     time.Duration // RINGFIRE_BENCH_SETTLE: bound on all pods → every Job done and the replicas quiet (3m)
+	settle     time.Duration // RINGFIRE_BENCH_SETTLE: bound on all pods → every Job done and the replicas quiet (10m)
+	quiet      time.Duration // RINGFIRE_BENCH_QUIET: no write for this long, twice, before counts are taken (3s)
 	logDir     string        // RINGFIRE_BENCH_LOGS: keep the replicas' logs there (default: dropped)
 	logLevel   string        // RINGFIRE_BENCH_LOG_LEVEL: the replicas' --log-level (warn)
 	revision   string        // the commit ringfire was built from (procs.Revision)
@@ -60,7 +61,8 @@ func configFromEnv(b *testing.B) config {
 		rate:       envCount(b, "RINGFIRE_BENCH_RATE", 0),
 		rateFor:    envDuration(b, "RINGFIRE_BENCH_RATE_FOR", time.Minute),
 		waitLimit:  envDuration(b, "RINGFIRE_BENCH_WAIT", 10*time.Minute),
-		settle:     envDuration(b, "RINGFIRE_BENCH_SETTLE", 3*time.Minute),
+		settle:     envDuration(b, "RINGFIRE_BENCH_SETTLE", 10*time.Minute),
+		quiet:      envDuration(b, "RINGFIRE_BENCH_QUIET", defaultQuiet),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
 		logLevel:   os.Getenv("RINGFIRE_BENCH_LOG_LEVEL"),
 	}

@@ -27,7 +27,7 @@ type measurement struct {
 	// After all pods: when the watch saw the last Job finish (when pods
 	// end), the Jobs by phase then, each Job's create returned → seen
 	// finished (sorted; the last iteration's), when the last pod started
-	// and ended, and when the final counts were taken (after 2×quietFor
+	// and ended, and when the final counts were taken (after 2×quiet
 	// without a write); durations from the first create.
 	finished      time.Duration
 	phases        map[batch.JobPhase]int
@@ -35,6 +35,10 @@ type measurement struct {
 	pods          podTimes
 	countedAt     time.Duration
 	settleErr     error
+	// lateWrites is the replicas' writes between the final counts and
+	// lateFor later, once the summary's reads are done.
+	lateWrites float64
+	lateFor    time.Duration
 
 	// The request counters before the first create and once quiet, and
 	// the Events then, to tell ringfire's from the control plane's.
@@ -58,7 +62,7 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 	}
 	// Nothing the replicas do at start-up may fall within the counts.
 	var err error
-	if m.before, err = e.waitQuiet(ctx, time.Minute); err != nil {
+	if m.before, err = e.waitQuiet(ctx, c.quiet, time.Minute+2*c.quiet); err != nil {
 		b.Errorf("before the load: %v", err)
 	}
 	if m.eventsBefore, err = listEvents(ctx, e.kube); err != nil {
@@ -126,6 +130,14 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 		}
 		slices.Sort(m.finishLatency)
 	}
+	// Writes the counts missed: a replica that defers some for longer than
+	// the quiet window shows here.
+	if late, err := e.replicaRequests(ctx); err == nil && m.after.perReplica != nil {
+		for id, rc := range late {
+			m.lateWrites += rc.minus(m.after.perReplica[id]).writes()
+		}
+		m.lateFor = time.Since(m.res.start) - m.countedAt
+	}
 	return m
 }
 
@@ -151,7 +163,7 @@ func (m *measurement) settle(ctx context.Context, e *env, c config, jw *jobWatch
 	// Even past the bound, wait a little for quiet: the counts are what
 	// they are, but must be taken with no write in flight.
 	var err error
-	m.after, err = e.waitQuiet(ctx, max(time.Until(deadline), 3*quietFor))
+	m.after, err = e.waitQuiet(ctx, c.quiet, max(time.Until(deadline), 3*c.quiet))
 	m.settleErr = errors.Join(m.settleErr, err)
 	m.countedAt = time.Since(m.res.start)
 }

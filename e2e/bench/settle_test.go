@@ -11,11 +11,15 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
-// quietFor is how long no write may come, from the replicas, the
+// defaultQuiet is how long no write may come, from the replicas, the
 // benchmark's clients, or on any kind ringfire may write as the API server
-// counts it, before counts are taken: long enough for Event batching, a
-// requeue after a conflict, and the API server's own accounting.
-const quietFor = 3 * time.Second
+// counts it, before counts are taken (RINGFIRE_BENCH_QUIET): long enough
+// for Event batching, a requeue after a conflict, the Job controller's
+// status coalescing window (1 s) and the API server's own accounting.
+// Writes ringfire defers longer (the gang scheduler's PodsQuiet, 30 s, for
+// a PodGroup that outlives its pods) need a longer one; the summary says
+// how many writes came after the counts were taken.
+const defaultQuiet = 3 * time.Second
 
 // reading is one reading of the request counters: the API server's, each
 // replica's own, and the benchmark's clients'.
@@ -104,11 +108,11 @@ func onRingfireKinds(c requestCounts) float64 {
 }
 
 // waitQuiet waits, up to limit, until neither the replicas nor the
-// benchmark's clients have written for quietFor and the API server's count
-// of writes on ringfire's kinds did not move over a further quietFor, and
+// benchmark's clients have written for quiet and the API server's count
+// of writes on ringfire's kinds did not move over a further quiet, and
 // returns the last reading. On timeout it returns the last reading too,
 // with an error.
-func (e *env) waitQuiet(ctx context.Context, limit time.Duration) (reading, error) {
+func (e *env) waitQuiet(ctx context.Context, quiet, limit time.Duration) (reading, error) {
 	deadline := time.Now().Add(limit)
 	mark, since := -1.0, time.Now()
 	var confirm *reading // the API server's reading at the start of a quiet stretch
@@ -121,7 +125,7 @@ func (e *env) waitQuiet(ctx context.Context, limit time.Duration) (reading, erro
 			lastErr, mark, confirm = err, -1, nil
 		case n != mark:
 			mark, since, confirm = n, time.Now(), nil
-		case time.Since(since) >= quietFor:
+		case time.Since(since) >= quiet:
 			r, err := e.read(ctx)
 			if err != nil {
 				lastErr, mark, confirm = err, -1, nil
@@ -145,7 +149,7 @@ func (e *env) waitQuiet(ctx context.Context, limit time.Duration) (reading, erro
 			return last, errors.Join(err, lastErr)
 		}
 	}
-	return last, fmt.Errorf("writes did not stop for %v within %v (last error: %v)", 2*quietFor, limit, lastErr)
+	return last, fmt.Errorf("writes did not stop for %v within %v (last error: %v)", 2*quiet, limit, lastErr)
 }
 
 // finished reports whether a Job is in a phase it does not leave by itself.
