@@ -19,25 +19,26 @@ const (
 // config is what one run of the benchmark measures, read from the
 // environment so that `go test -bench` needs no custom flags.
 type config struct {
-	jobs       []int         // RINGFIRE_BENCH_JOBS: Job counts, one sub-benchmark each ("1000")
-	taskPods   int           // RINGFIRE_BENCH_TASK_PODS: replicas of the one task of each Job (10)
-	replicas   []int         // RINGFIRE_BENCH_REPLICAS: ringfire replica counts ("1,3")
-	schedulers []string      // RINGFIRE_BENCH_SCHEDULER: "ringfire", "standin", one sub-benchmark each ("ringfire,standin")
-	qps        int           // RINGFIRE_BENCH_QPS: each replica's --kube-api-qps (200, as e2e/stack; 0: no flag)
-	burst      int           // RINGFIRE_BENCH_BURST: each replica's --kube-api-burst (400, as e2e/stack; 0: no flag)
-	workers    int           // RINGFIRE_BENCH_WORKERS: each replica's --workers (4, as e2e/stack; 0: no flag)
-	nodes      int           // RINGFIRE_BENCH_NODES: KWOK nodes (20)
-	nodePods   int           // RINGFIRE_BENCH_NODE_PODS: pods each node takes (1000)
-	creators   int           // RINGFIRE_BENCH_CREATORS: goroutines creating Jobs in a burst (8)
-	podRun     time.Duration // RINGFIRE_BENCH_POD_RUN: how long each pod runs on its KWOK node (1h: past the measurement)
-	rate       int           // RINGFIRE_BENCH_RATE: Jobs created per second, steadily; 0 for a burst of RINGFIRE_BENCH_JOBS
-	rateFor    time.Duration // RINGFIRE_BENCH_RATE_FOR: how long Jobs are created at that rate (1m)
-	waitLimit  time.Duration // RINGFIRE_BENCH_WAIT: bound on first create → all pods (10m)
-	settle     time.Duration // RINGFIRE_BENCH_SETTLE: bound on all pods → every Job done and the replicas quiet (10m)
-	quiet      time.Duration // RINGFIRE_BENCH_QUIET: no write for this long, twice, before counts are taken (3s)
-	logDir     string        // RINGFIRE_BENCH_LOGS: keep the replicas' logs there (default: dropped)
-	logLevel   string        // RINGFIRE_BENCH_LOG_LEVEL: the replicas' --log-level (warn)
-	revision   string        // the commit ringfire was built from (procs.Revision)
+	replicaArgs []string      // RINGFIRE_BENCH_REPLICA_ARGS: more `ringfire run` flags, space-separated (say "--status-coalesce 5s")
+	jobs        []int         // RINGFIRE_BENCH_JOBS: Job counts, one sub-benchmark each ("1000")
+	taskPods    int           // RINGFIRE_BENCH_TASK_PODS: replicas of the one task of each Job (10)
+	replicas    []int         // RINGFIRE_BENCH_REPLICAS: ringfire replica counts ("1,3")
+	schedulers  []string      // RINGFIRE_BENCH_SCHEDULER: "ringfire", "standin", one sub-benchmark each ("ringfire,standin")
+	qps         int           // RINGFIRE_BENCH_QPS: each replica's --kube-api-qps (200, as e2e/stack; 0: no flag)
+	burst       int           // RINGFIRE_BENCH_BURST: each replica's --kube-api-burst (400, as e2e/stack; 0: no flag)
+	workers     int           // RINGFIRE_BENCH_WORKERS: each replica's --workers (4, as e2e/stack; 0: no flag)
+	nodes       int           // RINGFIRE_BENCH_NODES: KWOK nodes (20)
+	nodePods    int           // RINGFIRE_BENCH_NODE_PODS: pods each node takes (1000)
+	creators    int           // RINGFIRE_BENCH_CREATORS: goroutines creating Jobs in a burst (8)
+	podRun      time.Duration // RINGFIRE_BENCH_POD_RUN: how long each pod runs on its KWOK node (1h: past the measurement)
+	rate        int           // RINGFIRE_BENCH_RATE: Jobs created per second, steadily; 0 for a burst of RINGFIRE_BENCH_JOBS
+	rateFor     time.Duration // RINGFIRE_BENCH_RATE_FOR: how long Jobs are created at that rate (1m)
+	waitLimit   time.Duration // RINGFIRE_BENCH_WAIT: bound on first create → all pods (10m)
+	settle      time.Duration // RINGFIRE_BENCH_SETTLE: bound on all pods → every Job done and the replicas quiet (10m)
+	quiet       time.Duration // RINGFIRE_BENCH_QUIET: no write for this long, twice, before counts are taken (3s)
+	logDir      string        // RINGFIRE_BENCH_LOGS: keep the replicas' logs there (default: dropped)
+	logLevel    string        // RINGFIRE_BENCH_LOG_LEVEL: the replicas' --log-level (warn)
+	revision    string        // the commit ringfire was built from (procs.Revision)
 }
 
 // defaultWorkers is `ringfire run`'s --workers default (cmd/ringfire/run.go),
@@ -47,24 +48,25 @@ const defaultWorkers = 3
 func configFromEnv(b *testing.B) config {
 	b.Helper()
 	c := config{
-		jobs:       envInts(b, "RINGFIRE_BENCH_JOBS", "1000"),
-		taskPods:   envInts(b, "RINGFIRE_BENCH_TASK_PODS", "10")[0],
-		replicas:   envInts(b, "RINGFIRE_BENCH_REPLICAS", "1,3"),
-		schedulers: envSchedulers(b),
-		qps:        envCount(b, "RINGFIRE_BENCH_QPS", 200),
-		burst:      envCount(b, "RINGFIRE_BENCH_BURST", 400),
-		workers:    envCount(b, "RINGFIRE_BENCH_WORKERS", 4),
-		nodes:      envInts(b, "RINGFIRE_BENCH_NODES", "20")[0],
-		nodePods:   envInts(b, "RINGFIRE_BENCH_NODE_PODS", "1000")[0],
-		creators:   envInts(b, "RINGFIRE_BENCH_CREATORS", "8")[0],
-		podRun:     envDuration(b, "RINGFIRE_BENCH_POD_RUN", time.Hour),
-		rate:       envCount(b, "RINGFIRE_BENCH_RATE", 0),
-		rateFor:    envDuration(b, "RINGFIRE_BENCH_RATE_FOR", time.Minute),
-		waitLimit:  envDuration(b, "RINGFIRE_BENCH_WAIT", 10*time.Minute),
-		settle:     envDuration(b, "RINGFIRE_BENCH_SETTLE", 10*time.Minute),
-		quiet:      envDuration(b, "RINGFIRE_BENCH_QUIET", defaultQuiet),
-		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
-		logLevel:   os.Getenv("RINGFIRE_BENCH_LOG_LEVEL"),
+		jobs:        envInts(b, "RINGFIRE_BENCH_JOBS", "1000"),
+		taskPods:    envInts(b, "RINGFIRE_BENCH_TASK_PODS", "10")[0],
+		replicas:    envInts(b, "RINGFIRE_BENCH_REPLICAS", "1,3"),
+		schedulers:  envSchedulers(b),
+		qps:         envCount(b, "RINGFIRE_BENCH_QPS", 200),
+		burst:       envCount(b, "RINGFIRE_BENCH_BURST", 400),
+		workers:     envCount(b, "RINGFIRE_BENCH_WORKERS", 4),
+		nodes:       envInts(b, "RINGFIRE_BENCH_NODES", "20")[0],
+		nodePods:    envInts(b, "RINGFIRE_BENCH_NODE_PODS", "1000")[0],
+		creators:    envInts(b, "RINGFIRE_BENCH_CREATORS", "8")[0],
+		podRun:      envDuration(b, "RINGFIRE_BENCH_POD_RUN", time.Hour),
+		rate:        envCount(b, "RINGFIRE_BENCH_RATE", 0),
+		rateFor:     envDuration(b, "RINGFIRE_BENCH_RATE_FOR", time.Minute),
+		waitLimit:   envDuration(b, "RINGFIRE_BENCH_WAIT", 10*time.Minute),
+		settle:      envDuration(b, "RINGFIRE_BENCH_SETTLE", 10*time.Minute),
+		quiet:       envDuration(b, "RINGFIRE_BENCH_QUIET", defaultQuiet),
+		logDir:      os.Getenv("RINGFIRE_BENCH_LOGS"),
+		logLevel:    os.Getenv("RINGFIRE_BENCH_LOG_LEVEL"),
+		replicaArgs: strings.Fields(os.Getenv("RINGFIRE_BENCH_REPLICA_ARGS")),
 	}
 	if c.logLevel == "" {
 		c.logLevel = "warn"

@@ -86,7 +86,7 @@ func startEnv(b *testing.B, c config, bin, scheduler string, replicas int) *env 
 	args := procs.Args{
 		Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: cl.Kubeconfig(), LogDir: e.logDir,
 		LogLevel: c.logLevel, QPS: c.qps, Burst: c.burst, Workers: c.workers,
-		Controllers: controllers[scheduler],
+		Controllers: controllers[scheduler], Extra: c.replicaArgs,
 	}
 	b.Cleanup(func() {
 		procs.StopAll(b, processes(e.replicas))

@@ -33,6 +33,8 @@ type Args struct {
 	LeaseTTL    time.Duration // --lease-ttl
 	QPS, Burst  int           // --kube-api-qps, --kube-api-burst
 	Workers     int           // --workers
+	// Extra flags, appended as given (say, --status-coalesce 5s).
+	Extra []string
 }
 
 // command returns the command line of replica id serving its ops server on
@@ -62,7 +64,7 @@ func (a Args) command(id, addr string) []string {
 			argv = append(argv, o.flag, o.val)
 		}
 	}
-	return argv
+	return append(argv, a.Extra...)
 }
 
 // Replica is one `ringfire run` process.
