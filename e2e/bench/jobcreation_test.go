@@ -141,9 +141,10 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 	}
 	var t strings.Builder
 	t.WriteString("replicas (RSS from /proc/<pid>/status, peak = VmHWM; heap = go_memstats_heap_inuse_bytes, sampled each second, peak at s after the first create;\n" +
-		"CPU and API writes (its own ringfire_kube_requests_total: POST, PUT, PATCH, DELETE) from the first create to the final counts; workers busy over that time):\n")
-	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %9s %6s %6s %7s %10s %7s %7s %14s %12s\n",
-		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "CPU s/1k", "pods", "slots", "writes", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
+		"CPU and API writes (its own ringfire_kube_requests_total: POST, PUT, PATCH, DELETE) from the first create to the final counts; workers busy over that time;\n" +
+		"limiter s = seconds its requests waited on its client-side rate limiter, summed over requests, since it started):\n")
+	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %9s %6s %6s %7s %11s %10s %7s %7s %14s %12s\n",
+		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "CPU s/1k", "pods", "slots", "writes", "limiter s", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
 	allPods := 0.0
 	for _, r := range replicas {
 		allPods += created[r.ID]
@@ -160,6 +161,10 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 		reconcileSeconds, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_sum")
 		errs, _ := r.Metric(ctx, "ringfire_dispatch_handler_errors_total")
 		retries, _ := r.Metric(ctx, "ringfire_dispatch_retries_total")
+		// Time its requests waited on its own client-side limiter
+		// (--kube-api-qps, --kube-api-burst), summed over requests, since
+		// it started: whether the limiter held it back.
+		limiterWait, _ := r.Metric(ctx, "ringfire_kube_rate_limiter_wait_seconds_sum")
 		heap, heapAt := r.sampledPeakHeap()
 		at := 0.0
 		if !m.res.start.IsZero() {
@@ -172,8 +177,8 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 		perK := 1000 * m.cpu[r.ID] / max(created[r.ID], 1)
 		b.ReportMetric(perK, "cpu-s-per-1k-pods-"+r.ID)
 		writes := m.after.perReplica[r.ID].minus(m.before.perReplica[r.ID]).writes()
-		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %9.2f %6.0f %6.0f %7.0f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
-			r.ID, m.idleRSS[r.ID]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.ID], perK, created[r.ID], slots, writes,
+		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %9.2f %6.0f %6.0f %7.0f %11.1f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
+			r.ID, m.idleRSS[r.ID]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.ID], perK, created[r.ID], slots, writes, limiterWait,
 			reconciles, errs, retries, 1000*reconcileSeconds/max(reconciles, 1), 100*reconcileSeconds/max(workerSeconds, 1))
 	}
 	return t.String()

@@ -131,7 +131,13 @@ func measure(ctx context.Context, b *testing.B, e *env, c config, jobs int) meas
 		slices.Sort(m.finishLatency)
 	}
 	// Writes the counts missed: a replica that defers some for longer than
-	// the quiet window shows here.
+	// the quiet window shows here, within another two windows.
+	if m.after.perReplica != nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(m.res.start.Add(m.countedAt + 2*c.quiet))):
+		}
+	}
 	if late, err := e.replicaRequests(ctx); err == nil && m.after.perReplica != nil {
 		for id, rc := range late {
 			m.lateWrites += rc.minus(m.after.perReplica[id]).writes()

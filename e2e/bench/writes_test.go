@@ -20,7 +20,7 @@ func reportSettle(b *testing.B, m measurement, c config, replicas []*replicaProc
 		fmt.Fprintf(&t, "pods run %v, past the %v the benchmark waits: Jobs not waited for\n", c.podRun, c.settle)
 	}
 	if m.countedAt > 0 {
-		fmt.Fprintf(&t, "final counts taken %.1fs after the first create, after %v without a write; the replicas wrote %.0f more in the %.0fs after them\n",
+		fmt.Fprintf(&t, "final counts taken %.1fs after the first create, after %v without a write; the replicas wrote %.0f more in the %.1fs after them\n",
 			m.countedAt.Seconds(), 2*c.quiet, m.lateWrites, m.lateFor.Seconds())
 	}
 	if m.settleErr != nil {
