@@ -174,6 +174,10 @@ func (c config) String() string {
 	if c.rate > 0 {
 		load = fmt.Sprintf("%d Jobs/s for %v", c.rate, c.rateFor)
 	}
-	return fmt.Sprintf("task pods %d running %v, replica QPS %s burst %s workers %s, %d nodes × %d pods, %s",
-		c.taskPods, c.podRun, flagOrDefault(c.qps), flagOrDefault(c.burst), flagOrDefault(c.workers), c.nodes, c.nodePods, load)
+	extra := ""
+	if len(c.replicaArgs) > 0 {
+		extra = fmt.Sprintf(" %s", strings.Join(c.replicaArgs, " "))
+	}
+	return fmt.Sprintf("task pods %d running %v, replica QPS %s burst %s workers %s%s, %d nodes × %d pods, %s",
+		c.taskPods, c.podRun, flagOrDefault(c.qps), flagOrDefault(c.burst), flagOrDefault(c.workers), extra, c.nodes, c.nodePods, load)
 }
