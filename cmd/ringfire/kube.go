@@ -19,8 +19,8 @@ type kubeFlags struct {
 
 func (f *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to manage; empty: $KUBECONFIG, else the in-cluster config, else no cluster (the ring only)")
-	fs.Float64Var(&f.qps, "kube-api-qps", 50, "queries per second to the API server")
-	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of queries to the API server")
+	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to the API server (the replica that runs the gang scheduler binds every pod and records its Event: size for twice the pods per second the cluster starts)")
+	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to the API server")
 }
 
 // restConfig returns the API server's config, or nil when there is none to

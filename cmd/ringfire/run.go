@@ -62,7 +62,7 @@ func runCommand(args []string) error {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
 	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs that name none, and the one the gang scheduler serves")
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); leave out cronjob on a cluster without the CronJob CRD")
-	fs.IntVar(&f.workers, "workers", 3, "Jobs reconciled in parallel (one Job is never in two workers)")
+	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "a Job's status writes that change only pod counts are spaced at least this far apart (a new phase is written at once); negative: no spacing")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --listen")

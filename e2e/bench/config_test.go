@@ -43,7 +43,7 @@ type config struct {
 
 // defaultWorkers is `ringfire run`'s --workers default (cmd/ringfire/run.go),
 // used to tell how busy the workers were when the benchmark passes no flag.
-const defaultWorkers = 3
+const defaultWorkers = 8
 
 func configFromEnv(b *testing.B) config {
 	b.Helper()
