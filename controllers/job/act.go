@@ -74,8 +74,10 @@ func countPods(_ *batch.Job, info *cache.JobInfo) podCounts {
 }
 
 // kill deletes the pods the kill targets and counts the rest; a full kill
-// deletes the PodGroup too, so that the scheduler admits the Job afresh.
-func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, kill state.Kill, req state.Request) (podCounts, error) {
+// deletes the PodGroup too, so that the scheduler admits the Job afresh. It
+// reports whether it issued any delete: a kill that found nothing left to
+// delete (a finished Job looked at again) starts no new version of the Job.
+func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, kill state.Kill, req state.Request) (podCounts, bool, error) {
 	var pc podCounts
 	var doomed []*corev1.Pod
 	partition := partitionOf(info, req)
@@ -92,45 +94,47 @@ func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info 
 			pc.add(task, p.Status.Phase)
 		}
 	}
-	deleted, err := c.deletePods(ctx, key, job, doomed)
+	deleted, issued, err := c.deletePods(ctx, key, job, doomed)
 	pc.Terminating += deleted
 	if err != nil {
-		return pc, err
+		return pc, issued, err
 	}
 	if kill.Full() && info.PodGroup != nil {
-		if err := c.deletePodGroup(ctx, key, info.PodGroup); err != nil {
-			return pc, err
+		pgIssued, err := c.deletePodGroup(ctx, key, info.PodGroup)
+		issued = issued || pgIssued
+		if err != nil {
+			return pc, issued, err
 		}
 	}
 	if kill.Full() {
 		if set, err := c.pluginsFor(job, c.slotOf(key)); err == nil {
 			if err := c.deletePluginObjects(ctx, key, job, set); err != nil {
-				return pc, fmt.Errorf("plugin objects: %w", err)
+				return pc, issued, fmt.Errorf("plugin objects: %w", err)
 			}
 		}
 	}
-	return pc, nil
+	return pc, issued, nil
 }
 
 // deletePodGroup deletes the Job's PodGroup, unless a delete of it is already
 // on its way to the cache.
-func (c *Controller) deletePodGroup(ctx context.Context, key string, pg *scheduling.PodGroup) error {
+func (c *Controller) deletePodGroup(ctx context.Context, key string, pg *scheduling.PodGroup) (issued bool, err error) {
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	if _, pending := expect.Deleting(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID); pending {
-		return nil
+		return false, nil
 	}
 	if err := c.guard(ctx); err != nil {
-		return err
+		return false, err
 	}
 	expect.ExpectDelete(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID)
-	err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
+	err = c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &pg.UID},
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		expect.DeleteFailed(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID)
-		return fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
+		return true, fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // targets reports whether the kill deletes pod p of task.
@@ -155,12 +159,14 @@ func partitionOf(info *cache.JobInfo, req state.Request) string {
 }
 
 // deletePods deletes pods with UID and resourceVersion preconditions, a few
-// at a time; it returns how many are gone or going. A pod whose delete was
-// issued before and that the cache still shows is not deleted again.
-func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (int32, error) {
+// at a time; it returns how many are gone or going, and whether it issued a
+// delete. A pod whose delete was issued before and that the cache still shows
+// is not deleted again.
+func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (int32, bool, error) {
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	var mu sync.Mutex
 	var gone int32
+	var issued bool
 	errs := c.parallel(len(pods), func(i int) error {
 		p := pods[i]
 		if _, pending := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); pending {
@@ -173,6 +179,9 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job,
 			return err
 		}
 		expect.ExpectDelete(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
+		mu.Lock()
+		issued = true
+		mu.Unlock()
 		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
 		})
@@ -190,9 +199,9 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job,
 		if !errors.Is(err, shard.ErrNotOwner) {
 			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDeletePod", "Error deleting pods: %v", err)
 		}
-		return gone, err
+		return gone, issued, err
 	}
-	return gone, nil
+	return gone, issued, nil
 }
 
 // sync brings the Job's objects to what its spec asks: the PodGroup, the
@@ -277,7 +286,7 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 	if err != nil {
 		return pc, err
 	}
-	deleted, err := c.deletePods(ctx, key, job, surplus)
+	deleted, _, err := c.deletePods(ctx, key, job, surplus)
 	pc.Terminating += deleted
 	return pc, err
 }

@@ -84,7 +84,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	var counts podCounts
 	switch {
 	case step.Kill != state.KillNone:
-		counts, err = c.kill(ctx, key, work, info, step.Kill, req.Request)
+		var issued bool
+		counts, issued, err = c.kill(ctx, key, work, info, step.Kill, req.Request)
+		// A full kill starts a new version of the Job, so that events of the pods it deleted
+		// are told from those of the pods made after. A kill that deleted nothing (a finished
+		// Job looked at again, a restart waiting for its pods to go) has no pods to tell
+		// apart: bumping the version then would only cost a status write each time.
+		step.BumpVersion = step.BumpVersion && issued
 	case step.Sync:
 		if problem := c.missingReference(job); problem != "" {
 			return c.waitFor(ctx, key, job, problem)
