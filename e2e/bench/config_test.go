@@ -24,9 +24,9 @@ type config struct {
 	taskPods    int           // RINGFIRE_BENCH_TASK_PODS: replicas of the one task of each Job (10)
 	replicas    []int         // RINGFIRE_BENCH_REPLICAS: ringfire replica counts ("1,3")
 	schedulers  []string      // RINGFIRE_BENCH_SCHEDULER: "ringfire", "standin", one sub-benchmark each ("ringfire,standin")
-	qps         int           // RINGFIRE_BENCH_QPS: each replica's --kube-api-qps (200, as e2e/stack; 0: no flag)
-	burst       int           // RINGFIRE_BENCH_BURST: each replica's --kube-api-burst (400, as e2e/stack; 0: no flag)
-	workers     int           // RINGFIRE_BENCH_WORKERS: each replica's --workers (4, as e2e/stack; 0: no flag)
+	qps         int           // RINGFIRE_BENCH_QPS: each replica's --kube-api-qps (200, as e2e/stack; 0: no flag, ringfire's 200)
+	burst       int           // RINGFIRE_BENCH_BURST: each replica's --kube-api-burst (400, as e2e/stack; 0: no flag, ringfire's 400)
+	workers     int           // RINGFIRE_BENCH_WORKERS: each replica's --workers (4, as e2e/stack; 0: no flag, ringfire's 8)
 	nodes       int           // RINGFIRE_BENCH_NODES: KWOK nodes (20)
 	nodePods    int           // RINGFIRE_BENCH_NODE_PODS: pods each node takes (1000)
 	creators    int           // RINGFIRE_BENCH_CREATORS: goroutines creating Jobs in a burst (8)
@@ -41,7 +41,7 @@ type config struct {
 	revision    string        // the commit ringfire was built from (procs.Revision)
 }
 
-// defaultWorkers is `ringfire run`'s --workers default (cmd/ringfire/run.go),
+// defaultWorkers is `ringfire run`'s --workers default (cmd/ringfire/run.go; 3 before f29ea3d),
 // used to tell how busy the workers were when the benchmark passes no flag.
 const defaultWorkers = 8
 
