@@ -370,8 +370,8 @@ func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
 		return false
 	}
 	var replicas int32
-	for _, t := range c.defaulted(info.Job).Spec.Tasks { // task names may be defaults
-		if t.Name == req.TaskName {
+	for i := range info.Job.Spec.Tasks {
+		if t := &info.Job.Spec.Tasks[i]; state.TaskName(t, i) == req.TaskName {
 			replicas = t.Replicas
 		}
 	}

@@ -52,10 +52,18 @@ func Defaults(job *batch.Job) []string {
 	return defaultPlugins(spec, set)
 }
 
+// TaskName is the name of the task at index of a Job: its own, else the webhook's default.
+func TaskName(t *batch.TaskSpec, index int) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return batch.DefaultTaskSpec + strconv.Itoa(index)
+}
+
 func defaultTask(t *batch.TaskSpec, index int, set []string) []string {
 	path := "spec.tasks[" + strconv.Itoa(index) + "]."
 	if t.Name == "" {
-		t.Name = batch.DefaultTaskSpec + strconv.Itoa(index)
+		t.Name = TaskName(t, index)
 		set = append(set, path+"name")
 	}
 	if t.Template.Spec.HostNetwork && t.Template.Spec.DNSPolicy == "" {
