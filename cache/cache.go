@@ -55,6 +55,10 @@ type Config struct {
 	// ExpectationTTL bounds how long a create or delete the cache has not
 	// seen is remembered (DefaultExpectationTTL when 0).
 	ExpectationTTL time.Duration
+	// Slots is the ring's slot count (shard.Ownership.Slots), by which the
+	// cache tells the Jobs of held slots, kept in full, from the others, kept
+	// as summaries. Nil keeps every Job in full.
+	Slots func() int
 }
 
 // Cache is a replica's view of the cluster. It implements shard.Listener.
@@ -64,6 +68,7 @@ type Cache struct {
 	Kube    informers.SharedInformerFactory
 	Volcano vcinformers.SharedInformerFactory
 	owned   map[Resource]*Sharded
+	jobs    *Jobs
 	expect  *Expectations
 
 	synced atomic.Bool // the cluster-wide informers have listed
@@ -72,9 +77,13 @@ type Cache struct {
 	ctx     context.Context // set by Start
 	pending [][]int         // gains that arrived before Start
 	// unlisted holds, for each gained slot not ready yet, the Owned
-	// resources (bit i for Owned[i]) that have not listed it yet.
+	// resources (bit i for Owned[i]) that have not listed it yet, and bit
+	// len(Owned) while its Jobs are not all in full yet.
 	unlisted map[int]uint32
 }
+
+// jobsBit is the bit of unlisted that stands for the Jobs.
+var jobsBit = len(Owned)
 
 // New returns a Cache; register handlers on its factories' informers and on
 // its Owned resources, then Start it.
@@ -98,13 +107,17 @@ func New(cfg Config) *Cache {
 		// controller hears of the object.
 		c.owned[r].AddHandler(observer{r: r, e: c.expect})
 	}
+	c.jobs = newJobs(cfg.Volcano, cfg.Slots, c.log, func(slots []int) { c.listed(jobsBit, slots) })
 	// Touch the cluster-wide informers so the factories start them.
-	c.Volcano.Batch().V1alpha1().Jobs().Informer()
 	c.Volcano.Bus().V1alpha1().Commands().Informer()
 	c.Volcano.Scheduling().V1beta1().Queues().Informer()
 	c.Kube.Scheduling().V1().PriorityClasses().Informer()
 	return c
 }
+
+// Jobs is the view of the cluster's Volcano Jobs: in full for the held
+// slots, summaries for the others.
+func (c *Cache) Jobs() *Jobs { return c.jobs }
 
 // Owned returns the sharded view of one owned resource.
 func (c *Cache) Owned(r Resource) *Sharded { return c.owned[r] }
@@ -113,13 +126,33 @@ func (c *Cache) Owned(r Resource) *Sharded { return c.owned[r] }
 // that the cache has not seen yet; it forgets the slots this replica loses.
 func (c *Cache) Expectations() *Expectations { return c.expect }
 
+// Creating reports whether a create of r namespace/name by the Job at key (of
+// slot) must not be issued: either a create of it is still on its way to the
+// cache (left is how long until that expectation lapses), or the object is in
+// the cache already (left is 0). The second case is a caller's view taken
+// just before the object arrived: the expectation is met once the object is
+// stored, so a view read before that and an expectation checked after would
+// otherwise issue the create again, to be refused. The object's own event
+// brings the Job back.
+func (c *Cache) Creating(slot int, key string, r Resource, namespace, name string) (left time.Duration, pending bool) {
+	if left, pending := c.expect.Creating(slot, key, r, namespace, name); pending {
+		return left, true
+	}
+	_, present, _ := c.owned[r].Indexer().GetByKey(namespace + "/" + name)
+	return 0, present
+}
+
 // Start starts the cluster-wide informers and waits until they have listed,
 // then starts reflectors for slots gained before. It returns an error if ctx
 // ends first.
 func (c *Cache) Start(ctx context.Context) error {
 	c.Kube.Start(ctx.Done())
 	c.Volcano.Start(ctx.Done())
+	go c.jobs.run(ctx)
 	go c.remindWhileListing(ctx)
+	if !c.jobs.waitSynced(ctx) {
+		return fmt.Errorf("cache of jobs did not sync: %w", errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
+	}
 	for typ, ok := range c.Volcano.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v did not sync: %w", typ, errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
@@ -153,6 +186,7 @@ func (c *Cache) Start(ctx context.Context) error {
 // resource has listed a slot, Config.SlotsReady learns it.
 func (c *Cache) SlotsGained(slots []int) {
 	c.expect.DropSlots(slots) // a fresh list is the truth now
+	c.jobs.hold(slots)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx == nil {
@@ -168,11 +202,12 @@ func (c *Cache) gainLocked(ctx context.Context, slots []int) {
 		return
 	}
 	for _, n := range slots {
-		c.unlisted[n] = 1<<len(Owned) - 1
+		c.unlisted[n] = 1<<(len(Owned)+1) - 1
 	}
 	for _, r := range Owned {
 		c.owned[r].Gain(ctx, slots)
 	}
+	c.jobs.gain(ctx, slots)
 }
 
 // Listed reports whether every owned resource has listed the objects of the slot of key
@@ -209,7 +244,8 @@ func (c *Cache) remindWhileListing(ctx context.Context) {
 	}
 }
 
-// listed is told by the reflectors of Owned[i] that slots are listed. Slots
+// listed is told by the reflectors of Owned[i] that slots are listed (i is
+// jobsBit when the Jobs of slots are all in full). Slots
 // every resource has listed are ready. Readiness is kept per slot, not per
 // gain: a reflector that loses some of its slots before it lists starts over
 // on the rest, and those must still become ready.
@@ -241,6 +277,7 @@ func (c *Cache) listed(i int, slots []int) {
 // SlotsLost drops the owned objects of slots.
 func (c *Cache) SlotsLost(slots []int) {
 	c.expect.DropSlots(slots)
+	c.jobs.lose(slots)
 	c.mu.Lock()
 	for _, n := range slots {
 		delete(c.unlisted, n)

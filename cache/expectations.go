@@ -35,8 +35,18 @@ type Expectations struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu    sync.Mutex
-	slots map[int]map[expectation]time.Time // slot → expectation → when it lapses
+	mu     sync.Mutex
+	slots  map[int]map[expectation]time.Time // slot → expectation → when it lapses
+	lapsed uint64                            // expectations that lapsed unmet, under mu
+}
+
+// Lapsed is how many expectations lapsed before the cache saw what they
+// expected: each a create or delete whose event was late or lost, after which
+// the Job may issue it again.
+func (e *Expectations) Lapsed() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lapsed
 }
 
 type op uint8
@@ -143,7 +153,7 @@ func (e *Expectations) add(slot int, x expectation) {
 	}
 	m[x] = e.now().Add(e.ttl)
 	if len(m)%256 == 0 {
-		pruneLapsed(m, e.now())
+		e.lapsed += pruneLapsed(m, e.now())
 	}
 }
 
@@ -168,6 +178,7 @@ func (e *Expectations) pending(slot int, x expectation) (time.Duration, bool) {
 	}
 	left := lapses.Sub(e.now())
 	if left <= 0 {
+		e.lapsed++
 		delete(m, x)
 		if len(m) == 0 {
 			delete(e.slots, slot)
@@ -197,12 +208,14 @@ func (e *Expectations) observe(slot int, key string, r Resource, obj metav1.Obje
 
 // pruneLapsed drops the lapsed entries of a slot; add calls it now and
 // then, so a slot whose observations never come does not grow for ever.
-func pruneLapsed(m map[expectation]time.Time, now time.Time) {
+func pruneLapsed(m map[expectation]time.Time, now time.Time) (n uint64) {
 	for x, lapses := range m {
 		if !lapses.After(now) {
 			delete(m, x)
+			n++
 		}
 	}
+	return n
 }
 
 // observer feeds a resource's events to the expectations.

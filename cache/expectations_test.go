@@ -106,6 +106,9 @@ func TestExpectationsLapse(t *testing.T) {
 	if e.Len() != 0 {
 		t.Fatalf("a lapsed expectation is still held (%d)", e.Len())
 	}
+	if e.Lapsed() != 1 {
+		t.Fatalf("Lapsed() = %d after one lapse, want 1", e.Lapsed())
+	}
 	// Many lapsed ones in a busy slot are pruned as new ones come.
 	for i := range 300 {
 		e.ExpectCreate(2, "ns/job", Pods, "ns", "p-"+strconv.Itoa(i))
@@ -116,6 +119,9 @@ func TestExpectationsLapse(t *testing.T) {
 	}
 	if n := e.Len(); n > 256 {
 		t.Fatalf("%d expectations held, the 300 lapsed ones were not pruned", n)
+	}
+	if e.Lapsed() != 301 {
+		t.Fatalf("Lapsed() = %d, want 301 (1 + the 300 pruned)", e.Lapsed())
 	}
 }
 
@@ -172,5 +178,36 @@ func TestExpectationsMetByARelist(t *testing.T) {
 	}
 	if _, ok := e.Deleting(5, "ns/job", Pods, "ns", "job-w-0", "u0"); ok {
 		t.Error("the relist no longer has the deleted pod, but its delete is still pending")
+	}
+}
+
+// A view of a Job taken just before its pod reached the cache, and the
+// expectation checked just after it was met: the cache must still say the
+// create is not to be issued again, for the pod is in the cache.
+func TestCreatingCountsAPodThatArrivedAfterTheView(t *testing.T) {
+	c := New(Config{})
+	view, err := c.OwnedBy(Pods, "ns/job") // the reconcile's view: no pod yet
+	if err != nil || len(view) != 0 {
+		t.Fatalf("view %v, %v; want no pods", view, err)
+	}
+	c.expect.ExpectCreate(3, "ns/job", Pods, "ns", "job-w-0")
+	// The pod arrives: stored, then its expectation met, as the cache does.
+	pod := jobPod(3, "job-w-0", "u0")
+	if err := c.owned[Pods].Indexer().Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	observer{r: Pods, e: c.expect}.OnAdd(pod, false)
+	if _, pending := c.expect.Creating(3, "ns/job", Pods, "ns", "job-w-0"); pending {
+		t.Fatal("the expectation was not met")
+	}
+	if left, pending := c.Creating(3, "ns/job", Pods, "ns", "job-w-0"); !pending || left != 0 {
+		t.Errorf("Creating = %v, %v for a pod in the cache; want 0, true", left, pending)
+	}
+	if _, pending := c.Creating(3, "ns/job", Pods, "ns", "job-w-1"); pending {
+		t.Error("a pod neither expected nor cached is reported as being created")
+	}
+	c.expect.ExpectCreate(3, "ns/job", Pods, "ns", "job-w-1")
+	if left, pending := c.Creating(3, "ns/job", Pods, "ns", "job-w-1"); !pending || left <= 0 {
+		t.Errorf("Creating = %v, %v for an expected pod; want its time left, true", left, pending)
 	}
 }

@@ -23,14 +23,10 @@ type JobInfo struct {
 func TaskOf(pod *corev1.Pod) string { return pod.Annotations[batch.TaskSpecKey] }
 
 // Job returns the Job at key ("namespace/name") and whether it exists. The
-// object is the informer's: copy before changing it.
-func (c *Cache) Job(key string) (*batch.Job, bool, error) {
-	obj, ok, err := c.Volcano.Batch().V1alpha1().Jobs().Informer().GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return obj.(*batch.Job), true, nil
-}
+// object is the cache's: copy before changing it. The error wraps
+// ErrSummaryOnly when the cache keeps only a summary of it (its slot is not
+// held, or not listed since it was gained).
+func (c *Cache) Job(key string) (*batch.Job, bool, error) { return c.jobs.Get(key) }
 
 // JobInfo returns the Job at key with its pods by task and its PodGroup, or
 // nil when the Job does not exist.
@@ -75,7 +71,7 @@ func (c *Cache) OwnedBy(r Resource, key string) ([]interface{}, error) {
 func (c *Cache) JobsInSlots(held []int, slots int) []string {
 	want := shard.NewSlotSet(held)
 	var keys []string
-	for _, key := range c.Volcano.Batch().V1alpha1().Jobs().Informer().GetStore().ListKeys() {
+	for _, key := range c.jobs.GetIndexer().ListKeys() {
 		if want.HasKey(key, slots) {
 			keys = append(keys, key)
 		}

@@ -34,6 +34,7 @@ type runFlags struct {
 	workers      int
 	coalesce     time.Duration
 	scheduler    string
+	podEvents    bool
 	controllers  string
 	pprof        bool
 	logFormat    string
@@ -62,8 +63,9 @@ func runCommand(args []string) error {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
 	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs that name none, and the one the gang scheduler serves")
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); leave out cronjob on a cluster without the CronJob CRD")
+	fs.BoolVar(&f.podEvents, "scheduler-pod-events", false, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
 	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")
-	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "a Job's status writes that change only pod counts are spaced at least this far apart (a new phase is written at once); negative: no spacing")
+	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); negative: every change is written")
 	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --listen")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -138,7 +140,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 		return err
 	}
 	r, err := replica.New(replica.Config{
-		Scheduler: controllers.scheduler, NoCronJobs: !controllers.cronjob,
+		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, NoCronJobs: !controllers.cronjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
 		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})

@@ -37,6 +37,10 @@ type Config struct {
 	// controller takes its CronJob and Job informers from it, so a replica watches each once.
 	// Nil makes a factory of the controller's own, started by Run.
 	Informers vcinformers.SharedInformerFactory
+	// Jobs, when set, is where the controller finds the Jobs (the replica's cache.Jobs, which
+	// holds every Job at least as a summary: metadata and status.state, all this controller
+	// reads). Nil takes them from the factory's Job informer.
+	Jobs JobSource
 	// Clock tells the time schedules are read against; tests set a fake one. Default: real.
 	Clock clock.PassiveClock
 	// Workers reconcile CronJobs in parallel; one CronJob is never in two at once. Default 2.
@@ -46,6 +50,15 @@ type Config struct {
 	MaxRequeue int
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// JobSource is what the controller reads Jobs from: a shared informer, or the replica's
+// cache.Jobs.
+type JobSource interface {
+	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
+	AddIndexers(toolscache.Indexers) error
+	GetIndexer() toolscache.Indexer
+	HasSynced() bool
 }
 
 // Controller starts the Jobs of the CronJobs whose slots this replica holds.
@@ -58,7 +71,7 @@ type Controller struct {
 	ownsF    bool // factory is the controller's own: Run starts and stops it
 	cronJobs batchlisters.CronJobLister
 	cronInf  toolscache.SharedIndexInformer
-	jobInf   toolscache.SharedIndexInformer
+	jobInf   JobSource
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
 	metrics  *metrics
@@ -115,7 +128,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	cronJobs := c.factory.Batch().V1alpha1().CronJobs()
 	c.cronJobs, c.cronInf = cronJobs.Lister(), cronJobs.Informer()
-	c.jobInf = c.factory.Batch().V1alpha1().Jobs().Informer()
+	c.jobInf = cfg.Jobs
+	if c.jobInf == nil {
+		c.jobInf = c.factory.Batch().V1alpha1().Jobs().Informer()
+	}
 	if err := c.jobInf.AddIndexers(toolscache.Indexers{byOwner: ownerIndex}); err != nil {
 		return nil, fmt.Errorf("cronjob controller: job index: %w", err)
 	}

@@ -228,7 +228,6 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 		return podCounts{}, err
 	}
 
-	expect := c.cfg.Cache.Expectations()
 	var pc podCounts
 	var create, surplus []*corev1.Pod
 	for ti := range job.Spec.Tasks {
@@ -247,9 +246,11 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 				}
 				continue
 			}
-			if left, pending := expect.Creating(slot, key, cache.Pods, job.Namespace, name); pending {
-				pc.add(task.Name, corev1.PodPending) // created, not in the cache yet
-				c.wakeAfter(key, left)
+			if left, pending := c.cfg.Cache.Creating(slot, key, cache.Pods, job.Namespace, name); pending {
+				pc.add(task.Name, corev1.PodPending) // created, not in this view yet
+				if left > 0 {
+					c.wakeAfter(key, left)
+				}
 				continue
 			}
 			if !ready {
@@ -385,8 +386,10 @@ func (c *Controller) syncPodGroup(ctx context.Context, key string, job *batch.Jo
 		}
 	}
 	if existing == nil || existing.Name != desired.Name {
-		if left, pending := expect.Creating(slot, key, cache.PodGroups, desired.Namespace, desired.Name); pending {
-			c.wakeAfter(key, left)
+		if left, pending := c.cfg.Cache.Creating(slot, key, cache.PodGroups, desired.Namespace, desired.Name); pending {
+			if left > 0 {
+				c.wakeAfter(key, left)
+			}
 			return false, nil
 		}
 		if err := c.guard(ctx); err != nil {
@@ -439,7 +442,7 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 		if v.VolumeClaim == nil || have[name] {
 			continue
 		}
-		if _, pending := expect.Creating(slot, key, cache.PVCs, job.Namespace, name); pending {
+		if _, pending := c.cfg.Cache.Creating(slot, key, cache.PVCs, job.Namespace, name); pending {
 			continue
 		}
 		if err := c.guard(ctx); err != nil {

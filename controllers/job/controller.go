@@ -48,8 +48,9 @@ type Config struct {
 	// PodParallelism bounds the pod creations and deletions of one Job in
 	// flight at once.
 	PodParallelism int
-	// StatusCoalesce spaces a Job's count-only status writes at least this
-	// far apart (DefaultStatusCoalesce when 0; negative: no spacing). A new
+	// StatusCoalesce is the window over which a Job's count-only status
+	// changes are merged into one write (DefaultStatusCoalesce when 0;
+	// negative: none are). A new
 	// phase is always written at once.
 	StatusCoalesce time.Duration
 	// Observe, when set, is told of every reconcile: its Job key and when it
@@ -190,7 +191,7 @@ func (c *Controller) Run(ctx context.Context) {
 // register adds the controller's handlers to the cache's informers.
 func (c *Controller) register() {
 	vc := c.cfg.Cache.Volcano
-	vc.Batch().V1alpha1().Jobs().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	c.cfg.Cache.Jobs().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onJobAdd,
 		UpdateFunc: c.onJobUpdate,
 		DeleteFunc: c.onJobDelete,

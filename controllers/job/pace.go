@@ -13,35 +13,48 @@ import (
 // docs/benchmarks.md has the measurement behind it.
 const DefaultStatusCoalesce = time.Second
 
-// pacer spaces a Job's count-only status writes at least a window apart.
-// A new phase (or reason, retry, version, condition) is written at once and
-// never waits; pod counts that change meanwhile wait for the window to end
-// and go out in one write, with whatever the counts are by then. So a Job
-// whose ten pods start and finish within a few seconds costs a write per
-// phase and a few for the counts, not one per pod event.
+// pacer merges a Job's count-only status writes over a window. A new phase
+// (or reason, retry, version, condition) is written at once and never waits.
+// A change of pod counts waits until a window has passed since the first
+// change not yet written, and at least a window since the Job's last write,
+// then goes out in one write with whatever the counts are by then. So pods
+// that are created, bound and started within a window cost no write of their
+// own: their counts ride on the phase write that follows (Pending → Running),
+// or on the one write at the window's end.
 type pacer struct {
-	window time.Duration // 0: no spacing
+	window time.Duration // 0: no merging
 
 	mu     sync.Mutex
 	last   map[string]time.Time // Job key → its last status write
+	held   map[string]time.Time // Job key → its first count change not written yet
 	writes int                  // since the last prune
 }
 
 // wait is how long a count-only write of key must wait at now; 0 to write.
+// The first call for a change starts its window.
 func (p *pacer) wait(key string, now time.Time) time.Duration {
 	if p.window <= 0 {
 		return 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	last, ok := p.last[key]
-	if !ok {
-		return 0
+	if p.held == nil {
+		p.held = map[string]time.Time{}
 	}
-	return max(last.Add(p.window).Sub(now), 0)
+	since, ok := p.held[key]
+	if !ok || now.Sub(since) > 2*p.window {
+		// A change held back whose write never came (the counts went back, or the Job
+		// moved on without a write) does not make a new one due at once.
+		since, p.held[key] = now, now
+	}
+	due := since.Add(p.window)
+	if last, ok := p.last[key]; ok && last.Add(p.window).After(due) {
+		due = last.Add(p.window)
+	}
+	return max(due.Sub(now), 0)
 }
 
-// wrote records a status write of key at now.
+// wrote records a status write of key at now: whatever was held went out.
 func (p *pacer) wrote(key string, now time.Time) {
 	if p.window <= 0 {
 		return
@@ -52,11 +65,17 @@ func (p *pacer) wrote(key string, now time.Time) {
 		p.last = map[string]time.Time{}
 	}
 	p.last[key] = now
-	if p.writes++; p.writes >= 1024 { // keep only the writes still inside a window
+	delete(p.held, key)
+	if p.writes++; p.writes >= 1024 { // keep only what still bears on a window
 		p.writes = 0
 		for k, at := range p.last {
 			if now.Sub(at) >= p.window {
 				delete(p.last, k)
+			}
+		}
+		for k, at := range p.held {
+			if now.Sub(at) > 2*p.window {
+				delete(p.held, k)
 			}
 		}
 	}
@@ -67,6 +86,7 @@ func (p *pacer) forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.last, key)
+	delete(p.held, key)
 }
 
 // wakeups keeps one delayed look per Job at a time: the earliest asked for.

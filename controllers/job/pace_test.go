@@ -17,21 +17,36 @@ import (
 	"github.com/ringfire/ringfire/shard"
 )
 
-func TestPacerSpacesWritesOfOneJob(t *testing.T) {
+func TestPacerMergesCountChanges(t *testing.T) {
 	p := pacer{window: time.Second}
 	t0 := time.Unix(1000, 0)
-	if w := p.wait("ns/a", t0); w != 0 {
-		t.Fatalf("a Job never written waits %v", w)
+	// A Job never written: its first count change waits a window, and so do the
+	// changes that follow it within the window, to the same moment.
+	if w := p.wait("ns/a", t0); w != time.Second {
+		t.Fatalf("the first change waits %v, want a window (1s)", w)
 	}
-	p.wrote("ns/a", t0)
 	if w := p.wait("ns/a", t0.Add(300*time.Millisecond)); w != 700*time.Millisecond {
-		t.Fatalf("300 ms after a write: wait %v, want 700ms", w)
+		t.Fatalf("a second change 300 ms later waits %v, want 700ms (the first one's window)", w)
 	}
-	if w := p.wait("ns/b", t0.Add(300*time.Millisecond)); w != 0 {
-		t.Fatalf("another Job waits %v behind ns/a", w)
+	if w := p.wait("ns/b", t0.Add(300*time.Millisecond)); w != time.Second {
+		t.Fatalf("another Job's first change waits %v, want its own window", w)
 	}
 	if w := p.wait("ns/a", t0.Add(time.Second)); w != 0 {
-		t.Fatalf("a window after the write: wait %v", w)
+		t.Fatalf("at the window's end: wait %v, want 0", w)
+	}
+	// Written: the next change waits a window from that write.
+	p.wrote("ns/a", t0.Add(time.Second))
+	if w := p.wait("ns/a", t0.Add(1500*time.Millisecond)); w != time.Second {
+		t.Fatalf("a change 500 ms after a write waits %v, want a window from the change (1s)", w)
+	}
+	// A phase write 200 ms later carries the counts: the next change starts afresh.
+	p.wrote("ns/a", t0.Add(1700*time.Millisecond))
+	if w := p.wait("ns/a", t0.Add(2200*time.Millisecond)); w != time.Second {
+		t.Fatalf("a change after a phase write waits %v, want 1s", w)
+	}
+	// A held change whose write never came does not make a later change due at once.
+	if w := p.wait("ns/a", t0.Add(10*time.Second)); w != time.Second {
+		t.Fatalf("a change long after a stale one waits %v, want 1s", w)
 	}
 	off := pacer{}
 	off.wrote("ns/a", t0)
@@ -170,5 +185,31 @@ func TestStatusCoalescing(t *testing.T) {
 	if statusUpdates(vc2) != 1 || got.Status.Running != 1 || got.Status.Succeeded != 1 {
 		t.Fatalf("after the window: %d writes, running %d succeeded %d; want the last counts written once",
 			statusUpdates(vc2), got.Status.Running, got.Status.Succeeded)
+	}
+}
+
+// A running Job's duration grows on its own: a look that finds nothing else
+// changed writes nothing, and the duration goes out with the next change.
+func TestDurationAloneIsNotWritten(t *testing.T) {
+	ctx := context.Background()
+	job := runningJob()
+	started := metav1.NewTime(time.Now().Add(-10 * time.Second).Truncate(time.Second))
+	job.Status.Conditions[0].LastTransitionTime = &started
+	job.Status.TaskStatusCount = counts(2, 0).tasks
+	c, vc := statusWriter(t, -1, job) // no merging of count changes
+	spec := state.SpecOf(job)
+	keep := state.Step{Then: state.Keep}
+	if err := c.writeStatus(ctx, "ns/a", job, nil, keep, spec, counts(2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := statusUpdates(vc); n != 0 {
+		t.Fatalf("a change of runningDuration alone was written (%d writes)", n)
+	}
+	if err := c.writeStatus(ctx, "ns/a", job, nil, keep, spec, counts(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
+	if statusUpdates(vc) != 1 || got.Status.RunningDuration == nil || got.Status.RunningDuration.Duration < 10*time.Second {
+		t.Fatalf("%d writes, runningDuration %v; want one write carrying the duration (≥ 10s)", statusUpdates(vc), got.Status.RunningDuration)
 	}
 }

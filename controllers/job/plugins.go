@@ -146,7 +146,7 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object)
 	}
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.CreateOptions{}
-	if _, pending := expect.Creating(slot, key, r, ns, name); pending {
+	if _, pending := c.cfg.Cache.Creating(slot, key, r, ns, name); pending {
 		return nil
 	}
 	if err := c.guard(ctx); err != nil {

@@ -96,6 +96,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 			return c.waitFor(ctx, key, job, problem)
 		}
 		counts, err = c.sync(ctx, key, work, info)
+		if err == nil {
+			step, counts, err = c.endNow(ctx, key, work, info, step, spec, counts, req.Request)
+		}
 	default:
 		counts = countPods(job, info)
 	}
@@ -103,6 +106,21 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		return err
 	}
 	return c.writeStatus(ctx, key, job, work.Status.ControlledResources, step, spec, counts)
+}
+
+// endNow runs, when the sync settles the Job into Completed or Failed, the
+// kill of that final phase in the same reconcile (state.Ending), so that the
+// phase and the version the kill starts cost one status write, not two.
+func (c *Controller) endNow(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, step state.Step, spec state.Spec, counts podCounts, req state.Request) (state.Step, podCounts, error) {
+	current := state.Normalize(job.Status.State.Phase)
+	settled, set := step.Then.Settle(current, spec, job.Status.RetryCount, counts.Counts)
+	end, ok := state.Ending(current, settled, set)
+	if !ok {
+		return step, counts, nil
+	}
+	killed, issued, err := c.kill(ctx, key, job, info, end.Kill, req)
+	end.BumpVersion = end.BumpVersion && issued
+	return end, killed, err
 }
 
 // takeCommand deletes the Command behind req, so that it runs once, and
@@ -275,7 +293,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 	st.Unknown, st.Terminating = counts.Unknown, counts.Terminating
 	st.MinAvailable = job.Spec.MinAvailable
 	st.TaskStatusCount = counts.tasks
-	now := metav1.Now()
+	now := metav1.Now().Rfc3339Copy() // as the API server stores it: the next look computes the same durations
 	if job.Status.State.Phase == "" || (set && phase != current) {
 		st.State = batch.JobState{Phase: phase, LastTransitionTime: now}
 		st.Conditions = append(st.Conditions, batch.JobCondition{Status: phase, LastTransitionTime: &now})
@@ -295,7 +313,9 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 			c.disp.EnqueueAfter(key, request{ttl: true}, max(left, 0))
 		}
 	}
-	if equality.Semantic.DeepEqual(*st, job.Status) {
+	if equality.Semantic.DeepEqual(*st, job.Status) || onlyDurationDiffers(st, &job.Status) {
+		// A running Job's duration grows by itself: it goes out with the next write that
+		// changes anything else, and at the end it is fixed at the final transition.
 		return nil
 	}
 	countsOnly := onlyCountsDiffer(st, &job.Status)
@@ -317,6 +337,9 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 		kind = "counts"
 	}
 	c.metrics.statusWrites.WithLabelValues(kind).Inc()
+	if c.log.IsDebug() {
+		c.log.Debug("wrote job status", "job", key, "kind", kind, "phase", st.State.Phase, "changed", changedFields(st, &job.Status))
+	}
 	return nil
 }
 
@@ -329,6 +352,34 @@ func onlyCountsDiffer(a, b *batch.JobStatus) bool {
 		st.TaskStatusCount, st.RunningDuration = nil, nil
 	}
 	return equality.Semantic.DeepEqual(x, y)
+}
+
+// changedFields names the fields of the status that differ, for the debug log.
+func changedFields(a, b *batch.JobStatus) []string {
+	var out []string
+	add := func(name string, differ bool) {
+		if differ {
+			out = append(out, name)
+		}
+	}
+	add("state", !equality.Semantic.DeepEqual(a.State, b.State))
+	add("conditions", len(a.Conditions) != len(b.Conditions))
+	add("counts", a.Pending != b.Pending || a.Running != b.Running || a.Succeeded != b.Succeeded ||
+		a.Failed != b.Failed || a.Unknown != b.Unknown || a.Terminating != b.Terminating)
+	add("taskStatusCount", !equality.Semantic.DeepEqual(a.TaskStatusCount, b.TaskStatusCount))
+	add("runningDuration", !equality.Semantic.DeepEqual(a.RunningDuration, b.RunningDuration))
+	add("minAvailable", a.MinAvailable != b.MinAvailable)
+	add("version", a.Version != b.Version)
+	add("retryCount", a.RetryCount != b.RetryCount)
+	add("controlledResources", !equality.Semantic.DeepEqual(a.ControlledResources, b.ControlledResources))
+	return out
+}
+
+// onlyDurationDiffers reports whether two statuses differ in runningDuration alone.
+func onlyDurationDiffers(a, b *batch.JobStatus) bool {
+	x := *a
+	x.RunningDuration = b.RunningDuration
+	return equality.Semantic.DeepEqual(x, *b)
 }
 
 // runningSince is when the Job last started Running, from its conditions.

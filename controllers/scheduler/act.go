@@ -65,7 +65,9 @@ func (s *shift) bindOne(pod *corev1.Pod, node string) bool {
 	}, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+		if c.cfg.PodEvents {
+			s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+		}
 		return true
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		c.metrics.bindFailures.WithLabelValues(reasonOf(err)).Inc()

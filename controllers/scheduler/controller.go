@@ -57,6 +57,13 @@ type Config struct {
 	// A write that is due anyway (another phase, a condition) carries them
 	// at once. Default 30s.
 	PodsQuiet time.Duration
+	// PodEvents records a Normal Scheduled Event on every pod bound, as
+	// kube-scheduler and Volcano's scheduler do. Off by default: it is one
+	// more write per pod, ten for a 10-pod gang where the gang's own writes
+	// are a handful, and the binding already says the same in the pod's
+	// nodeName and PodScheduled condition. The PodGroup's Scheduled Event
+	// (one per gang) is recorded either way.
+	PodEvents bool
 	// Parallelism bounds the bindings and PodGroup writes of a cycle in
 	// flight at once. Default 16.
 	Parallelism int

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,8 @@ type cluster struct {
 	gate chan struct{}
 	// waiting counts the bindings that reached the gate.
 	waiting atomic.Int32
+	// podEvents is the scheduler's Config.PodEvents.
+	podEvents bool
 }
 
 func newCluster(t *testing.T, kubeObjs []runtime.Object, vcObjs []runtime.Object) *cluster {
@@ -110,7 +113,7 @@ func (c *cluster) start(t *testing.T, own *fakeOwnership, reg prometheus.Registe
 	t.Helper()
 	ctrl, err := New(Config{
 		Kube: c.kube, Volcano: c.vc, Ownership: own, Period: 100 * time.Millisecond, Debounce: 10 * time.Millisecond,
-		Registerer: reg,
+		Registerer: reg, PodEvents: c.podEvents,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -183,9 +186,18 @@ func gangPods(ns, group string, n int, cpu string) []*corev1.Pod {
 }
 
 func TestAdmitsThenBindsAGang(t *testing.T) {
+	for _, podEvents := range []bool{false, true} {
+		t.Run(fmt.Sprintf("podEvents=%v", podEvents), func(t *testing.T) { admitsThenBindsAGang(t, podEvents) })
+	}
+}
+
+// admitsThenBindsAGang runs a gang of 8 to Running; the PodGroup gets one
+// Scheduled Event, and each pod one only with podEvents.
+func admitsThenBindsAGang(t *testing.T, podEvents bool) {
 	c := newCluster(t,
 		[]runtime.Object{kubeNode("n1", "4"), kubeNode("n2", "4")},
 		[]runtime.Object{queueObj("default", 1), podGroupObj("ns", "g", "default", 8, "1", "")})
+	c.podEvents = podEvents
 	reg := prometheus.NewRegistry()
 	c.start(t, newFakeOwnership(true), reg)
 
@@ -206,7 +218,11 @@ func TestAdmitsThenBindsAGang(t *testing.T) {
 	if got := counterValue(t, reg, "ringfire_scheduler_pods_bound_total"); got != 8 {
 		t.Errorf("pods bound metric %v, want 8", got)
 	}
-	eventually(t, "Scheduled events on the pods and the PodGroup", func() bool {
+	wantPod := 0
+	if podEvents {
+		wantPod = 8
+	}
+	eventually(t, "Scheduled events on the PodGroup, and on the pods if asked for", func() bool {
 		events, err := c.kube.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -217,7 +233,7 @@ func TestAdmitsThenBindsAGang(t *testing.T) {
 				kinds[e.InvolvedObject.Kind]++
 			}
 		}
-		return kinds["Pod"] == 8 && kinds["PodGroup"] == 1
+		return kinds["Pod"] == wantPod && kinds["PodGroup"] == 1
 	})
 }
 

@@ -142,9 +142,10 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 	var t strings.Builder
 	t.WriteString("replicas (RSS from /proc/<pid>/status, peak = VmHWM; heap = go_memstats_heap_inuse_bytes, sampled each second, peak at s after the first create;\n" +
 		"CPU and API writes (its own ringfire_kube_requests_total: POST, PUT, PATCH, DELETE) from the first create to the final counts; workers busy over that time;\n" +
-		"limiter s = seconds its requests waited on its client-side rate limiter, summed over requests, since it started):\n")
-	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %9s %6s %6s %7s %11s %10s %7s %7s %14s %12s\n",
-		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "CPU s/1k", "pods", "slots", "writes", "limiter s", "reconciles", "errors", "retries", "mean reconcile", "workers busy")
+		"limiter s = seconds its requests waited on its client-side rate limiter, summed over requests, since it started;\n" +
+		"Job status writes since it started: phase (a new phase, reason or other state) / counts (pod counts only) / deferred (count changes held back by --status-coalesce); lapsed = create and delete expectations that lapsed unmet):\n")
+	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %9s %6s %6s %7s %11s %10s %7s %7s %14s %12s %s\n",
+		"", "idle RSS", "peak RSS", "peak heap", "at", "CPU s", "CPU s/1k", "pods", "slots", "writes", "limiter s", "reconciles", "errors", "retries", "mean reconcile", "workers busy", "status writes")
 	allPods := 0.0
 	for _, r := range replicas {
 		allPods += created[r.ID]
@@ -177,11 +178,21 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 		perK := 1000 * m.cpu[r.ID] / max(created[r.ID], 1)
 		b.ReportMetric(perK, "cpu-s-per-1k-pods-"+r.ID)
 		writes := m.after.perReplica[r.ID].minus(m.before.perReplica[r.ID]).writes()
-		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %9.2f %6.0f %6.0f %7.0f %11.1f %10.0f %7.0f %7.0f %12.0fms %11.0f%%\n",
+		fmt.Fprintf(&t, "%-4s %5.0fMiB %6.0fMiB %6.0fMiB %6.0fs %6.1f %9.2f %6.0f %6.0f %7.0f %11.1f %10.0f %7.0f %7.0f %12.0fms %11.0f%% %s\n",
 			r.ID, m.idleRSS[r.ID]/mib, u.peakRSS/mib, heap/mib, at, m.cpu[r.ID], perK, created[r.ID], slots, writes, limiterWait,
-			reconciles, errs, retries, 1000*reconcileSeconds/max(reconciles, 1), 100*reconcileSeconds/max(workerSeconds, 1))
+			reconciles, errs, retries, 1000*reconcileSeconds/max(reconciles, 1), 100*reconcileSeconds/max(workerSeconds, 1), statusWrites(ctx, r))
 	}
 	return t.String()
+}
+
+// statusWrites is the replica's Job status writes by kind, and the count
+// changes it held back, as "phase/counts/deferred", and its lapsed expectations.
+func statusWrites(ctx context.Context, r *replicaProcess) string {
+	phase, _ := r.Metric(ctx, `ringfire_job_status_writes_total{kind="phase"}`)
+	counts, _ := r.Metric(ctx, `ringfire_job_status_writes_total{kind="counts"}`)
+	deferred, _ := r.Metric(ctx, "ringfire_job_status_writes_deferred_total")
+	lapsed, _ := r.Metric(ctx, "ringfire_expectations_lapsed_total")
+	return fmt.Sprintf("%.0f/%.0f/%.0f, %.0f lapsed", phase, counts, deferred, lapsed)
 }
 
 func sumReplicas(cpu map[string]float64, replicas []*replicaProcess) float64 {

@@ -50,6 +50,9 @@ type Config struct {
 	// Scheduler runs the gang scheduler, a ring singleton: off unless asked
 	// for, so that it never fights a real vc-scheduler.
 	Scheduler bool
+	// SchedulerPodEvents records a Scheduled Event on every pod the gang
+	// scheduler binds (scheduler.Config.PodEvents).
+	SchedulerPodEvents bool
 	// NoCronJobs leaves the CronJob controller out (`--controllers` without
 	// cronjob), for a cluster without the CronJob CRD: its informer would
 	// never list, and the replica's cache would wait for it for ever.
@@ -136,9 +139,26 @@ func New(cfg Config) (*Replica, error) {
 		return nil, fmt.Errorf("volcano client: %w", err)
 	}
 	r.Cache = cache.New(cache.Config{
-		Kube: kube, Volcano: vc, Logger: cfg.Logger,
+		Kube: kube, Volcano: vc, Logger: cfg.Logger, Slots: manager.Slots,
 		SlotsReady: func(slots []int) { r.Jobs.SlotsReady(slots) },
 	})
+	if cfg.Registerer != nil {
+		expect := r.Cache.Expectations()
+		lapsed := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ringfire_expectations_lapsed_total",
+			Help: "Creates and deletes of owned objects whose event the cache had not seen when their expectation lapsed; the Job may issue them again.",
+		}, func() float64 { return float64(expect.Lapsed()) })
+		jobs := r.Cache.Jobs()
+		summaries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringfire_cache_job_summaries",
+			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
+		}, func() float64 { return float64(jobs.Summaries()) })
+		for _, m := range []prometheus.Collector{lapsed, summaries} {
+			if err := cfg.Registerer.Register(m); err != nil {
+				return nil, err
+			}
+		}
+	}
 	r.Jobs, err = job.New(job.Config{
 		Kube: kube, Volcano: vc, Cache: r.Cache, Ownership: manager, Valid: manager.Valid,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe, SchedulerName: cfg.SchedulerName,
@@ -174,7 +194,7 @@ func New(cfg Config) (*Replica, error) {
 	if !cfg.NoCronJobs {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
-			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+			Jobs: r.Cache.Jobs(), Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		})
 		if err != nil {
 			return nil, err
@@ -184,7 +204,7 @@ func New(cfg Config) (*Replica, error) {
 	if cfg.Scheduler {
 		r.Scheduler, err = scheduler.New(scheduler.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
-			Logger: cfg.Logger, Registerer: cfg.Registerer,
+			PodEvents: cfg.SchedulerPodEvents, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		})
 		if err != nil {
 			return nil, err

@@ -156,7 +156,7 @@ func TestStringsNameEveryValue(t *testing.T) {
 			t.Errorf("kill %d has no name", k)
 		}
 	}
-	for r := Keep; r <= TerminatingRule; r++ {
+	for r := Keep; r <= ToFailed; r++ {
 		if r.String() == "invalid" {
 			t.Errorf("rule %d has no name", r)
 		}

@@ -31,6 +31,29 @@ func Plan(in Input) Step {
 	return s
 }
 
+// Ending is the step that ends a Job within the reconcile whose sync settled it. Volcano writes
+// Completed or Failed, and on its next look at the Job runs the kill of that final phase
+// (finished pods kept, the others and the PodGroup deleted) and writes the status again for the
+// version the kill bumps. Ending is that kill with the settled phase fixed, so that the phase
+// and the version go out in one status write; the status at rest is the same. ok is false
+// unless the sync moved the Job into Completed or Failed.
+func Ending(current, settled batch.JobPhase, set bool) (step Step, ok bool) {
+	if !set || settled == current {
+		return Step{}, false
+	}
+	switch settled {
+	case batch.Completed:
+		step.Then = ToCompleted
+	case batch.Failed:
+		step.Then = ToFailed
+	default:
+		return Step{}, false
+	}
+	final := planFor(settled, bus.SyncJobAction, false)
+	step.Kill, step.BumpVersion = final.Kill, final.Kill.Full()
+	return step, true
+}
+
 func planFor(phase batch.JobPhase, action bus.Action, drained bool) Step {
 	switch phase {
 	case batch.Pending, batch.Running:

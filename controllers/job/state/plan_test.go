@@ -206,3 +206,39 @@ func TestPlanInvariants(t *testing.T) {
 		}
 	}
 }
+
+// A sync that ends a Job runs the final phase's kill at once, with the phase
+// fixed: the same kill and version bump Plan gives that phase on the next
+// look, and nothing for any other settlement.
+func TestEnding(t *testing.T) {
+	for _, tc := range []struct {
+		current, settled batch.JobPhase
+		set              bool
+		want             Step
+		ok               bool
+	}{
+		{batch.Running, batch.Completed, true, Step{Kill: KillSoft, BumpVersion: true, Then: ToCompleted}, true},
+		{batch.Running, batch.Failed, true, Step{Kill: KillSoft, BumpVersion: true, Then: ToFailed}, true},
+		{batch.Restarting, batch.Failed, true, Step{Kill: KillSoft, BumpVersion: true, Then: ToFailed}, true},
+		{batch.Pending, batch.Running, true, Step{}, false},
+		{batch.Running, batch.Pending, true, Step{}, false},
+		{batch.Completed, batch.Completed, true, Step{}, false},
+		{batch.Running, batch.Running, false, Step{}, false},
+	} {
+		got, ok := Ending(tc.current, tc.settled, tc.set)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("Ending(%s, %s, %v) = %+v, %v; want %+v, %v", tc.current, tc.settled, tc.set, got, ok, tc.want, tc.ok)
+		}
+		if !ok {
+			continue
+		}
+		next := Plan(Input{Phase: tc.settled, Action: bus.SyncJobAction})
+		if got.Kill != next.Kill || got.BumpVersion != next.BumpVersion {
+			t.Errorf("Ending into %s kills %v (version %v); the phase's own plan kills %v (version %v)",
+				tc.settled, got.Kill, got.BumpVersion, next.Kill, next.BumpVersion)
+		}
+		if phase, set := got.Then.Settle(tc.current, Spec{}, 0, Counts{}); !set || phase != tc.settled {
+			t.Errorf("Ending's rule settles %s (%v), want %s", phase, set, tc.settled)
+		}
+	}
+}

@@ -29,6 +29,9 @@ const (
 	AbortingRule
 	CompletingRule
 	TerminatingRule
+	// ToCompleted and ToFailed end the Job at once: the rules of the step Ending returns.
+	ToCompleted
+	ToFailed
 )
 
 // Settle applies the rule to the counts after the kill or sync. current is the phase the Job was
@@ -45,6 +48,10 @@ func (r Rule) Settle(current batch.JobPhase, spec Spec, retryCount int32, after 
 		return batch.Completing, true
 	case ToTerminating:
 		return batch.Terminating, true
+	case ToCompleted:
+		return batch.Completed, true
+	case ToFailed:
+		return batch.Failed, true
 	case PendingRule:
 		if spec.MinAvailable <= after.Running+after.Succeeded+after.Failed {
 			return batch.Running, true
@@ -133,6 +140,10 @@ func (r Rule) String() string {
 		return "to Completing"
 	case ToTerminating:
 		return "to Terminating"
+	case ToCompleted:
+		return "to Completed"
+	case ToFailed:
+		return "to Failed"
 	case PendingRule:
 		return "pending rule"
 	case RunningRule:

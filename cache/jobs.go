@@ -1,0 +1,369 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// ErrSummaryOnly is returned for a Job of which the cache holds only a
+// summary: its slot is not held here, or was gained and not listed yet.
+var ErrSummaryOnly = errors.New("only a summary of the job is cached")
+
+// lastApplied is kubectl's copy of the whole object, dropped from summaries.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Jobs is the replica's view of the cluster's Volcano Jobs. Jobs carry no
+// slot label (labelling them would cost a write each), so every replica
+// watches them all; it keeps in full only those of the slots it holds, and of
+// the others a summary: the metadata without managed fields or kubectl's
+// last-applied copy, and status.state. That is all the CronJob controller,
+// which finds a CronJob's Jobs in any slot, reads of them.
+//
+// When slots are gained, the summaries of their Jobs are replaced with full
+// objects from one consistent list (none if no summary of those slots is
+// held, as at start-up, when the slots are held before the first list); when
+// slots are lost, their Jobs are cut back to summaries. Every write to the
+// index, the reflector's and these, goes through one lock, under which
+// handlers run: they must not block.
+type Jobs struct {
+	vc     vcclient.Interface
+	slots  func() int // the ring's slot count; nil: every Job in full
+	log    hclog.Logger
+	filled func(slots []int)
+
+	indexer  toolscache.Indexer
+	handlers []toolscache.ResourceEventHandler // fixed once Run starts
+
+	mu      sync.Mutex      // every index write, and what follows
+	held    map[int]bool    // slots whose Jobs are kept in full
+	summary map[string]bool // keys held as summaries
+	synced  atomic.Bool
+}
+
+func newJobs(vc vcclient.Interface, slots func() int, log hclog.Logger, filled func([]int)) *Jobs {
+	return &Jobs{
+		vc: vc, slots: slots, log: log.Named("jobs"), filled: filled,
+		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}),
+		held:    map[int]bool{}, summary: map[string]bool{},
+	}
+}
+
+// AddEventHandler adds a receiver of the Jobs' events, run under the index's
+// lock: it must not block. Add handlers before the cache starts. The
+// registration returned is nil.
+func (j *Jobs) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	j.handlers = append(j.handlers, h)
+	return nil, nil
+}
+
+// AddIndexers adds indexes over the Jobs (full and summaries alike).
+func (j *Jobs) AddIndexers(ix toolscache.Indexers) error { return j.indexer.AddIndexers(ix) }
+
+// GetIndexer is the index of the Jobs, full and summaries. Read only.
+func (j *Jobs) GetIndexer() toolscache.Indexer { return j.indexer }
+
+// HasSynced reports whether the first list of Jobs has landed.
+func (j *Jobs) HasSynced() bool { return j.synced.Load() }
+
+// Get returns the Job at key in full. ok is false when no such Job exists;
+// ErrSummaryOnly when only its summary is held.
+func (j *Jobs) Get(key string) (*batch.Job, bool, error) {
+	j.mu.Lock()
+	summary := j.summary[key]
+	j.mu.Unlock()
+	obj, ok, err := j.indexer.GetByKey(key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if summary {
+		return nil, false, fmt.Errorf("job %s: %w", key, ErrSummaryOnly)
+	}
+	return obj.(*batch.Job), true, nil
+}
+
+// Summaries is how many Jobs are held as summaries.
+func (j *Jobs) Summaries() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.summary)
+}
+
+// run lists and watches the Jobs until ctx ends.
+func (j *Jobs) run(ctx context.Context) {
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return j.vc.BatchV1alpha1().Jobs("").List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return j.vc.BatchV1alpha1().Jobs("").Watch(ctx, opts)
+		},
+	}
+	r := toolscache.NewReflectorWithOptions(lw, &batch.Job{}, jobsStore{j}, toolscache.ReflectorOptions{Name: "jobs"})
+	r.RunWithContext(ctx)
+}
+
+// inFull reports whether the Job at key is kept in full; j.mu is held.
+func (j *Jobs) inFull(key string) bool {
+	if j.slots == nil {
+		return true
+	}
+	s := j.slots()
+	return s > 0 && j.held[shard.SlotOf(key, s)]
+}
+
+// summarize returns the summary of a Job.
+func summarize(job *batch.Job) *batch.Job {
+	s := &batch.Job{TypeMeta: job.TypeMeta, ObjectMeta: *job.ObjectMeta.DeepCopy()}
+	s.ManagedFields = nil
+	if _, ok := s.Annotations[lastApplied]; ok {
+		delete(s.Annotations, lastApplied)
+	}
+	s.Status.State = *job.Status.State.DeepCopy()
+	return s
+}
+
+// storeLocked stores obj, whole or summarized, and tells the handlers; j.mu is held.
+func (j *Jobs) storeLocked(obj any) error {
+	job, ok := obj.(*batch.Job)
+	if !ok {
+		return fmt.Errorf("jobs: unexpected %T", obj)
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(job)
+	if err != nil {
+		return err
+	}
+	full := j.inFull(key)
+	if !full {
+		job = summarize(job)
+	}
+	old, exists, err := j.indexer.GetByKey(key)
+	if err != nil {
+		return err
+	}
+	if err := j.indexer.Update(job); err != nil {
+		return err
+	}
+	if full {
+		delete(j.summary, key)
+	} else {
+		j.summary[key] = true
+	}
+	for _, h := range j.handlers {
+		if exists {
+			h.OnUpdate(old, job)
+		} else {
+			h.OnAdd(job, false)
+		}
+	}
+	return nil
+}
+
+// deleteLocked drops the Job at key and tells the handlers; j.mu is held.
+func (j *Jobs) deleteLocked(key string, final any) error {
+	old, exists, err := j.indexer.GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	if err := j.indexer.Delete(old); err != nil {
+		return err
+	}
+	delete(j.summary, key)
+	if final == nil {
+		final = old
+	}
+	for _, h := range j.handlers {
+		h.OnDelete(final)
+	}
+	return nil
+}
+
+// hold keeps the Jobs of slots in full from now on.
+func (j *Jobs) hold(slots []int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, n := range slots {
+		j.held[n] = true
+	}
+}
+
+// gain replaces the summaries of the Jobs of slots, held since hold, with
+// full Jobs from a list; filled learns the slots once that is done. It lists
+// again after an error, until ctx ends.
+func (j *Jobs) gain(ctx context.Context, slots []int) {
+	go func() {
+		backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 10 * time.Second}
+		for {
+			err := j.fill(ctx, slots)
+			if err == nil {
+				j.filled(slots)
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			d := backoff.Step()
+			j.log.Warn("cannot list the jobs of gained slots; trying again", "slots", len(slots), "in", d, "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(d):
+			}
+		}
+	}()
+}
+
+// fill replaces the summaries of the Jobs of slots with full Jobs. The
+// summaries were stored before the slots were held (every write since keeps
+// those Jobs whole), so a consistent list, made after, is newer than each.
+func (j *Jobs) fill(ctx context.Context, slots []int) error {
+	if !j.waitSynced(ctx) {
+		return ctx.Err()
+	}
+	want := shard.NewSlotSet(slots)
+	s := j.slots()
+	j.mu.Lock()
+	var need int
+	for key := range j.summary {
+		if want.HasKey(key, s) && j.held[shard.SlotOf(key, s)] {
+			need++
+		}
+	}
+	j.mu.Unlock()
+	if need == 0 {
+		return nil
+	}
+	listed := map[string]*batch.Job{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := j.vc.BatchV1alpha1().Jobs("").List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list jobs: %w", err)
+		}
+		for i := range list.Items {
+			job := &list.Items[i]
+			if key := job.Namespace + "/" + job.Name; want.HasKey(key, s) {
+				listed[key] = job
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for key := range j.summary {
+		if !want.HasKey(key, s) || !j.held[shard.SlotOf(key, s)] {
+			continue // another slot's, or lost again meanwhile
+		}
+		job, ok := listed[key]
+		var err error
+		if ok {
+			err = j.storeLocked(job)
+		} else {
+			err = j.deleteLocked(key, nil) // gone, and its delete not seen yet
+		}
+		if err != nil {
+			return err
+		}
+	}
+	j.log.Debug("gained slots' jobs listed in full", "slots", len(slots), "summaries_replaced", need)
+	return nil
+}
+
+// waitSynced waits for the first list of Jobs, or for ctx to end.
+func (j *Jobs) waitSynced(ctx context.Context) bool {
+	for !j.synced.Load() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// lose cuts the Jobs of slots back to summaries, without events.
+func (j *Jobs) lose(slots []int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, n := range slots {
+		delete(j.held, n)
+	}
+	if j.slots == nil {
+		return
+	}
+	lost, s := shard.NewSlotSet(slots), j.slots()
+	for _, obj := range j.indexer.List() {
+		job := obj.(*batch.Job)
+		key := job.Namespace + "/" + job.Name
+		if j.summary[key] || !lost.HasKey(key, s) {
+			continue
+		}
+		if err := j.indexer.Update(summarize(job)); err == nil {
+			j.summary[key] = true
+		}
+	}
+}
+
+// jobsStore is what the reflector writes to.
+type jobsStore struct{ j *Jobs }
+
+func (s jobsStore) Add(obj any) error { return s.Update(obj) }
+
+func (s jobsStore) Update(obj any) error {
+	s.j.mu.Lock()
+	defer s.j.mu.Unlock()
+	return s.j.storeLocked(obj)
+}
+
+func (s jobsStore) Delete(obj any) error {
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err
+	}
+	s.j.mu.Lock()
+	defer s.j.mu.Unlock()
+	return s.j.deleteLocked(key, obj)
+}
+
+// Replace is a (re)list: Jobs not in it are gone.
+func (s jobsStore) Replace(list []any, _ string) error {
+	j := s.j
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	seen := make(map[string]bool, len(list))
+	for _, obj := range list {
+		if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
+			seen[key] = true
+		}
+		if err := j.storeLocked(obj); err != nil {
+			return err
+		}
+	}
+	for _, key := range j.indexer.ListKeys() {
+		if !seen[key] {
+			if err := j.deleteLocked(key, nil); err != nil {
+				return err
+			}
+		}
+	}
+	j.synced.Store(true)
+	return nil
+}
+
+func (s jobsStore) Resync() error { return nil }

@@ -1,0 +1,104 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+func fullJob(name string) *batch.Job {
+	return &batch.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: name, UID: k8stypes.UID("uid-" + name), ResourceVersion: "7",
+			Annotations:   map[string]string{lastApplied: `{"big":"copy"}`, "keep": "me"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Spec:   batch.JobSpec{Tasks: []batch.TaskSpec{{Name: "w", Replicas: 3}}},
+		Status: batch.JobStatus{State: batch.JobState{Phase: batch.Running}, Running: 3},
+	}
+}
+
+// Jobs of held slots are kept in full, the others as summaries; a lost slot's
+// Jobs are cut back to summaries, and the handlers hear of every stored Job.
+func TestJobsKeepOnlyHeldSlotsInFull(t *testing.T) {
+	const slots = 8
+	j := newJobs(nil, func() int { return slots }, hclog.NewNullLogger(), nil)
+	var added int
+	j.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { added++ }})
+	var list []any
+	var mine, others []string
+	for i := range 40 {
+		job := fullJob(fmt.Sprintf("j%02d", i))
+		list = append(list, job)
+		if key := "ns/" + job.Name; shard.SlotOf(key, slots) < 4 {
+			mine = append(mine, key)
+		} else {
+			others = append(others, key)
+		}
+	}
+	j.hold([]int{0, 1, 2, 3})
+	if err := (jobsStore{j}).Replace(list, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if added != 40 || !j.HasSynced() {
+		t.Fatalf("%d adds told, synced %v; want 40, true", added, j.HasSynced())
+	}
+	for _, key := range mine {
+		if job, ok, err := j.Get(key); err != nil || !ok || len(job.Spec.Tasks) != 1 {
+			t.Fatalf("%s of a held slot: %v %v %v, want it in full", key, job, ok, err)
+		}
+	}
+	for _, key := range others {
+		if _, _, err := j.Get(key); !errors.Is(err, ErrSummaryOnly) {
+			t.Fatalf("%s of another slot: err %v, want ErrSummaryOnly", key, err)
+		}
+		obj, _, _ := j.GetIndexer().GetByKey(key)
+		s := obj.(*batch.Job)
+		if len(s.Spec.Tasks) != 0 || s.ManagedFields != nil || s.Annotations[lastApplied] != "" ||
+			s.Annotations["keep"] != "me" || s.Status.State.Phase != batch.Running || s.UID == "" {
+			t.Fatalf("summary of %s: %+v", key, s)
+		}
+	}
+	if j.Summaries() != len(others) {
+		t.Fatalf("%d summaries, want %d", j.Summaries(), len(others))
+	}
+	j.lose([]int{0, 1, 2, 3})
+	if j.Summaries() != 40 {
+		t.Fatalf("after losing every held slot: %d summaries, want 40", j.Summaries())
+	}
+	for _, key := range mine {
+		if _, _, err := j.Get(key); !errors.Is(err, ErrSummaryOnly) {
+			t.Fatalf("%s of a lost slot: err %v, want ErrSummaryOnly", key, err)
+		}
+	}
+	// The informer's Jobs are not changed: the summaries are copies.
+	if job := list[0].(*batch.Job); len(job.Spec.Tasks) != 1 || job.ManagedFields == nil {
+		t.Fatal("summarizing changed the listed object")
+	}
+	// A delete drops a summary too.
+	if err := (jobsStore{j}).Delete(list[0]); err != nil {
+		t.Fatal(err)
+	}
+	if j.Summaries() != 39 {
+		t.Fatalf("after a delete: %d summaries, want 39", j.Summaries())
+	}
+}
+
+// With no slot count (a process that holds everything), every Job is kept in full.
+func TestJobsWithoutARingKeepEverythingInFull(t *testing.T) {
+	j := newJobs(nil, nil, hclog.NewNullLogger(), nil)
+	if err := (jobsStore{j}).Update(fullJob("a")); err != nil {
+		t.Fatal(err)
+	}
+	if job, ok, err := j.Get("ns/a"); err != nil || !ok || len(job.Spec.Tasks) != 1 {
+		t.Fatalf("got %v %v %v, want the Job in full", job, ok, err)
+	}
+}
