@@ -37,8 +37,8 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultConfig returns a Config with the defaults of DESIGN.md §3: a 5 s
-// lease renewed every TTL/3.
+// DefaultConfig returns a Config with the defaults docs/design.md lists: a
+// 5 s lease renewed every TTL/3.
 func DefaultConfig() Config {
 	return Config{Prefix: "/ringfire", TTL: 5 * time.Second}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // A Dispatcher runs a controller's requests, one key at a time and in order
-// per key, on the keys of the slots this replica holds (DESIGN.md §5).
+// per key, on the keys of the slots this replica holds (docs/dispatcher.md).
 //
 // Every key has a mailbox: a FIFO of requests. A key with requests waits in
 // one ready queue; any of W workers takes the next ready key, hands its front

@@ -10,8 +10,8 @@ import (
 // BenchmarkFailover measures, on embedded etcd with three members and a
 // 2 s lease, how long slots go without their new owner when one member
 // dies (kill: its lease is never revoked and must expire) and when it
-// stops gracefully (SIGTERM: withdraw, drain, revoke). Targets (DESIGN.md
-// §3): kill p99 ≤ TTL + 1 s; SIGTERM ≤ 1 s. Each b.N runs rounds of both.
+// stops gracefully (SIGTERM: withdraw, drain, revoke). Targets (docs/design.md,
+// timings): kill p99 ≤ TTL + 1 s; SIGTERM ≤ 1 s. Each b.N runs rounds of both.
 func BenchmarkFailover(b *testing.B) {
 	const rounds = 8
 	for b.Loop() {

@@ -14,7 +14,7 @@ import (
 )
 
 // converge bounds how long after a membership change every slot must have
-// its live owner again (DESIGN.md §4, invariant 2).
+// its live owner again (docs/design.md, invariant 2).
 const converge = testTTL + time.Second
 
 func (c *cluster) running() func() []*node {
@@ -166,8 +166,8 @@ func TestRingEtcdRestart(t *testing.T) {
 }
 
 // A replica started while etcd is unreachable keeps running, reports
-// not-ready, logs why, and joins by itself once etcd answers (DESIGN.md §4,
-// invariant 5): no crash loop.
+// not-ready, logs why, and joins by itself once etcd answers (docs/design.md,
+// invariant 9): no crash loop.
 func TestRingStartsBeforeEtcd(t *testing.T) {
 	c := newCluster(t)
 	c.etcd.Stop()

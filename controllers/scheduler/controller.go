@@ -20,7 +20,7 @@ import (
 const podsAtMost = 10
 
 // Key is the scheduler's ring key: the replica that holds the slot of this
-// key runs the scheduler, and no other (DESIGN.md §3, singletons).
+// key runs the scheduler, and no other (docs/design.md: a ring singleton).
 const Key = "ringfire/scheduler"
 
 // Config configures the scheduler controller.

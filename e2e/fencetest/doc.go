@@ -1,4 +1,4 @@
-// Package fencetest proves invariant 1 of the design for a replica paused
+// Package fencetest proves invariant 3 of docs/design.md (a stale owner cannot land a write) for a replica paused
 // past its lease: a ringfire replica stopped with SIGSTOP for three lease
 // TTLs while it works, then continued, lands no write for a key once
 // another replica's ownership of that key's slot has begun, until the slot
