@@ -130,9 +130,7 @@ func (j *Jobs) inFull(key string) bool {
 func summarize(job *batch.Job) *batch.Job {
 	s := &batch.Job{TypeMeta: job.TypeMeta, ObjectMeta: *job.ObjectMeta.DeepCopy()}
 	s.ManagedFields = nil
-	if _, ok := s.Annotations[lastApplied]; ok {
-		delete(s.Annotations, lastApplied)
-	}
+	delete(s.Annotations, lastApplied)
 	s.Status.State = *job.Status.State.DeepCopy()
 	return s
 }
