@@ -140,7 +140,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 		return err
 	}
 	r, err := replica.New(replica.Config{
-		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, NoCronJobs: !controllers.cronjob,
+		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
 		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})

@@ -183,7 +183,7 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 	cfg.Wrap(s.writes.wrap)
 	r, err := replica.New(replica.Config{
 		ID: id, Etcd: client, Prefix: "/ringfire", Slots: 256, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
-		Kube: cfg, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
+		Kube: cfg, CronJobs: true, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
 		Observe: func(key string, start, end time.Time) {
 			s.Runs.Add(runlog.Run{Key: key, Replica: id, Start: start, End: end})
 		},

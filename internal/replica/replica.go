@@ -53,10 +53,11 @@ type Config struct {
 	// SchedulerPodEvents records a Scheduled Event on every pod the gang
 	// scheduler binds (scheduler.Config.PodEvents).
 	SchedulerPodEvents bool
-	// NoCronJobs leaves the CronJob controller out (`--controllers` without
-	// cronjob), for a cluster without the CronJob CRD: its informer would
-	// never list, and the replica's cache would wait for it for ever.
-	NoCronJobs bool
+	// CronJobs runs the CronJob controller (`--controllers` with cronjob). It
+	// is left out, with a warning, on a cluster without the CronJob CRD: its
+	// informer would never list, and the replica's cache would wait for it
+	// for ever.
+	CronJobs bool
 	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
 	MaxRequeue int
 	// Observe is told of every Job reconcile (tests, tracing).
@@ -75,7 +76,7 @@ type Replica struct {
 	// Queues keeps Queue state and counts; PodGroups gives bare pods a PodGroup.
 	Queues    *queue.Controller
 	PodGroups *podgroup.Controller
-	CronJobs  *cronjob.Controller   // nil with Config.NoCronJobs
+	CronJobs  *cronjob.Controller   // nil unless Config.CronJobs
 	Scheduler *scheduler.Controller // nil unless Config.Scheduler
 
 	api apiHealth // the API server probe's last answer (ready.go)
@@ -188,10 +189,10 @@ func New(cfg Config) (*Replica, error) {
 	}
 	drainers := []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()}
 	listeners := []shard.Listener{r.Cache, r.Queues, r.PodGroups}
-	if !cfg.NoCronJobs && !servesCronJobs(cfg.Kube, cfg.Logger) {
-		cfg.NoCronJobs = true
+	if cfg.CronJobs && !servesCronJobs(cfg.Kube, cfg.Logger) {
+		cfg.CronJobs = false
 	}
-	if !cfg.NoCronJobs {
+	if cfg.CronJobs {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
 			Jobs: r.Cache.Jobs(), Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
