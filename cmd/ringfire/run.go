@@ -21,6 +21,8 @@ import (
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
 	"github.com/ringfire/ringfire/internal/replica"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 type runFlags struct {
@@ -61,7 +63,7 @@ func runCommand(args []string) error {
 	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
-	fs.StringVar(&f.scheduler, "scheduler-name", "volcano", "scheduler of Jobs that name none, and the one the gang scheduler serves")
+	fs.StringVar(&f.scheduler, "scheduler-name", kit.DefaultSchedulerName, "scheduler of Jobs that name none, and the one the gang scheduler serves")
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); leave out cronjob on a cluster without the CronJob CRD")
 	fs.BoolVar(&f.podEvents, "scheduler-pod-events", false, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
 	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")

@@ -1,6 +1,11 @@
 package cronjob
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/controllers/kit"
+)
 
 type metrics struct {
 	created prometheus.Counter
@@ -27,13 +32,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, col := range []prometheus.Collector{m.created, m.deleted, m.missed, m.skew} {
-		if err := reg.Register(col); err != nil {
-			return nil, err
-		}
+	if err := kit.Register(reg, m.created, m.deleted, m.missed, m.skew); err != nil {
+		return nil, fmt.Errorf("cronjob metrics: %w", err)
 	}
 	return m, nil
 }

@@ -22,6 +22,8 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/shard"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // Config configures the PodGroup controller.
@@ -32,7 +34,8 @@ type Config struct {
 	// whether this replica's membership is still valid right now, checked before every write.
 	Ownership shard.Ownership
 	Valid     func() error
-	// SchedulerNames are the schedulers whose pods get a PodGroup. Default ["volcano"].
+	// SchedulerNames are the schedulers whose pods get a PodGroup. Default
+	// [kit.DefaultSchedulerName].
 	SchedulerNames []string
 	// SkipOwnerAnnotations turns off what Volcano's --inherit-owner-annotations (on by default)
 	// does: read the pod's owners (ReplicaSet, DaemonSet, StatefulSet, batch Job) for their
@@ -72,7 +75,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if len(cfg.SchedulerNames) == 0 {
-		cfg.SchedulerNames = []string{"volcano"}
+		cfg.SchedulerNames = []string{kit.DefaultSchedulerName}
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2

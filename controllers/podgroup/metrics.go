@@ -1,6 +1,11 @@
 package podgroup
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/controllers/kit"
+)
 
 type metrics struct {
 	created prometheus.Counter
@@ -12,10 +17,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ringfire_podgroup_created_total", Help: "PodGroups this replica created for pods that had none.",
 		}),
 	}
-	if reg != nil {
-		if err := reg.Register(m.created); err != nil {
-			return nil, err
-		}
+	if err := kit.Register(reg, m.created); err != nil {
+		return nil, fmt.Errorf("podgroup metrics: %w", err)
 	}
 	return m, nil
 }

@@ -1,6 +1,11 @@
 package queue
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/controllers/kit"
+)
 
 type metrics struct {
 	commands     *prometheus.CounterVec
@@ -20,17 +25,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ringfire_queue_status_writes_total", Help: "Queue status updates this replica wrote (state or PodGroup counts).",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	all := []prometheus.Collector{m.commands, m.transitions, m.statusWrites}
-	for i, c := range all {
-		if err := reg.Register(c); err != nil {
-			for _, done := range all[:i] {
-				reg.Unregister(done)
-			}
-			return nil, err
-		}
+	if err := kit.Register(reg, m.commands, m.transitions, m.statusWrites); err != nil {
+		return nil, fmt.Errorf("queue metrics: %w", err)
 	}
 	return m, nil
 }

@@ -13,6 +13,8 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/shard"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // podsAtMost × PodsQuiet bounds how long a PodGroup's changing counts go
@@ -33,7 +35,8 @@ type Config struct {
 	// Valid, when set, reports whether this replica's membership is still
 	// valid right now; it is checked before every write.
 	Valid func() error
-	// SchedulerNames are the pod scheduler names served. Default ["volcano"].
+	// SchedulerNames are the pod scheduler names served. Default
+	// [kit.DefaultSchedulerName].
 	SchedulerNames []string
 	// Period is the longest time between two cycles. Default 1s.
 	Period time.Duration
@@ -101,7 +104,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, errors.New("scheduler controller: Kube, Volcano and Ownership are required")
 	}
 	if len(cfg.SchedulerNames) == 0 {
-		cfg.SchedulerNames = []string{"volcano"}
+		cfg.SchedulerNames = []string{kit.DefaultSchedulerName}
 	}
 	for _, name := range cfg.SchedulerNames {
 		if name == "" {
@@ -130,10 +133,14 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	return &Controller{
 		cfg:       cfg,
 		log:       cfg.Logger.Named("scheduler"),
-		metrics:   newMetrics(cfg.Registerer),
+		metrics:   m,
 		wake:      make(chan struct{}, 1),
 		cycleLock: make(chan struct{}, 1),
 	}, nil

@@ -1,6 +1,11 @@
 package scheduler
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/controllers/kit"
+)
 
 type metrics struct {
 	active             prometheus.Gauge
@@ -12,7 +17,7 @@ type metrics struct {
 	statusWrites       *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ringfire_scheduler_active", Help: "1 while the scheduler singleton runs on this replica.",
@@ -41,8 +46,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "PodGroup status writes, by cause: decisive (phase, or a condition's type, status or reason), message (a waiting gang's message, after MessageQuiet), awaiting_pods (an admitted gang short of pods, after PodsQuiet), completed (after PodsQuiet), counts (pod counts, after PodsQuiet).",
 		}, []string{"cause"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.active, m.cycle, m.podsBound, m.gangsUnschedulable, m.bindFailures, m.statusFailures, m.statusWrites)
+	if err := kit.Register(reg, m.active, m.cycle, m.podsBound, m.gangsUnschedulable, m.bindFailures, m.statusFailures, m.statusWrites); err != nil {
+		return nil, fmt.Errorf("scheduler metrics: %w", err)
 	}
-	return m
+	return m, nil
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // Config configures a replica.
@@ -45,7 +47,7 @@ type Config struct {
 	// StatusCoalesce spaces a Job's count-only status writes (job.Config).
 	StatusCoalesce time.Duration
 	// SchedulerName of Jobs that name none, and the one the gang scheduler
-	// and the PodGroup controller serve; "" for "volcano".
+	// and the PodGroup controller serve; "" for kit.DefaultSchedulerName.
 	SchedulerName string
 	// Scheduler runs the gang scheduler, a ring singleton: off unless asked
 	// for, so that it never fights a real vc-scheduler.
@@ -154,10 +156,8 @@ func New(cfg Config) (*Replica, error) {
 			Name: "ringfire_cache_job_summaries",
 			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
 		}, func() float64 { return float64(jobs.Summaries()) })
-		for _, m := range []prometheus.Collector{lapsed, summaries} {
-			if err := cfg.Registerer.Register(m); err != nil {
-				return nil, err
-			}
+		if err := kit.Register(cfg.Registerer, lapsed, summaries); err != nil {
+			return nil, fmt.Errorf("cache metrics: %w", err)
 		}
 	}
 	r.Jobs, err = job.New(job.Config{
@@ -176,7 +176,7 @@ func New(cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	schedulers := []string{"volcano"}
+	schedulers := []string{kit.DefaultSchedulerName}
 	if cfg.SchedulerName != "" {
 		schedulers = []string{cfg.SchedulerName}
 	}

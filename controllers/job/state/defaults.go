@@ -5,12 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // The values Volcano's mutating webhook gives a Job that leaves them unset.
 const (
 	DefaultQueue         = "default"
-	DefaultSchedulerName = "volcano"
+	DefaultSchedulerName = kit.DefaultSchedulerName
 	DefaultMaxRetry      = int32(3)
 )
 
