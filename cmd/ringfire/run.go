@@ -126,8 +126,12 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	kubemetrics.Register(reg)
+	if err := kit.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return err
+	}
+	if err := kubemetrics.Register(reg); err != nil {
+		return err
+	}
 
 	var wg sync.WaitGroup
 	opsCtx, stopOps := context.WithCancel(context.Background())

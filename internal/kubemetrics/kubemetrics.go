@@ -5,11 +5,14 @@ package kubemetrics
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/metrics"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 type latency struct{ h *prometheus.HistogramVec }
@@ -25,8 +28,8 @@ func (r result) Increment(_ context.Context, code, method, _ string) {
 }
 
 // Register hooks client-go's metrics to reg. client-go takes hooks once per
-// process: a second call registers nothing.
-func Register(reg prometheus.Registerer) {
+// process: a second call hooks nothing more.
+func Register(reg prometheus.Registerer) error {
 	buckets := prometheus.ExponentialBuckets(0.001, 2, 16)
 	req := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "ringfire_kube_request_duration_seconds", Help: "API server request latency seen by client-go, by verb.", Buckets: buckets,
@@ -40,5 +43,8 @@ func Register(reg prometheus.Registerer) {
 	metrics.Register(metrics.RegisterOpts{
 		RequestLatency: latency{req}, RateLimiterLatency: latency{wait}, RequestResult: result{results},
 	})
-	reg.MustRegister(req, wait, results)
+	if err := kit.Register(reg, req, wait, results); err != nil {
+		return fmt.Errorf("client-go metrics: %w", err)
+	}
+	return nil
 }

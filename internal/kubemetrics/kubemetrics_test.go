@@ -12,7 +12,9 @@ import (
 
 func TestClientGoMetricsReachPrometheus(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	Register(reg)
+	if err := Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	metrics.RequestLatency.Observe(ctx, "POST", url.URL{}, 20*time.Millisecond)
 	metrics.RateLimiterLatency.Observe(ctx, "POST", url.URL{}, 5*time.Millisecond)
