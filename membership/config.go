@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ringfire/ringfire/internal/etcdloop"
 )
 
 // Config configures a Member. Start from DefaultConfig.
@@ -31,11 +33,25 @@ type Config struct {
 	// successful keep-alive) + TTL - FenceMargin. Default TTL/5, at least
 	// 500ms.
 	FenceMargin time.Duration
+	// RenewRetry is how soon a failed renewal is tried again, when that is
+	// sooner than KeepAliveInterval; the fence deadline bounds how long this
+	// goes on. Default 250ms.
+	RenewRetry time.Duration
+	// JoinRetry is the wait between failed attempts to join while etcd
+	// cannot be reached. Default 100ms, doubling up to 5s.
+	JoinRetry etcdloop.Backoff
 	// Logger receives the member's logs. Default: a null logger.
 	Logger hclog.Logger
 	// Registerer, when set, receives the member's metrics.
 	Registerer prometheus.Registerer
 }
+
+// Defaults of Config's retry timings.
+const (
+	defaultRenewRetry   = 250 * time.Millisecond
+	defaultJoinRetryMin = 100 * time.Millisecond
+	defaultJoinRetryMax = 5 * time.Second
+)
 
 // DefaultConfig returns a Config with the defaults docs/design.md lists: a
 // 5 s lease renewed every TTL/3.
@@ -64,6 +80,10 @@ func (c *Config) validate() error {
 	if c.FenceMargin <= 0 {
 		c.FenceMargin = max(c.TTL/5, 500*time.Millisecond)
 	}
+	if c.RenewRetry <= 0 {
+		c.RenewRetry = defaultRenewRetry
+	}
+	c.JoinRetry = c.JoinRetry.Or(etcdloop.Backoff{Min: defaultJoinRetryMin, Max: defaultJoinRetryMax})
 	if c.KeepAliveInterval >= c.TTL-c.FenceMargin {
 		errs = append(errs, fmt.Errorf("keep-alive interval %v leaves no room before the fence at TTL %v minus margin %v", c.KeepAliveInterval, c.TTL, c.FenceMargin))
 	}

@@ -92,17 +92,17 @@ func (m *Member) publish(s *Session) {
 // a new lease; while etcd is unreachable it retries with backoff and logs why.
 // It returns nil once it has left.
 func (m *Member) Run(ctx context.Context) error {
-	retry := newBackoff(100*time.Millisecond, 5*time.Second)
+	retry := m.cfg.JoinRetry
 	for ctx.Err() == nil {
 		s, err := m.join(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.Warn("cannot join the ring; will retry", "error", err, "retry_in", retry.peek())
-				retry.wait(ctx)
+				m.log.Warn("cannot join the ring; will retry", "error", err, "retry_in", retry.Next())
+				retry.Wait(ctx)
 			}
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		m.metrics.sessions.Inc()
 		m.metrics.joined.Set(1)
 		m.log.Info("joined the ring", "lease", fmt.Sprintf("%x", int64(s.Lease)), "ttl", s.TTL)
@@ -227,7 +227,7 @@ func (m *Member) renew(ctx context.Context, s *Session) {
 			}
 			wait := m.cfg.KeepAliveInterval
 			if !ok { // retry sooner; the fence timer bounds how long this may go on
-				wait = min(wait, 250*time.Millisecond)
+				wait = min(wait, m.cfg.RenewRetry)
 			}
 			next.Reset(wait)
 		}

@@ -3,14 +3,15 @@ package membership
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ringfire/ringfire/internal/etcdloop"
 )
 
 // View is the member set as read at an etcd revision.
@@ -55,36 +56,30 @@ func (w *Watcher) set(v View) {
 
 // Watch follows the members of the ring at prefix until ctx is done. It reads
 // the whole set, then watches from the next revision; when the watch breaks
-// (compaction, lost leader, etcd restart) it reads the set again.
+// (compaction, lost leader, etcd restart) it reads the set again
+// (etcdloop.Follow, with its default timings).
 func Watch(ctx context.Context, client *clientv3.Client, prefix string, log hclog.Logger) *Watcher {
 	w := &Watcher{changed: make(chan struct{})}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	go w.run(ctx, client, MembersPrefix(prefix), log.Named("members"))
-	return w
-}
-
-func (w *Watcher) run(ctx context.Context, client *clientv3.Client, keyPrefix string, log hclog.Logger) {
-	retry := newBackoff(50*time.Millisecond, 2*time.Second)
-	for ctx.Err() == nil {
-		members, rev, err := readMembers(ctx, client, keyPrefix)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("cannot read the member set; will retry", "error", err)
-				retry.wait(ctx)
+	keyPrefix := MembersPrefix(prefix)
+	members := map[string]Info{}
+	follow := etcdloop.Follow{
+		Client: client, Prefix: keyPrefix, What: "the member set", Log: log.Named("members"),
+		Read: func(kvs []*mvccpb.KeyValue, rev int64) bool {
+			members = make(map[string]Info, len(kvs))
+			for _, kv := range kvs {
+				id := strings.TrimPrefix(string(kv.Key), keyPrefix)
+				if info, ok := decodeInfo(id, kv.Value, kv.Lease); ok {
+					members[id] = info
+				}
 			}
-			continue
-		}
-		retry.reset()
-		w.set(view(members, rev))
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range client.Watch(wctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
-			if err := wr.Err(); err != nil {
-				log.Debug("member watch broke; reading the set again", "error", err)
-				break
-			}
-			for _, ev := range wr.Events {
+			w.set(view(members, rev))
+			return true
+		},
+		Changed: func(events []*clientv3.Event, rev int64) bool {
+			for _, ev := range events {
 				id := strings.TrimPrefix(string(ev.Kv.Key), keyPrefix)
 				if ev.Type == clientv3.EventTypeDelete {
 					delete(members, id)
@@ -92,27 +87,12 @@ func (w *Watcher) run(ctx context.Context, client *clientv3.Client, keyPrefix st
 					members[id] = info
 				}
 			}
-			w.set(view(members, wr.Header.Revision))
-		}
-		cancel()
+			w.set(view(members, rev))
+			return true
+		},
 	}
-}
-
-func readMembers(ctx context.Context, client *clientv3.Client, keyPrefix string) (map[string]Info, int64, error) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := client.Get(rctx, keyPrefix, clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, fmt.Errorf("list %s: %w", keyPrefix, err)
-	}
-	members := make(map[string]Info, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		id := strings.TrimPrefix(string(kv.Key), keyPrefix)
-		if info, ok := decodeInfo(id, kv.Value, kv.Lease); ok {
-			members[id] = info
-		}
-	}
-	return members, resp.Header.Revision, nil
+	go follow.Run(ctx)
+	return w
 }
 
 // decodeInfo reads a member value; the key and lease are the truth, the value

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/ringfire/ringfire/internal/etcdloop"
 	"github.com/ringfire/ringfire/membership"
 )
 
@@ -30,8 +31,60 @@ type ManagerConfig struct {
 	DrainTimeout time.Duration
 	// RequestTimeout bounds each etcd request. Default 5s.
 	RequestTimeout time.Duration
-	Logger         hclog.Logger
-	Registerer     prometheus.Registerer
+	// Timings are the Manager's other waits; a zero field takes its
+	// default from DefaultTimings.
+	Timings    Timings
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Timings are the waits of the handover protocol besides DrainTimeout and
+// RequestTimeout. docs/design.md lists them with their defaults.
+type Timings struct {
+	// Recheck is how often a tenure compares the assignment with the slots
+	// held when no event comes. Default 500ms.
+	Recheck time.Duration
+	// RetryDelay is how long a tenure waits after a failed acquire or a
+	// failed delete of slot keys before it tries either again. Default 250ms.
+	RetryDelay time.Duration
+	// CancelGrace is how long work cancelled at the drain timeout may take
+	// to return before its slots are handed over all the same. Default 1s.
+	CancelGrace time.Duration
+	// WatchRetry is the wait between failed full reads of the slot keys.
+	// Default 50ms, doubling up to 2s (the member set's watch has the same
+	// defaults, from etcdloop).
+	WatchRetry etcdloop.Backoff
+	// RingRetry is the wait between failed reads of the ring config at
+	// start. Default 100ms, doubling up to 5s.
+	RingRetry etcdloop.Backoff
+}
+
+// DefaultTimings returns the Timings a zero field takes.
+func DefaultTimings() Timings {
+	return Timings{
+		Recheck:     500 * time.Millisecond,
+		RetryDelay:  250 * time.Millisecond,
+		CancelGrace: time.Second,
+		WatchRetry:  etcdloop.Backoff{Min: etcdloop.DefaultRetryMin, Max: etcdloop.DefaultRetryMax},
+		RingRetry:   etcdloop.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second},
+	}
+}
+
+// orDefault returns t with each zero field taken from DefaultTimings.
+func (t Timings) orDefault() Timings {
+	def := DefaultTimings()
+	if t.Recheck <= 0 {
+		t.Recheck = def.Recheck
+	}
+	if t.RetryDelay <= 0 {
+		t.RetryDelay = def.RetryDelay
+	}
+	if t.CancelGrace <= 0 {
+		t.CancelGrace = def.CancelGrace
+	}
+	t.WatchRetry = t.WatchRetry.Or(def.WatchRetry)
+	t.RingRetry = t.RingRetry.Or(def.RingRetry)
+	return t
 }
 
 // Manager holds this replica's share of the ring: it follows the member set,
@@ -41,6 +94,7 @@ type Manager struct {
 	cfg     ManagerConfig
 	log     hclog.Logger
 	metrics *managerMetrics
+	store   ringStore
 
 	drainers  []Drainer
 	listeners []Listener
@@ -85,10 +139,14 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 5 * time.Second
 	}
+	cfg.Timings = cfg.Timings.orDefault()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger.Named("ring"), metrics: newManagerMetrics(cfg.Registerer)}, nil
+	log := cfg.Logger.Named("ring")
+	store := &etcdStore{client: cfg.Client, member: cfg.Member, prefix: cfg.Prefix,
+		requestTimeout: cfg.RequestTimeout, watchRetry: cfg.Timings.WatchRetry, log: log}
+	return &Manager{cfg: cfg, log: log, metrics: newManagerMetrics(cfg.Registerer), store: store}, nil
 }
 
 // AddDrainer registers work to drain before a slot is handed over. Call before Run.
@@ -162,16 +220,51 @@ func (m *Manager) Run(ctx context.Context) error {
 			break
 		}
 		m.session.Store(sess)
-		newTenure(m, sess).run(ctx)
+		m.newTenure(sess).run(ctx)
 		m.ready.Store(false)
 	}
 	return nil
 }
 
+// newTenure gives a tenure for sess what it needs of the Manager.
+func (m *Manager) newTenure(sess *membership.Session) *tenure {
+	return &tenure{
+		id: sess.ID, lease: sess.Lease, ctx: sess.Context(), slots: m.Slots(),
+		store: m.store, table: *m.table.Load(),
+		drainTimeout: m.cfg.DrainTimeout, timings: m.cfg.Timings,
+		drain: m.drain, listeners: m.listeners, report: m.report,
+		log: m.log, metrics: m.metrics,
+		holders:   map[int]clientv3.LeaseID{},
+		freeSince: map[int]time.Time{},
+		acquiring: map[int]bool{},
+		results:   make(chan opResult),
+	}
+}
+
+// drain waits for every drainer to have no work in flight on the slots.
+func (m *Manager) drain(ctx context.Context, slots []int) bool {
+	var wg sync.WaitGroup
+	ok := make([]bool, len(m.drainers))
+	for i, d := range m.drainers {
+		wg.Add(1)
+		go func() { defer wg.Done(); ok[i] = d.Drain(ctx, slots) }()
+	}
+	wg.Wait()
+	return !slices.Contains(ok, false)
+}
+
+// report stores a tenure's status and readiness.
+func (m *Manager) report(st Status, ready bool) {
+	m.statusMu.Lock()
+	m.status = st
+	m.statusMu.Unlock()
+	m.ready.Store(ready)
+}
+
 // resolveRing reads (or creates) the ring config, retrying while etcd is
 // unreachable. A mismatched slot count is returned: retrying cannot fix it.
 func (m *Manager) resolveRing(ctx context.Context) (int, error) {
-	wait := 100 * time.Millisecond
+	retry := m.cfg.Timings.RingRetry
 	for {
 		rctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 		slots, err := EnsureRing(rctx, m.cfg.Client, m.cfg.Prefix, m.cfg.Slots)
@@ -186,13 +279,10 @@ func (m *Manager) resolveRing(ctx context.Context) (int, error) {
 		if errors.Is(err, ErrRingConfig) { // retrying cannot fix it
 			return 0, err
 		}
-		m.log.Warn("cannot read the ring config from etcd; will retry", "error", err, "retry_in", wait)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		m.log.Warn("cannot read the ring config from etcd; will retry", "error", err, "retry_in", retry.Next())
+		if !retry.Wait(ctx) {
 			return 0, ctx.Err()
 		}
-		wait = min(2*wait, 5*time.Second)
 	}
 }
 

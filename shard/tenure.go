@@ -2,11 +2,12 @@ package shard
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ringfire/ringfire/membership"
@@ -17,15 +18,26 @@ import (
 const txnChunk = 64
 
 // tenure runs the ring protocol for one membership session: from the
-// session's start to its end (a fence, a lost lease, or a graceful stop).
-// All its state is owned by the goroutine in run; etcd requests run in op
-// goroutines that report back on results.
+// session's start to its end (a fence, a lost lease, or a graceful stop). It
+// follows the member set and the slot keys through its store, lets
+// decideHandover (handover.go) say what to acquire and what to hand over,
+// and carries that out. All its state is owned by the goroutine in run;
+// etcd requests run in op goroutines that report back on results.
 type tenure struct {
-	m     *Manager
-	sess  *membership.Session
-	ctx   context.Context // the session's: done when it ends
-	id    string
-	slots int
+	// What the Manager gives it for the session (Manager.newTenure).
+	id           string
+	lease        clientv3.LeaseID
+	ctx          context.Context // the session's: done when it ends
+	slots        int
+	store        ringStore
+	table        []atomic.Pointer[heldSlot] // the Manager's: what Ownership reads
+	drainTimeout time.Duration
+	timings      Timings
+	drain        func(ctx context.Context, slots []int) bool // every Drainer
+	listeners    []Listener
+	report       func(st Status, ready bool)
+	log          hclog.Logger
+	metrics      *managerMetrics
 
 	members    []string
 	viewRev    int64
@@ -34,8 +46,8 @@ type tenure struct {
 	holdersOK  bool
 	freeSince  map[int]time.Time // when a slot was seen free, for the acquire metric
 	acquiring  map[int]bool
-	pendingDel []int // drained slots whose key delete must be retried
-	retryAt    time.Time
+	pendingDel []int     // drained slots whose key delete must be retried
+	retryAt    time.Time // no acquire or delete is tried again until after it
 	ops        int
 	results    chan opResult
 }
@@ -48,33 +60,18 @@ type opResult struct {
 	started       time.Time
 }
 
-type holderUpdate struct {
-	reset   bool
-	holders map[int]clientv3.LeaseID // on reset: all holders; else changes, 0 = deleted
-}
-
-func newTenure(m *Manager, sess *membership.Session) *tenure {
-	return &tenure{
-		m: m, sess: sess, ctx: sess.Context(), id: sess.ID, slots: m.Slots(),
-		holders:   map[int]clientv3.LeaseID{},
-		freeSince: map[int]time.Time{},
-		acquiring: map[int]bool{},
-		results:   make(chan opResult),
-	}
-}
-
 func (t *tenure) run(ctx context.Context) {
 	defer t.end()
 	watchCtx, stopWatches := context.WithCancel(t.ctx)
-	views := membership.Watch(watchCtx, t.m.cfg.Client, t.m.cfg.Prefix, t.m.log)
+	views := t.store.FollowMembers(watchCtx)
 	_, _, viewChanged := views.Latest()
 	holderCh := make(chan holderUpdate)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); t.watchHolders(watchCtx, holderCh) }()
+	go func() { defer wg.Done(); t.store.FollowHolders(watchCtx, t.slots, holderCh) }()
 	defer wg.Wait()
 	defer stopWatches()
-	tick := time.NewTicker(500 * time.Millisecond)
+	tick := time.NewTicker(t.timings.Recheck)
 	defer tick.Stop()
 	for {
 		select {
@@ -82,7 +79,7 @@ func (t *tenure) run(ctx context.Context) {
 			t.shutdown()
 			return
 		case <-t.ctx.Done():
-			t.m.log.Warn("session ended; dropping all slots at once", "reason", context.Cause(t.ctx))
+			t.log.Warn("session ended; dropping all slots at once", "reason", context.Cause(t.ctx))
 			return
 		case <-viewChanged:
 			var v membership.View
@@ -104,11 +101,11 @@ func (t *tenure) setView(v membership.View) {
 	ids := v.IDs()
 	if t.assignment == nil || !slices.Equal(ids, t.members) {
 		t.assignment = Assign(ids, t.slots)
-		t.m.log.Info("member set changed", "members", ids, "revision", v.Revision,
+		t.log.Info("member set changed", "members", ids, "revision", v.Revision,
 			"assigned_here", Counts(t.assignment)[t.id])
 	}
 	t.members, t.viewRev = ids, v.Revision
-	t.m.metrics.members.Set(float64(len(ids)))
+	t.metrics.members.Set(float64(len(ids)))
 }
 
 func (t *tenure) applyHolders(u holderUpdate) {
@@ -137,41 +134,47 @@ func (t *tenure) applyHolders(u holderUpdate) {
 	}
 }
 
-// reconcile starts acquiring the free slots assigned here and handing over
-// the held slots assigned elsewhere.
-func (t *tenure) reconcile() {
-	if t.assignment == nil || !t.holdersOK || t.ctx.Err() != nil {
-		return
-	}
-	table := *t.m.table.Load()
-	var acquire, release []int
-	var releasing []*heldSlot
-	for s := range t.slots {
-		h := table[s].Load()
-		mine := t.assignment[s] == t.id
-		switch {
-		case h == nil && mine && !t.acquiring[s] && t.holders[s] == 0:
-			acquire = append(acquire, s)
-		case h != nil && !mine && !h.releasing.Load():
-			h.releasing.Store(true) // no new work from here on
-			release = append(release, s)
-			releasing = append(releasing, h)
+// situation gathers decideHandover's input from the tenure's state.
+func (t *tenure) situation(now time.Time) situation {
+	held := make([]holdState, t.slots)
+	for s := range t.table {
+		if h := t.table[s].Load(); h != nil {
+			held[s] = holding
+			if h.releasing.Load() {
+				held[s] = draining
+			}
 		}
 	}
-	if len(acquire) > 0 && time.Now().After(t.retryAt) {
-		for _, s := range acquire {
+	return situation{
+		Me: t.id, Assignment: t.assignment, HoldersRead: t.holdersOK, Holders: t.holders,
+		Held: held, Acquiring: t.acquiring, PendingDeletes: t.pendingDel,
+		SessionEnded: t.ctx.Err() != nil, Now: now, RetryAt: t.retryAt,
+	}
+}
+
+// reconcile carries out decideHandover's plan: it stops new work on the
+// slots to hand over and starts acquiring, releasing and deleting again.
+func (t *tenure) reconcile() {
+	now := time.Now()
+	p := decideHandover(t.situation(now))
+	releasing := make([]*heldSlot, len(p.Release))
+	for i, s := range p.Release {
+		releasing[i] = t.table[s].Load()
+		releasing[i].releasing.Store(true) // no new work from here on
+	}
+	if len(p.Acquire) > 0 {
+		for _, s := range p.Acquire {
 			t.acquiring[s] = true
 		}
-		t.start(func() opResult { return t.acquire(acquire) })
+		t.start(func() opResult { return t.acquire(p.Acquire) })
 	}
-	if len(release) > 0 {
-		t.m.log.Debug("handing slots over", "count", len(release))
-		t.start(func() opResult { return t.release(release, releasing) })
+	if len(p.Release) > 0 {
+		t.log.Debug("handing slots over", "count", len(p.Release))
+		t.start(func() opResult { return t.release(p.Release, releasing) })
 	}
-	if len(t.pendingDel) > 0 && time.Now().After(t.retryAt) {
-		pending := t.pendingDel
+	if len(p.Delete) > 0 {
 		t.pendingDel = nil
-		t.start(func() opResult { return t.deleteKeys(pending, time.Now()) })
+		t.start(func() opResult { return t.deleteKeys(p.Delete, now) })
 	}
 }
 
@@ -182,43 +185,42 @@ func (t *tenure) start(op func() opResult) {
 
 // apply takes the result of an op into the tenure's state.
 func (t *tenure) apply(r opResult) {
-	table := *t.m.table.Load()
 	var gained []int
 	for s, epoch := range r.acquired {
 		delete(t.acquiring, s)
 		ctx, cancel := context.WithCancel(t.ctx)
-		table[s].Store(&heldSlot{epoch: epoch, ctx: ctx, cancel: cancel})
+		t.table[s].Store(&heldSlot{epoch: epoch, ctx: ctx, cancel: cancel})
 		gained = append(gained, s)
 		if since, ok := t.freeSince[s]; ok {
-			t.m.metrics.acquireLag.Observe(time.Since(since).Seconds())
+			t.metrics.acquireLag.Observe(time.Since(since).Seconds())
 		}
 	}
 	for _, s := range r.failedAcquire {
 		delete(t.acquiring, s)
 	}
 	if len(r.failedAcquire) > 0 && t.ctx.Err() == nil {
-		t.retryAt = time.Now().Add(250 * time.Millisecond)
+		t.retryAt = time.Now().Add(t.timings.RetryDelay)
 	}
 	for _, s := range r.released {
-		table[s].Store(nil)
+		t.table[s].Store(nil)
 	}
 	if len(r.failedDelete) > 0 {
 		t.pendingDel = append(t.pendingDel, r.failedDelete...)
-		t.retryAt = time.Now().Add(250 * time.Millisecond)
+		t.retryAt = time.Now().Add(t.timings.RetryDelay)
 	}
 	if len(gained) > 0 {
 		slices.Sort(gained)
-		t.m.metrics.handovers.WithLabelValues("acquired").Add(float64(len(gained)))
-		t.m.log.Debug("acquired slots", "count", len(gained))
-		for _, l := range t.m.listeners {
+		t.metrics.handovers.WithLabelValues("acquired").Add(float64(len(gained)))
+		t.log.Debug("acquired slots", "count", len(gained))
+		for _, l := range t.listeners {
 			l.SlotsGained(gained)
 		}
 	}
 	if len(r.released) > 0 {
-		t.m.metrics.handovers.WithLabelValues("released").Add(float64(len(r.released)))
-		t.m.metrics.release.Observe(time.Since(r.started).Seconds())
-		t.m.log.Debug("released slots", "count", len(r.released), "took", time.Since(r.started))
-		for _, l := range t.m.listeners {
+		t.metrics.handovers.WithLabelValues("released").Add(float64(len(r.released)))
+		t.metrics.release.Observe(time.Since(r.started).Seconds())
+		t.log.Debug("released slots", "count", len(r.released), "took", time.Since(r.started))
+		for _, l := range t.listeners {
 			l.SlotsLost(r.released)
 		}
 	}
@@ -233,7 +235,7 @@ func (t *tenure) acquire(slots []int) opResult {
 			r.failedAcquire = append(r.failedAcquire, chunk...)
 			continue
 		}
-		if rev, ok, err := t.createKeys(chunk); err == nil && ok {
+		if rev, ok, err := t.store.CreateSlots(t.ctx, chunk, t.id, t.lease); err == nil && ok {
 			for _, s := range chunk {
 				r.acquired[s] = rev
 			}
@@ -243,7 +245,7 @@ func (t *tenure) acquire(slots []int) opResult {
 			continue
 		}
 		for _, s := range chunk {
-			if rev, ok, err := t.createKeys([]int{s}); err == nil && ok {
+			if rev, ok, err := t.store.CreateSlots(t.ctx, []int{s}, t.id, t.lease); err == nil && ok {
 				r.acquired[s] = rev
 			} else {
 				r.failedAcquire = append(r.failedAcquire, s)
@@ -253,39 +255,23 @@ func (t *tenure) acquire(slots []int) opResult {
 	return r
 }
 
-func (t *tenure) createKeys(slots []int) (rev int64, ok bool, err error) {
-	cmps := make([]clientv3.Cmp, len(slots))
-	puts := make([]clientv3.Op, len(slots))
-	for i, s := range slots {
-		k := slotKey(t.m.cfg.Prefix, s)
-		cmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
-		puts[i] = clientv3.OpPut(k, t.id, clientv3.WithLease(t.sess.Lease))
-	}
-	ctx, cancel := context.WithTimeout(t.ctx, t.m.cfg.RequestTimeout)
-	defer cancel()
-	resp, err := t.m.cfg.Client.Txn(ctx).If(cmps...).Then(puts...).Commit()
-	if err != nil {
-		return 0, false, fmt.Errorf("acquire slots: %w", err)
-	}
-	return resp.Header.Revision, resp.Succeeded, nil
-}
-
 // release drains the slots' work, cancelling what outlives the drain
 // timeout, and then deletes their keys.
 func (t *tenure) release(slots []int, hs []*heldSlot) opResult {
 	started := time.Now()
-	dctx, cancel := context.WithTimeout(t.ctx, t.m.cfg.DrainTimeout)
-	drained := t.m.drain(dctx, slots)
+	dctx, cancel := context.WithTimeout(t.ctx, t.drainTimeout)
+	drained := t.drain(dctx, slots)
 	cancel()
 	if !drained && t.ctx.Err() == nil {
-		t.m.metrics.drainTimeout.Inc()
-		t.m.log.Warn("in-flight work outlived the drain timeout; cancelling it", "slots", len(slots), "timeout", t.m.cfg.DrainTimeout)
+		t.metrics.drainTimeout.Inc()
+		t.log.Warn("in-flight work outlived the drain timeout; cancelling it", "slots", len(slots), "timeout", t.drainTimeout)
 		for _, h := range hs {
 			h.cancel()
 		}
-		gctx, cancel := context.WithTimeout(t.ctx, time.Second)
-		if !t.m.drain(gctx, slots) {
-			t.m.log.Error("cancelled work did not return within 1s; handing the slots over anyway (writes carry preconditions)", "slots", len(slots))
+		gctx, cancel := context.WithTimeout(t.ctx, t.timings.CancelGrace)
+		if !t.drain(gctx, slots) {
+			t.log.Error("cancelled work did not return within the grace; handing the slots over anyway (writes carry preconditions)",
+				"slots", len(slots), "grace", t.timings.CancelGrace)
 		}
 		cancel()
 	}
@@ -295,13 +281,14 @@ func (t *tenure) release(slots []int, hs []*heldSlot) opResult {
 	return t.deleteKeys(slots, started)
 }
 
-// deleteKeys deletes slot keys still held under this member's lease.
+// deleteKeys deletes slot keys still held under this member's lease; a key
+// that is not (any more) counts as released.
 func (t *tenure) deleteKeys(slots []int, started time.Time) opResult {
 	r := opResult{started: started}
 	for chunk := range slices.Chunk(slots, txnChunk) {
 		if err := t.deleteChunk(chunk); err != nil {
 			if t.ctx.Err() == nil {
-				t.m.log.Warn("cannot delete slot keys; will retry", "slots", len(chunk), "error", err)
+				t.log.Warn("cannot delete slot keys; will retry", "slots", len(chunk), "error", err)
 			}
 			r.failedDelete = append(r.failedDelete, chunk...)
 			continue
@@ -311,18 +298,11 @@ func (t *tenure) deleteKeys(slots []int, started time.Time) opResult {
 	return r
 }
 
+// deleteChunk deletes the slots' keys in one transaction if every one is
+// still under this member's lease, else each alone.
 func (t *tenure) deleteChunk(slots []int) error {
-	ctx, cancel := context.WithTimeout(t.ctx, t.m.cfg.RequestTimeout)
-	defer cancel()
-	cmps := make([]clientv3.Cmp, len(slots))
-	dels := make([]clientv3.Op, len(slots))
-	for i, s := range slots {
-		k := slotKey(t.m.cfg.Prefix, s)
-		cmps[i] = clientv3.Compare(clientv3.LeaseValue(k), "=", t.sess.Lease)
-		dels[i] = clientv3.OpDelete(k)
-	}
-	resp, err := t.m.cfg.Client.Txn(ctx).If(cmps...).Then(dels...).Commit()
-	if err != nil || resp.Succeeded || len(slots) == 1 {
+	deleted, err := t.store.DeleteSlots(t.ctx, slots, t.lease)
+	if err != nil || deleted || len(slots) == 1 {
 		return err // a single key no longer ours is gone already
 	}
 	for _, s := range slots {
@@ -333,31 +313,16 @@ func (t *tenure) deleteChunk(slots []int) error {
 	return nil
 }
 
-// drain waits for every drainer to have no work in flight on the slots.
-func (m *Manager) drain(ctx context.Context, slots []int) bool {
-	var wg sync.WaitGroup
-	ok := make([]bool, len(m.drainers))
-	for i, d := range m.drainers {
-		wg.Add(1)
-		go func() { defer wg.Done(); ok[i] = d.Drain(ctx, slots) }()
-	}
-	wg.Wait()
-	return !slices.Contains(ok, false)
-}
-
 // shutdown hands every slot over on a graceful stop: the member key goes
 // first so the others recompute at once, then all work drains; the lease
 // revoke that follows (when the Member stops) deletes every slot key in one
 // step.
 func (t *tenure) shutdown() {
-	ctx, cancel := context.WithTimeout(t.ctx, t.m.cfg.RequestTimeout)
-	if err := t.m.cfg.Member.Withdraw(ctx); err != nil {
-		t.m.log.Warn("cannot withdraw from the member set; the others see the leave when the lease is revoked", "error", err)
+	if err := t.store.Withdraw(t.ctx); err != nil {
+		t.log.Warn("cannot withdraw from the member set; the others see the leave when the lease is revoked", "error", err)
 	}
-	cancel()
-	table := *t.m.table.Load()
-	for s := range table {
-		if h := table[s].Load(); h != nil {
+	for s := range t.table {
+		if h := t.table[s].Load(); h != nil {
 			h.releasing.Store(true)
 		}
 	}
@@ -367,19 +332,18 @@ func (t *tenure) shutdown() {
 		t.apply(r)
 	}
 	var slots []int
-	var hs []*heldSlot
-	for s := range table {
-		if h := table[s].Load(); h != nil {
+	for s := range t.table {
+		if h := t.table[s].Load(); h != nil {
 			h.releasing.Store(true)
-			slots, hs = append(slots, s), append(hs, h)
+			slots = append(slots, s)
 		}
 	}
-	dctx, cancel := context.WithTimeout(t.ctx, t.m.cfg.DrainTimeout)
-	if !t.m.drain(dctx, slots) {
-		t.m.log.Warn("in-flight work outlived the drain timeout on stop; cancelling it", "timeout", t.m.cfg.DrainTimeout)
+	dctx, cancel := context.WithTimeout(t.ctx, t.drainTimeout)
+	if !t.drain(dctx, slots) {
+		t.log.Warn("in-flight work outlived the drain timeout on stop; cancelling it", "timeout", t.drainTimeout)
 	}
 	cancel()
-	t.m.log.Info("drained all slots; leaving the ring", "slots", len(slots))
+	t.log.Info("drained all slots; leaving the ring", "slots", len(slots))
 }
 
 // end drops every slot held in this tenure: their contexts are cancelled
@@ -390,16 +354,15 @@ func (t *tenure) end() {
 		t.ops--
 		t.apply(r)
 	}
-	table := *t.m.table.Load()
 	var lost []int
-	for s := range table {
-		if h := table[s].Swap(nil); h != nil {
+	for s := range t.table {
+		if h := t.table[s].Swap(nil); h != nil {
 			h.cancel()
 			lost = append(lost, s)
 		}
 	}
 	if len(lost) > 0 {
-		for _, l := range t.m.listeners {
+		for _, l := range t.listeners {
 			l.SlotsLost(lost)
 		}
 	}
@@ -408,10 +371,9 @@ func (t *tenure) end() {
 
 // publish refreshes the Manager's status, metrics and readiness.
 func (t *tenure) publish() {
-	table := *t.m.table.Load()
 	st := Status{ID: t.id, Slots: t.slots, Members: t.members, Revision: t.viewRev}
-	for s := range table {
-		if table[s].Load() != nil {
+	for s := range t.table {
+		if t.table[s].Load() != nil {
 			st.Held = append(st.Held, s)
 		}
 		if t.assignment != nil && t.assignment[s] == t.id {
@@ -421,71 +383,7 @@ func (t *tenure) publish() {
 	if t.holdersOK {
 		st.Orphaned = t.slots - len(t.holders)
 	}
-	t.m.statusMu.Lock()
-	t.m.status = st
-	t.m.statusMu.Unlock()
-	t.m.metrics.owned.Set(float64(len(st.Held)))
-	t.m.metrics.orphaned.Set(float64(st.Orphaned))
-	t.m.ready.Store(t.assignment != nil && t.holdersOK && t.ctx.Err() == nil)
-}
-
-// watchHolders follows the slot keys: a full read, then a watch from the
-// next revision, again from a full read whenever the watch breaks.
-func (t *tenure) watchHolders(ctx context.Context, out chan<- holderUpdate) {
-	prefix := SlotsPrefix(t.m.cfg.Prefix)
-	wait := 50 * time.Millisecond
-	send := func(u holderUpdate) bool {
-		select {
-		case out <- u:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, t.m.cfg.RequestTimeout)
-		resp, err := t.m.cfg.Client.Get(rctx, prefix, clientv3.WithPrefix())
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				t.m.log.Warn("cannot read slot holders; will retry", "error", err)
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-				}
-				wait = min(2*wait, 2*time.Second)
-			}
-			continue
-		}
-		wait = 50 * time.Millisecond
-		u := holderUpdate{reset: true, holders: map[int]clientv3.LeaseID{}}
-		for _, kv := range resp.Kvs {
-			if s, ok := parseSlotKey(t.m.cfg.Prefix, string(kv.Key), t.slots); ok {
-				u.holders[s] = clientv3.LeaseID(kv.Lease)
-			}
-		}
-		if !send(u) {
-			return
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range t.m.cfg.Client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
-			if wr.Err() != nil {
-				break
-			}
-			u := holderUpdate{holders: map[int]clientv3.LeaseID{}}
-			for _, ev := range wr.Events {
-				if s, ok := parseSlotKey(t.m.cfg.Prefix, string(ev.Kv.Key), t.slots); ok {
-					if ev.Type == clientv3.EventTypeDelete {
-						u.holders[s] = 0
-					} else {
-						u.holders[s] = clientv3.LeaseID(ev.Kv.Lease)
-					}
-				}
-			}
-			if !send(u) {
-				break
-			}
-		}
-		cancel()
-	}
+	t.metrics.owned.Set(float64(len(st.Held)))
+	t.metrics.orphaned.Set(float64(st.Orphaned))
+	t.report(st, t.assignment != nil && t.holdersOK && t.ctx.Err() == nil)
 }
