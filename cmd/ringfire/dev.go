@@ -33,8 +33,9 @@ import (
 	"github.com/ringfire/ringfire/deploy"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/deploy/examples"
-	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/internal/devcluster"
 	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/procs"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -91,7 +92,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 		return err
 	}
 	log.Info("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kwok)", "nodes", f.nodes)
-	c, err := cluster.Start(ctx, cluster.Options{Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster")})
+	c, err := devcluster.Start(ctx, devcluster.Options{Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster")})
 	if err != nil {
 		return err
 	}
@@ -114,10 +115,14 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	defer ringEtcd.Stop()
 
 	replicas, err := startReplicas(f, replicaKubeconfig, ringEtcd.Endpoint(), log)
+	defer func() {
+		if err := procs.StopAll(replicas, 15*time.Second); err != nil {
+			log.Warn("stopping the replicas", "error", err)
+		}
+	}()
 	if err != nil {
 		return err
 	}
-	defer stopReplicas(replicas, log)
 
 	if f.examples {
 		if err := applyExamples(ctx, c.RESTConfig()); err != nil {
@@ -126,8 +131,8 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 		log.Info("submitted the sample jobs of deploy/examples")
 	}
 	fmt.Printf("\nringfire dev cluster is up (replicas with the gang scheduler). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  go run ./cmd/ringfire ring status --etcd-endpoints %s\n", c.Kubeconfig(), ringEtcd.Endpoint())
-	for i := range replicas {
-		fmt.Printf("  status page of replica %d: http://127.0.0.1:%d/\n", i, replicaPort(i))
+	for _, r := range replicas {
+		fmt.Printf("  status page of replica %s: http://%s/\n", r.ID, r.Addr)
 	}
 	fmt.Printf("Logs: %s. Ctrl-C stops everything.\n\n", f.dir)
 	return showProgress(ctx, c.RESTConfig(), ringEtcd.Endpoint())
@@ -136,12 +141,12 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 // toolsBin finds the control-plane binaries: $RINGFIRE_TOOLS_BIN, else the
 // cache that e2e/tools/build.sh fills (building it the first time).
 func toolsBin(ctx context.Context, log hclog.Logger) (string, error) {
-	if dir := os.Getenv(cluster.ToolsBinEnv); dir != "" {
+	if dir := os.Getenv(devcluster.ToolsBinEnv); dir != "" {
 		return dir, nil
 	}
 	script := filepath.Join("e2e", "tools", "build.sh")
 	if _, err := os.Stat(script); err != nil {
-		return "", fmt.Errorf("no %s here: run `ringfire dev up` from the ringfire repository, or set $%s to the tools directory", script, cluster.ToolsBinEnv)
+		return "", fmt.Errorf("no %s here: run `ringfire dev up` from the ringfire repository, or set $%s to the tools directory", script, devcluster.ToolsBinEnv)
 	}
 	log.Info("building or reusing the pinned tools (the first time takes several minutes)")
 	cmd := exec.CommandContext(ctx, "bash", script)
@@ -156,58 +161,28 @@ func toolsBin(ctx context.Context, log hclog.Logger) (string, error) {
 
 func replicaPort(i int) int { return 18080 + i }
 
-type replicaProc struct {
-	id  string
-	cmd *exec.Cmd
-}
-
 // startReplicas runs the replicas as processes of this same binary, each
-// logging to a file of its own, and dying with this process.
-func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]replicaProc, error) {
+// logging to a file of its own in the state directory and dying with this
+// process. On an error it returns the replicas it did start, to be stopped.
+func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]*procs.Replica, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	var out []replicaProc
+	args := procs.Args{
+		Bin: self, Etcd: etcd, Kubeconfig: kubeconfig, LogDir: f.dir,
+		Controllers: "job,queue,podgroup,cronjob,scheduler",
+	}
+	var out []*procs.Replica
 	for i := range f.replicas {
-		id := fmt.Sprintf("ringfire-%d", i)
-		logFile, err := os.Create(filepath.Join(f.dir, id+".log"))
+		r, err := procs.Start(args, fmt.Sprintf("ringfire-%d", i), fmt.Sprintf("127.0.0.1:%d", replicaPort(i)))
 		if err != nil {
 			return out, err
 		}
-		cmd := exec.Command(self, "run", "--id", id, "--etcd-endpoints", etcd, "--kubeconfig", kubeconfig,
-			"--controllers", "job,queue,podgroup,cronjob,scheduler",
-			"--listen", fmt.Sprintf("127.0.0.1:%d", replicaPort(i)), "--data-dir", filepath.Join(f.dir, id))
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			return out, fmt.Errorf("start replica %s: %w", id, err)
-		}
-		logFile.Close()
-		out = append(out, replicaProc{id: id, cmd: cmd})
-		log.Info("started replica", "id", id, "pid", cmd.Process.Pid, "log", logFile.Name())
+		out = append(out, r)
+		log.Info("started replica", "id", r.ID, "pid", r.PID(), "log", r.LogPath)
 	}
 	return out, nil
-}
-
-// stopReplicas stops the replicas gracefully (SIGTERM), killing what is
-// still running after 15 s.
-func stopReplicas(rs []replicaProc, log hclog.Logger) {
-	for _, r := range rs {
-		r.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, r := range rs {
-		done := make(chan struct{})
-		go func() { r.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			log.Warn("replica did not stop within 15s; killing it", "id", r.id)
-			r.cmd.Process.Kill()
-			<-done
-		}
-	}
 }
 
 // applyExamples applies every sample manifest by server-side apply.
@@ -380,7 +355,7 @@ func livePID(path string) (int, bool) {
 
 // serviceAccountKubeconfig installs ringfire's RBAC (deploy/ringfire) and writes a kubeconfig
 // of its ServiceAccount (a token valid a week) into dir.
-func serviceAccountKubeconfig(ctx context.Context, c *cluster.Cluster, dir string) (string, error) {
+func serviceAccountKubeconfig(ctx context.Context, c *devcluster.Cluster, dir string) (string, error) {
 	if err := deploy.InstallRBAC(ctx, c.RESTConfig()); err != nil {
 		return "", err
 	}

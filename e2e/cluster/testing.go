@@ -43,7 +43,7 @@ func StartForTest(t testing.TB, opts Options) *Cluster {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			c.dumpTails(t)
+			dumpTails(t, c)
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stop cluster: %v", err)
@@ -86,7 +86,7 @@ func (s *Shared) Get(t testing.TB) *Cluster {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			s.cluster.dumpTails(t)
+			dumpTails(t, s.cluster)
 		}
 	})
 	return s.cluster
@@ -104,7 +104,7 @@ func (s *Shared) Stop() error {
 // standard error, not to the test log: `go test` prints a test's log after its
 // subtests' failures, so a long dump there would push the failures out of the
 // last lines a CI report shows. Written now, the dump comes before them.
-func (c *Cluster) dumpTails(t testing.TB) {
+func dumpTails(t testing.TB, c *Cluster) {
 	fmt.Fprintf(os.Stderr, "=== %s failed; the control plane's logs follow, then the failures\n%s\n=== end of the control plane's logs for %s\n",
-		t.Name(), c.tails(components), t.Name())
+		t.Name(), c.LogTails(), t.Name())
 }

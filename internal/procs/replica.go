@@ -3,6 +3,7 @@ package procs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,21 +14,21 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
 // Args are the flags every replica of a run shares. A zero field leaves the
 // flag at ringfire's default.
 type Args struct {
-	Bin        string // the ringfire binary (Build)
+	Bin        string // the ringfire binary (e2e/procs.Build in tests; dev runs its own executable)
 	Etcd       string // --etcd-endpoints of the ring
 	Prefix     string // --etcd-prefix
 	Kubeconfig string // --kubeconfig
 	LogDir     string // each replica logs to <LogDir>/<id>.log
 	LogLevel   string // --log-level
 	// Controllers is --controllers; empty for "job,queue,podgroup,cronjob", which
-	// leaves admission and binding to a stand-in (e2e/standin).
+	// leaves admission and binding to a stand-in (e2e/standin). `ringfire dev`
+	// adds the gang scheduler.
 	Controllers string
 	Slots       int           // --slots of a new ring
 	LeaseTTL    time.Duration // --lease-ttl
@@ -78,58 +79,63 @@ type Replica struct {
 	http *http.Client
 }
 
-// Start starts replica id. It runs in a process group of its own, so that a
-// signal to it reaches nothing else, and dies with the test binary
-// (Pdeathsig). Stop it with StopAll.
-func Start(tb testing.TB, a Args, id string) *Replica {
-	tb.Helper()
-	port, err := FreePort()
-	if err != nil {
-		tb.Fatal(err)
+// Start starts replica id with its ops server on addr, or on a free port of
+// 127.0.0.1 when addr is empty. It runs in a process group of its own, so
+// that a signal to it reaches nothing else, and dies with the process that
+// started it (Pdeathsig). Stop it with StopAll.
+func Start(a Args, id, addr string) (*Replica, error) {
+	if addr == "" {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	r := &Replica{
-		ID: id, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		ID: id, Addr: addr,
 		LogPath: filepath.Join(a.LogDir, id+".log"), done: make(chan struct{}),
 		http: &http.Client{Timeout: 5 * time.Second},
 	}
 	logFile, err := os.Create(r.LogPath)
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	r.cmd = exec.Command(a.Bin, a.command(id, r.Addr)...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
 		logFile.Close()
-		tb.Fatalf("start replica %s: %v", id, err)
+		return nil, fmt.Errorf("start replica %s: %w", id, err)
 	}
 	go func() {
 		_ = r.cmd.Wait()
 		logFile.Close()
 		close(r.done)
 	}()
-	return r
+	return r, nil
 }
 
 // StopAll asks every replica to leave the ring at once (one by one, each
 // leave would hand its slots to the others, which would list their pods),
 // continues any that is paused, and kills the process group of any that has
-// not exited within 20 seconds.
-func StopAll(tb testing.TB, replicas []*Replica) {
+// not exited within grace. The error names each replica it had to kill.
+func StopAll(replicas []*Replica, grace time.Duration) error {
 	for _, r := range replicas {
 		_ = r.Signal(syscall.SIGTERM)
 		_ = r.Signal(syscall.SIGCONT)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(grace)
+	var errs []error
 	for _, r := range replicas {
 		select {
 		case <-r.done:
 		case <-time.After(time.Until(deadline)):
-			tb.Errorf("replica %s ignored SIGTERM for 20s; killing it (log %s)", r.ID, r.LogPath)
+			errs = append(errs, fmt.Errorf("replica %s ignored SIGTERM for %v; killed it (log %s)", r.ID, grace, r.LogPath))
 			_ = r.Signal(syscall.SIGKILL)
 			<-r.done
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // PID is the replica's process id.

@@ -1,4 +1,4 @@
-package cluster
+package devcluster
 
 import (
 	"bytes"
@@ -18,7 +18,8 @@ const stopGrace = 10 * time.Second
 
 // process is one running control-plane binary. It runs in a process group of
 // its own so that stopping it also stops anything it forked, and it dies with
-// the test binary (Pdeathsig) if that is killed before Stop runs.
+// the process that started it (Pdeathsig: the test binary, or `ringfire dev
+// up`) if that is killed before Stop runs.
 //
 // Pdeathsig fires when the OS thread that forked the child exits, and Go
 // retires a thread only when a goroutine exits while locked to it

@@ -1,13 +1,16 @@
-// Package cluster runs a real, local Kubernetes control plane for ringfire's
-// end-to-end tests and for `ringfire dev`.
+// Package devcluster runs a real, local Kubernetes control plane: the one
+// `ringfire dev up` starts, and (through e2e/cluster, which adds the testing
+// helpers) the one ringfire's end-to-end tests run against. It does not
+// import testing, so the ringfire binary can link it.
 //
 // Start launches, on 127.0.0.1 with free ports: etcd; kube-apiserver with a
 // generated CA, serving certificate, service-account keys, client-certificate
 // and static-token authentication and Node,RBAC authorization;
 // kube-controller-manager with its default controllers (garbage collector,
 // namespace, service-account tokens, node lifecycle, ...); and kwok, which
-// plays the kubelet of N fake nodes. The binaries come from the tools module
-// (e2e/tools, `make tools`), found through $RINGFIRE_TOOLS_BIN.
+// plays the kubelet of N fake nodes. The binaries are the pinned tools
+// (e2e/tools, `make tools`), found through Options.ToolsBin or
+// $RINGFIRE_TOOLS_BIN; FindTools finds or builds them without a checkout.
 //
 // Pods bound to a fake node follow the stages in stages.yaml: Running at
 // once, then after the duration in annotation ringfire.io/e2e-duration
@@ -21,5 +24,6 @@
 // for tests that check from outside which replica wrote what, and when.
 //
 // Each component logs to <Dir>/<component>.log. Stop terminates every
-// process; processes also die with the test binary if it is killed.
-package cluster
+// process; processes also die with the process that started them if it is
+// killed first.
+package devcluster

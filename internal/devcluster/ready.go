@@ -1,4 +1,4 @@
-package cluster
+package devcluster
 
 import (
 	"context"
@@ -59,6 +59,10 @@ func (c *Cluster) waitFor(ctx context.Context, what string, watched []Component,
 		}
 	}
 }
+
+// LogTails returns the last lines of every component's log, each headed by
+// its path: what a failed test or a failed dev session wants to see.
+func (c *Cluster) LogTails() string { return c.tails(components) }
 
 func (c *Cluster) tails(names []Component) string {
 	var b strings.Builder

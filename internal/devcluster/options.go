@@ -1,4 +1,4 @@
-package cluster
+package devcluster
 
 import (
 	"errors"
@@ -11,7 +11,8 @@ import (
 )
 
 // ToolsBinEnv names the environment variable that holds the directory of the
-// binaries built by e2e/tools/build.sh (`make tools`).
+// binaries built by e2e/tools/build.sh (`make tools`; FindTools finds the
+// same directory without it).
 const ToolsBinEnv = "RINGFIRE_TOOLS_BIN"
 
 // Options configures a local control plane. The zero value is usable.
