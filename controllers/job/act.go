@@ -107,10 +107,15 @@ func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info 
 		}
 	}
 	if kill.Full() {
-		if set, err := c.pluginsFor(job, c.slotOf(key)); err == nil {
-			if err := c.deletePluginObjects(ctx, key, job, set); err != nil {
-				return pc, issued, fmt.Errorf("plugin objects: %w", err)
-			}
+		// The plugins' objects go with a full kill. A plugin set that cannot be built (a
+		// plugin name or argument that is wrong) cannot say which those are: the kill is
+		// not done, and the error is reported and retried like any other, as in Volcano.
+		set, err := c.pluginsFor(job, c.slotOf(key))
+		if err != nil {
+			return pc, issued, c.pluginFailed(job, "job plugins", err)
+		}
+		if err := c.deletePluginObjects(ctx, key, job, set); err != nil {
+			return pc, issued, c.pluginFailed(job, "job plugins on kill", err)
 		}
 	}
 	return pc, issued, nil
@@ -209,14 +214,12 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job,
 // PodGroup, the pods (tasks waiting on dependsOn later).
 func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo) (podCounts, error) {
 	slot := c.slotOf(key)
-	plugins, err := c.pluginsFor(job, slot)
+	set, err := c.pluginsFor(job, slot)
 	if err != nil {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "Job plugins: %v", err)
-		return countPods(job, info), nil
+		return podCounts{}, c.pluginFailed(job, "job plugins", err)
 	}
-	if err := c.syncPlugins(ctx, key, job, plugins); err != nil {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "Job plugins: %v", err)
-		return podCounts{}, err
+	if err := c.syncPlugins(ctx, key, job, set); err != nil {
+		return podCounts{}, c.pluginFailed(job, "job plugins on sync", err)
 	}
 	admitted, err := c.syncPodGroup(ctx, key, job, info, slot)
 	if err != nil {
@@ -257,11 +260,8 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 				continue
 			}
 			pod := build.Pod(job, task, i, slot)
-			for _, pl := range plugins {
-				if err := pl.OnPodCreate(pod, job); err != nil {
-					c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "plugin %s on pod %s: %v", pl.Name(), pod.Name, err)
-					return pc, fmt.Errorf("plugin %s: %w", pl.Name(), err)
-				}
+			if err := set.OnPodCreate(pod, job); err != nil {
+				return pc, c.pluginFailed(job, "job plugins on pod create", err)
 			}
 			create = append(create, pod)
 		}

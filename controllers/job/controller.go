@@ -207,11 +207,7 @@ func (c *Controller) register() {
 	c.cfg.Cache.Owned(cache.PodGroups).AddHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPodGroupAdd,
 		UpdateFunc: c.onPodGroupUpdate,
-		DeleteFunc: func(obj any) {
-			if key, ok := cache.JobKey(obj); ok {
-				c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
-			}
-		},
+		DeleteFunc: c.onPodGroupDelete,
 	})
 }
 
@@ -420,6 +416,13 @@ func (c *Controller) onPodGroupUpdate(old, new any) {
 		event = bus.JobUnknownEvent
 	}
 	c.disp.Enqueue(key, request{Request: state.Request{Event: event}})
+}
+
+// onPodGroupDelete looks at the Job of a PodGroup that left the cache.
+func (c *Controller) onPodGroupDelete(obj any) {
+	if key, ok := cache.JobKey(obj); ok {
+		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	}
 }
 
 // giveUp ends a Job whose request failed MaxRequeue times: TerminateJob,

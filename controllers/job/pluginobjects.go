@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +14,25 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/plugins"
+	"github.com/ringfire/ringfire/shard"
 )
 
 // pluginsFor builds the Job's plugins; a bad plugin spec is an error that
 // says what to fix.
 func (c *Controller) pluginsFor(job *batch.Job, slot int) (plugins.Set, error) {
 	return plugins.ForJob(job, plugins.Env{Slot: slot})
+}
+
+// pluginFailed reports a plugin error of the Job at once, in a Warning Event
+// with Volcano's reason PluginError, and returns it, so that the dispatcher
+// retries the request (and after MaxRequeue failures gives up on it, as on
+// any failure). Every plugin error of a reconcile goes through here: none is
+// dropped. A replica that lost the Job's slot records no Event.
+func (c *Controller) pluginFailed(job *batch.Job, what string, err error) error {
+	if !errors.Is(err, shard.ErrNotOwner) {
+		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "%s: %v", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // syncPlugins writes the objects the plugins ask for. OnJobAdd runs once

@@ -1,0 +1,309 @@
+package job
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/state"
+)
+
+// eventJob is the Job of the event tables: "ns/a", task w of 2 pods and task
+// ps of 1, at version 2.
+func eventJob() *batch.Job { return testJob("a", task("w", 2), task("ps", 1)) }
+
+// changed is a copy of pod at the next resourceVersion, changed by edit.
+func changed(pod *corev1.Pod, edit func(*corev1.Pod)) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.ResourceVersion = "2"
+	edit(p)
+	return p
+}
+
+func inPhase(phase corev1.PodPhase) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Status.Phase = phase }
+}
+
+func exited(code int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}},
+			{Name: "side", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 9}}},
+		}
+	}
+}
+
+// podReq is the request a pod of eventJob makes with event.
+func podReq(event bus.Event, taskName, pod string) enqueued {
+	return enqueued{"ns/a", request{Request: state.Request{
+		Event: event, TaskName: taskName, PodName: pod, JobVersion: 2, JobUID: "uid-a",
+	}}}
+}
+
+// Every pod event maps to the one request docs/jobs.md ("One request at a time
+// per Job") gives for it, carrying the pod's task, name, job version and Job
+// UID; pods that are not a Job's, or carry no job version, make none.
+func TestPodEventsMakeVolcanosRequests(t *testing.T) {
+	job := eventJob()
+	w0 := podOf(job, "w", 0, corev1.PodPending)
+	w0running := podOf(job, "w", 0, corev1.PodRunning)
+	ps0running := podOf(job, "ps", 0, corev1.PodRunning)
+	now := metav1.Now()
+	orphan := w0.DeepCopy()
+	orphan.OwnerReferences = nil
+	foreign := w0.DeepCopy()
+	foreign.OwnerReferences[0].Kind, foreign.OwnerReferences[0].APIVersion = "ReplicaSet", "apps/v1"
+	unversioned := w0.DeepCopy()
+	delete(unversioned.Annotations, batch.JobVersion)
+
+	for _, tc := range []struct {
+		name string
+		// cached are the pods the cache holds when the event arrives (the pod
+		// of the event is in it already, as the cache stores before it tells).
+		cached []*corev1.Pod
+		fire   func(c *Controller)
+		want   []enqueued
+	}{
+		{name: "pod added: OutOfSync with its task, version and Job UID",
+			fire: func(c *Controller) { c.onPodAdd(w0) },
+			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
+		{name: "pod of no controller added: none",
+			fire: func(c *Controller) { c.onPodAdd(orphan) }},
+		{name: "pod of a ReplicaSet added: none",
+			fire: func(c *Controller) { c.onPodAdd(foreign) }},
+		{name: "pod without a job version added: none",
+			fire: func(c *Controller) { c.onPodAdd(unversioned) }},
+		{name: "update that keeps the resourceVersion (a resync): none",
+			fire: func(c *Controller) { c.onPodUpdate(w0, w0.DeepCopy()) }},
+		{name: "Pending to Running: PodRunning",
+			fire: func(c *Controller) { c.onPodUpdate(w0, changed(w0, inPhase(corev1.PodRunning))) },
+			want: []enqueued{podReq(bus.PodRunningEvent, "w", "a-w-0")}},
+		{name: "Running, something else changed: OutOfSync",
+			fire: func(c *Controller) {
+				c.onPodUpdate(w0running, changed(w0running, func(p *corev1.Pod) { p.Labels["x"] = "y" }))
+			},
+			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
+		{name: "still Pending, something changed: PodPending",
+			fire: func(c *Controller) {
+				c.onPodUpdate(w0, changed(w0, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }))
+			},
+			want: []enqueued{podReq(bus.PodPendingEvent, "w", "a-w-0")}},
+		{name: "Running to Failed: PodFailed with the first container's exit code",
+			fire: func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, exited(3))) },
+			want: []enqueued{func() enqueued {
+				e := podReq(bus.PodFailedEvent, "w", "a-w-0")
+				e.req.ExitCode = 3
+				return e
+			}()}},
+		{name: "Failed pod changed again: OutOfSync, no exit code",
+			fire: func(c *Controller) {
+				failed := changed(w0running, exited(3))
+				c.onPodUpdate(failed, changed(failed, func(p *corev1.Pod) { p.ResourceVersion = "3" }))
+			},
+			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
+		{name: "Running to Succeeded, the task's only pod: TaskCompleted",
+			cached: []*corev1.Pod{changed(ps0running, inPhase(corev1.PodSucceeded))},
+			fire: func(c *Controller) {
+				c.onPodUpdate(ps0running, changed(ps0running, inPhase(corev1.PodSucceeded)))
+			},
+			want: []enqueued{podReq(bus.TaskCompletedEvent, "ps", "a-ps-0")}},
+		{name: "Running to Succeeded, the task's last pod: TaskCompleted",
+			cached: []*corev1.Pod{
+				changed(w0running, inPhase(corev1.PodSucceeded)), podOf(job, "w", 1, corev1.PodSucceeded),
+			},
+			fire: func(c *Controller) {
+				c.onPodUpdate(w0running, changed(w0running, inPhase(corev1.PodSucceeded)))
+			},
+			want: []enqueued{podReq(bus.TaskCompletedEvent, "w", "a-w-0")}},
+		{name: "Running to Succeeded, another pod of the task still running: OutOfSync",
+			cached: []*corev1.Pod{
+				changed(w0running, inPhase(corev1.PodSucceeded)), podOf(job, "w", 1, corev1.PodRunning),
+			},
+			fire: func(c *Controller) {
+				c.onPodUpdate(w0running, changed(w0running, inPhase(corev1.PodSucceeded)))
+			},
+			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
+		{name: "deletion begun: PodEvicted",
+			fire: func(c *Controller) {
+				c.onPodUpdate(w0running, changed(w0running, func(p *corev1.Pod) { p.DeletionTimestamp = &now }))
+			},
+			want: []enqueued{podReq(bus.PodEvictedEvent, "w", "a-w-0")}},
+		{name: "pod deleted: PodEvicted",
+			fire: func(c *Controller) { c.onPodDelete(w0running) },
+			want: []enqueued{podReq(bus.PodEvictedEvent, "w", "a-w-0")}},
+		{name: "pod deleted while the watch was down: PodEvicted",
+			fire: func(c *Controller) {
+				c.onPodDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/a-w-0", Obj: w0running})
+			},
+			want: []enqueued{podReq(bus.PodEvictedEvent, "w", "a-w-0")}},
+		{name: "pod of no controller deleted: none",
+			fire: func(c *Controller) { c.onPodDelete(orphan) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, eventJob())
+			for _, p := range tc.cached {
+				f.cacheOwned(t, cache.Pods, p)
+			}
+			got := f.requestsOf(t, func() { tc.fire(f.c) })
+			assertRequests(t, got, tc.want)
+		})
+	}
+}
+
+// A PodGroup's phase change brings its Job back (Unknown as the event
+// JobUnknown); a PodGroup write that keeps the phase does not. A PodGroup
+// entering the cache is looked at as a phase change, one leaving it brings
+// its Job back.
+func TestPodGroupEventsMakeVolcanosRequests(t *testing.T) {
+	job := eventJob()
+	f := newFixture(t, nil, job)
+	pg := func(phase scheduling.PodGroupPhase, rv string) *scheduling.PodGroup {
+		p := f.podGroupOf(job)
+		p.Status.Phase, p.ResourceVersion = phase, rv
+		return p
+	}
+	stray := pg(scheduling.PodGroupRunning, "1")
+	stray.OwnerReferences = nil
+	sync := []enqueued{{"ns/a", request{Request: state.Request{Event: bus.OutOfSyncEvent}}}}
+	unknown := []enqueued{{"ns/a", request{Request: state.Request{Event: bus.JobUnknownEvent}}}}
+	for _, tc := range []struct {
+		name string
+		fire func(c *Controller)
+		want []enqueued
+	}{
+		{"added: OutOfSync", func(c *Controller) { c.onPodGroupAdd(pg(scheduling.PodGroupPending, "1")) }, sync},
+		{"added in phase Unknown: JobUnknown", func(c *Controller) { c.onPodGroupAdd(pg(scheduling.PodGroupUnknown, "1")) }, unknown},
+		{"Pending to Inqueue: OutOfSync", func(c *Controller) {
+			c.onPodGroupUpdate(pg(scheduling.PodGroupPending, "1"), pg(scheduling.PodGroupInqueue, "2"))
+		}, sync},
+		{"Running to Unknown: JobUnknown", func(c *Controller) {
+			c.onPodGroupUpdate(pg(scheduling.PodGroupRunning, "1"), pg(scheduling.PodGroupUnknown, "2"))
+		}, unknown},
+		{"update keeping the phase: none", func(c *Controller) {
+			c.onPodGroupUpdate(pg(scheduling.PodGroupRunning, "1"), pg(scheduling.PodGroupRunning, "2"))
+		}, nil},
+		{"PodGroup of no Job added: none", func(c *Controller) { c.onPodGroupAdd(stray) }, nil},
+		{"deleted: OutOfSync", func(c *Controller) { c.onPodGroupDelete(pg(scheduling.PodGroupRunning, "1")) }, sync},
+		{"deleted while the watch was down: OutOfSync", func(c *Controller) {
+			c.onPodGroupDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/x", Obj: pg(scheduling.PodGroupRunning, "1")})
+		}, sync},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertRequests(t, f.requestsOf(t, func() { tc.fire(f.c) }), tc.want)
+		})
+	}
+}
+
+// A Job's own updates bring it back only when its spec (generation), phase or
+// deletion changed: a status write that keeps the phase is the controller's own
+// bookkeeping. A Command for a Job becomes CommandIssued with its action and
+// the Command to take; one for a Queue is the queue controller's.
+func TestJobAndCommandEventsMakeVolcanosRequests(t *testing.T) {
+	base := eventJob()
+	base.Status.State.Phase = batch.Running
+	next := func(edit func(*batch.Job)) *batch.Job {
+		j := base.DeepCopy()
+		j.ResourceVersion = "11"
+		edit(j)
+		return j
+	}
+	now := metav1.Now()
+	sync := []enqueued{{"ns/a", request{Request: state.Request{Event: bus.OutOfSyncEvent}}}}
+	for _, tc := range []struct {
+		name string
+		fire func(c *Controller)
+		want []enqueued
+	}{
+		{"Job added: OutOfSync", func(c *Controller) { c.onJobAdd(base) }, sync},
+		{"spec changed (generation): OutOfSync", func(c *Controller) {
+			c.onJobUpdate(base, next(func(j *batch.Job) { j.Generation++ }))
+		}, sync},
+		{"phase changed: OutOfSync", func(c *Controller) {
+			c.onJobUpdate(base, next(func(j *batch.Job) { j.Status.State.Phase = batch.Completing }))
+		}, sync},
+		{"deletion begun: OutOfSync", func(c *Controller) {
+			c.onJobUpdate(base, next(func(j *batch.Job) { j.DeletionTimestamp = &now }))
+		}, sync},
+		{"status write keeping the phase (counts, version): none", func(c *Controller) {
+			c.onJobUpdate(base, next(func(j *batch.Job) { j.Status.Running, j.Status.Version = 1, 3 }))
+		}, nil},
+		{"same resourceVersion (a resync): none", func(c *Controller) {
+			j := base.DeepCopy()
+			j.Generation++
+			c.onJobUpdate(base, j)
+		}, nil},
+		{"Command for the Job: CommandIssued with its action", func(c *Controller) {
+			c.onCommand(&bus.Command{
+				ObjectMeta:   metav1.ObjectMeta{Namespace: "ns", Name: "abort-a", UID: "cmd-uid"},
+				Action:       string(bus.AbortJobAction),
+				TargetObject: &metav1.OwnerReference{Kind: "Job", Name: "a"},
+			})
+		}, []enqueued{{"ns/a", request{
+			Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.AbortJobAction},
+			command: &commandRef{namespace: "ns", name: "abort-a", uid: "cmd-uid"},
+		}}}},
+		{"Command for a Queue: none", func(c *Controller) {
+			c.onCommand(&bus.Command{
+				ObjectMeta:   metav1.ObjectMeta{Namespace: "ns", Name: "close-q"},
+				Action:       string(bus.CloseQueueAction),
+				TargetObject: &metav1.OwnerReference{Kind: "Queue", Name: "q"},
+			})
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, eventJob())
+			assertRequests(t, f.requestsOf(t, func() { tc.fire(f.c) }), tc.want)
+		})
+	}
+}
+
+// A pod that moves on (runs, fails, succeeds, goes) cancels the action a
+// policy timeout postponed for it; one still Pending keeps it, and another
+// pod's move keeps it too.
+func TestPodThatMovesOnCancelsItsPostponedAction(t *testing.T) {
+	job := eventJob()
+	w0, w1 := podOf(job, "w", 0, corev1.PodPending), podOf(job, "w", 1, corev1.PodPending)
+	for _, tc := range []struct {
+		name  string
+		fire  func(c *Controller)
+		keeps bool
+	}{
+		{"it runs", func(c *Controller) { c.onPodUpdate(w0, changed(w0, inPhase(corev1.PodRunning))) }, false},
+		{"it fails", func(c *Controller) { c.onPodUpdate(w0, changed(w0, exited(1))) }, false},
+		{"still Pending", func(c *Controller) {
+			c.onPodUpdate(w0, changed(w0, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }))
+		}, true},
+		{"another pod runs", func(c *Controller) { c.onPodUpdate(w1, changed(w1, inPhase(corev1.PodRunning))) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, eventJob())
+			token := f.c.delays.add("ns/a", "a-w-0")
+			f.requestsOf(t, func() { tc.fire(f.c) })
+			if kept := f.c.delays.take("ns/a", token); kept != tc.keeps {
+				t.Fatalf("postponed action still pending: %v, want %v", kept, tc.keeps)
+			}
+		})
+	}
+}
+
+func assertRequests(t *testing.T, got, want []enqueued) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("requests %+v, want %+v", got, want)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.key != w.key || g.req.Request != w.req.Request || g.req.delay != w.req.delay || g.req.ttl != w.req.ttl ||
+			(g.req.command == nil) != (w.req.command == nil) || (g.req.command != nil && *g.req.command != *w.req.command) {
+			t.Fatalf("request %d: %s %+v (command %+v), want %s %+v (command %+v)",
+				i, g.key, g.req, g.req.command, w.key, w.req, w.req.command)
+		}
+	}
+}
