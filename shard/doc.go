@@ -12,7 +12,11 @@
 //     runs on slots (Ownership, Drainer, Listener).
 //   - manager.go, tenure.go: the Manager, which acquires and releases slot
 //     keys in etcd as the member set changes, one tenure per membership
-//     session.
+//     session; Timings, its waits.
+//   - handover.go: decideHandover, the pure decision of what a tenure
+//     acquires, releases and waits for.
+//   - store.go: ringStore, the etcd requests a tenure makes, and etcdStore,
+//     their implementation over the etcd client.
 //   - dispatcher.go: the Dispatcher, per-key ordered workers over owned slots.
 //   - guard.go: CheckOwner, the check every controller makes before a write.
 //   - snapshot.go: the whole ring read at one revision, for operators.
