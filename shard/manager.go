@@ -94,7 +94,7 @@ type Manager struct {
 	cfg     ManagerConfig
 	log     hclog.Logger
 	metrics *managerMetrics
-	store   ringStore
+	store   ringStore // every etcd request of a tenure goes through it
 
 	drainers  []Drainer
 	listeners []Listener

@@ -22,6 +22,7 @@ const (
 // Follow describes the keys to follow under a prefix and where their
 // changes go. Run does the following.
 type Follow struct {
+	// Client reaches etcd. Required.
 	Client *clientv3.Client
 	// Prefix is the key prefix to follow.
 	Prefix string
@@ -34,11 +35,12 @@ type Follow struct {
 	Retry Backoff
 	// Log receives a warning for each failed read. Default: none.
 	Log hclog.Logger
-	// Read receives each full read: every key under Prefix, as of revision
-	// rev. It replaces whatever was known before. Returning false stops Run.
+	// Read (required) receives each full read: every key under Prefix, as
+	// of revision rev. It replaces whatever was known before. Returning
+	// false stops Run.
 	Read func(kvs []*mvccpb.KeyValue, rev int64) bool
-	// Changed receives the events of one watch response, which brings what
-	// was known up to revision rev. Returning false stops Run.
+	// Changed (required) receives the events of one watch response, which
+	// bring what was known up to revision rev. Returning false stops Run.
 	Changed func(events []*clientv3.Event, rev int64) bool
 }
 
