@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -25,6 +24,8 @@ import (
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/shard"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // Config configures the Job controller.
@@ -72,31 +73,21 @@ type Controller struct {
 	delays   delays
 	pacer    pacer
 	wakes    wakeups
-	// taken holds the UIDs of the Commands this replica deleted (taken);
-	// entries older than takenMemory are dropped.
-	taken sync.Map
+	// taken remembers the Commands this replica took.
+	taken kit.Commands
 }
-
-// takenMemory is how long a taken Command is remembered: longer than any
-// retry of its request.
-const takenMemory = time.Hour
 
 // request is what the dispatcher carries for a Job key.
 type request struct {
 	state.Request
 	// command is set when the request comes from a Command, which is
 	// deleted as the request is taken.
-	command *commandRef
+	command *kit.CommandRef
 	// delay is set on an action a policy timeout postponed: it runs only if
 	// nothing cancelled it meanwhile.
 	delay uint64
 	// ttl asks to delete the Job if it finished longer ago than its TTL.
 	ttl bool
-}
-
-type commandRef struct {
-	namespace, name string
-	uid             types.UID
 }
 
 // New builds the controller and registers its handlers on the cache's
@@ -123,7 +114,11 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.StatusCoalesce == 0 {
 		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.Named("job"), metrics: newMetrics(cfg.Registerer)}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.Named("job"), metrics: m}
 	c.pacer.window = max(cfg.StatusCoalesce, 0)
 	c.delays.byKey = map[string]map[string]uint64{}
 
@@ -169,16 +164,6 @@ func (c *Controller) SlotsReady(slots []int) {
 			c.onCommand(cmd)
 		}
 	}
-	c.forgetOldTaken()
-}
-
-func (c *Controller) forgetOldTaken() {
-	c.taken.Range(func(uid, at any) bool {
-		if time.Since(at.(time.Time)) > takenMemory {
-			c.taken.Delete(uid)
-		}
-		return true
-	})
 }
 
 // Run reconciles until ctx is done.
@@ -263,7 +248,7 @@ func (c *Controller) onCommand(obj any) {
 	key := cmd.Namespace + "/" + cmd.TargetObject.Name
 	c.disp.Enqueue(key, request{
 		Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.Action(cmd.Action)},
-		command: &commandRef{namespace: cmd.Namespace, name: cmd.Name, uid: cmd.UID},
+		command: kit.RefOf(cmd),
 	})
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/state"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // eventJob is the Job of the event tables: "ns/a", task w of 2 pods and task
@@ -247,7 +249,7 @@ func TestJobAndCommandEventsMakeVolcanosRequests(t *testing.T) {
 			})
 		}, []enqueued{{"ns/a", request{
 			Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.AbortJobAction},
-			command: &commandRef{namespace: "ns", name: "abort-a", uid: "cmd-uid"},
+			command: &kit.CommandRef{Namespace: "ns", Name: "abort-a", UID: "cmd-uid"},
 		}}}},
 		{"Command for a Queue: none", func(c *Controller) {
 			c.onCommand(&bus.Command{

@@ -1,6 +1,11 @@
 package job
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/controllers/kit"
+)
 
 type metrics struct {
 	transitions    *prometheus.CounterVec
@@ -11,7 +16,7 @@ type metrics struct {
 	statusDeferred prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_job_phase_transitions_total", Help: "Job phase transitions this replica wrote, by new phase.",
@@ -35,8 +40,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Count-only Job status changes held back by --status-coalesce, to be merged into a later write.",
 		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred)
+	if err := kit.Register(reg, m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred); err != nil {
+		return nil, fmt.Errorf("job metrics: %w", err)
 	}
-	return m
+	return m, nil
 }

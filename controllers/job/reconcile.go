@@ -123,31 +123,21 @@ func (c *Controller) endNow(ctx context.Context, key string, job *batch.Job, inf
 	return end, killed, err
 }
 
-// takeCommand deletes the Command behind req, so that it runs once, and
-// records that it was taken. It reports whether to apply the action: a
-// Command found gone is applied only if this replica took it (an earlier
-// try of this same request); one taken elsewhere — a stale copy seen after
-// a handover — is not applied twice.
+// takeCommand deletes the Command behind req, so that it runs once
+// (kit.Commands). It reports whether to apply the action: a Command found
+// gone is applied only if this replica took it (an earlier try of this same
+// request); one taken elsewhere — a stale copy seen after a handover — is
+// not applied twice.
 func (c *Controller) takeCommand(ctx context.Context, key string, req request) (bool, error) {
 	cmd := req.command
-	if err := c.guard(ctx); err != nil {
-		return false, err
+	run, took, err := c.taken.Take(ctx, c.cfg.Volcano, *cmd, c.guard)
+	if err != nil || !took {
+		return run, err
 	}
-	err := c.cfg.Volcano.BusV1alpha1().Commands(cmd.namespace).Delete(ctx, cmd.name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &cmd.uid},
-	})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		_, mine := c.taken.Load(cmd.uid)
-		return mine, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("delete command %s/%s: %w", cmd.namespace, cmd.name, err)
-	}
-	c.taken.Store(cmd.uid, time.Now())
 	if job, ok, _ := c.cfg.Cache.Job(key); ok {
 		if !knownAction(req.Action) {
 			c.recorder.Eventf(job, corev1.EventTypeWarning, "UnknownCommandAction",
-				"Command %s asks for action %q, which no Job knows; it was removed and nothing else done", cmd.name, req.Action)
+				"Command %s asks for action %q, which no Job knows; it was removed and nothing else done", cmd.Name, req.Action)
 		} else {
 			c.recorder.Eventf(job, corev1.EventTypeNormal, string(batch.CommandIssued),
 				"Start to execute command %s, and clean it up to make sure executed not more than once.", req.Action)

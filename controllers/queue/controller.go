@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -22,6 +21,7 @@ import (
 	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -68,7 +68,7 @@ type Controller struct {
 	metrics  *metrics
 	written  cache.Written[*scheduling.Queue]
 	pace     *pacer
-	taken    takenCommands
+	taken    kit.Commands
 }
 
 // request is what the dispatcher carries for a queue key.
@@ -77,12 +77,7 @@ type request struct {
 	// counts and lets Closing become Closed.
 	action bus.Action
 	// command is the Command behind action; it is deleted as the request is taken.
-	command *commandRef
-}
-
-type commandRef struct {
-	namespace, name string
-	uid             types.UID
+	command *kit.CommandRef
 }
 
 // New builds the controller and its informers (Queues, Commands, and every PodGroup, slimmed
@@ -261,7 +256,7 @@ func (c *Controller) onCommandDelete(obj any) {
 		obj = d.Obj
 	}
 	if cmd, ok := obj.(*bus.Command); ok {
-		c.taken.forget(cmd.UID)
+		c.taken.Forget(cmd.UID)
 	}
 }
 
@@ -274,7 +269,7 @@ func commandRequest(obj any) (string, request, bool) {
 	}
 	return cmd.TargetObject.Name, request{
 		action:  bus.Action(cmd.Action),
-		command: &commandRef{namespace: cmd.Namespace, name: cmd.Name, uid: cmd.UID},
+		command: kit.RefOf(cmd),
 	}, true
 }
 
