@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -87,10 +86,11 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	}
 	defer os.Remove(f.pidFile())
 
-	tools, err := toolsBin(ctx, log)
+	tools, err := devcluster.FindTools(ctx, log, os.Stderr)
 	if err != nil {
 		return err
 	}
+	log.Info("using the pinned tools", "dir", tools)
 	log.Info("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kwok)", "nodes", f.nodes)
 	c, err := devcluster.Start(ctx, devcluster.Options{Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster")})
 	if err != nil {
@@ -130,7 +130,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 		}
 		log.Info("submitted the sample jobs of deploy/examples")
 	}
-	fmt.Printf("\nringfire dev cluster is up (replicas with the gang scheduler). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  go run ./cmd/ringfire ring status --etcd-endpoints %s\n", c.Kubeconfig(), ringEtcd.Endpoint())
+	fmt.Printf("\nringfire dev cluster is up (replicas with the gang scheduler). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  %s ring status --etcd-endpoints %s\n", c.Kubeconfig(), selfCommand(), ringEtcd.Endpoint())
 	for _, r := range replicas {
 		fmt.Printf("  status page of replica %s: http://%s/\n", r.ID, r.Addr)
 	}
@@ -138,28 +138,21 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	return showProgress(ctx, c.RESTConfig(), ringEtcd.Endpoint())
 }
 
-// toolsBin finds the control-plane binaries: $RINGFIRE_TOOLS_BIN, else the
-// cache that e2e/tools/build.sh fills (building it the first time).
-func toolsBin(ctx context.Context, log hclog.Logger) (string, error) {
-	if dir := os.Getenv(devcluster.ToolsBinEnv); dir != "" {
-		return dir, nil
-	}
-	script := filepath.Join("e2e", "tools", "build.sh")
-	if _, err := os.Stat(script); err != nil {
-		return "", fmt.Errorf("no %s here: run `ringfire dev up` from the ringfire repository, or set $%s to the tools directory", script, devcluster.ToolsBinEnv)
-	}
-	log.Info("building or reusing the pinned tools (the first time takes several minutes)")
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("build the tools with %s: %w", script, err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
-}
-
 func replicaPort(i int) int { return 18080 + i }
+
+// selfCommand is how the user runs this binary again: `go run ./cmd/ringfire`
+// under `go run` (whose executable lives in a temporary build directory),
+// else the executable's path.
+func selfCommand() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "ringfire"
+	}
+	if strings.Contains(self, string(filepath.Separator)+"go-build") {
+		return "go run ./cmd/ringfire"
+	}
+	return self
+}
 
 // startReplicas runs the replicas as processes of this same binary, each
 // logging to a file of its own in the state directory and dying with this

@@ -94,7 +94,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	for _, name := range components {
 		bin := filepath.Join(c.opts.ToolsBin, string(name))
 		if _, err := os.Stat(bin); err != nil {
-			return fmt.Errorf("%s not built in %s (run `make tools`): %w", name, c.opts.ToolsBin, err)
+			return fmt.Errorf("%s not built in %s (`make tools` in a checkout builds them; an installed `ringfire dev up` finds or builds them itself): %w", name, c.opts.ToolsBin, err)
 		}
 	}
 	ports, err := freePorts(3)
