@@ -16,10 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	schedulingv1informers "k8s.io/client-go/informers/scheduling/v1"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	vcbatchinformers "volcano.sh/apis/pkg/client/informers/externalversions/batch/v1alpha1"
+	vcbusinformers "volcano.sh/apis/pkg/client/informers/externalversions/bus/v1alpha1"
+	vcschedulinginformers "volcano.sh/apis/pkg/client/informers/externalversions/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/shard"
 )
@@ -65,8 +70,8 @@ type Config struct {
 type Cache struct {
 	cfg     Config
 	log     hclog.Logger
-	Kube    informers.SharedInformerFactory
-	Volcano vcinformers.SharedInformerFactory
+	kube    informers.SharedInformerFactory
+	volcano vcinformers.SharedInformerFactory
 	owned   map[Resource]*Sharded
 	jobs    *Jobs
 	expect  *Expectations
@@ -94,8 +99,8 @@ func New(cfg Config) *Cache {
 	c := &Cache{
 		cfg:     cfg,
 		log:     cfg.Logger.Named("cache"),
-		Kube:    informers.NewSharedInformerFactory(cfg.Kube, cfg.Resync),
-		Volcano: vcinformers.NewSharedInformerFactory(cfg.Volcano, cfg.Resync),
+		kube:    informers.NewSharedInformerFactory(cfg.Kube, cfg.Resync),
+		volcano: vcinformers.NewSharedInformerFactory(cfg.Volcano, cfg.Resync),
 		owned:   map[Resource]*Sharded{},
 		expect:  NewExpectations(cfg.ExpectationTTL),
 	}
@@ -109,10 +114,73 @@ func New(cfg Config) *Cache {
 	}
 	c.jobs = newJobs(cfg.Volcano, cfg.Slots, c.log, func(slots []int) { c.listed(jobsBit, slots) })
 	// Touch the cluster-wide informers so the factories start them.
-	c.Volcano.Bus().V1alpha1().Commands().Informer()
-	c.Volcano.Scheduling().V1beta1().Queues().Informer()
-	c.Kube.Scheduling().V1().PriorityClasses().Informer()
+	c.volcano.Bus().V1alpha1().Commands().Informer()
+	c.volcano.Scheduling().V1beta1().Queues().Informer()
+	c.kube.Scheduling().V1().PriorityClasses().Informer()
+	pgs := c.volcano.Scheduling().V1beta1().PodGroups().Informer()
+	// Neither can fail on an informer that has not started.
+	_ = pgs.SetTransform(SlimPodGroup)
+	_ = pgs.AddIndexers(toolscache.Indexers{ByQueue: PodGroupQueue})
 	return c
+}
+
+// Queues are the cluster's Queues.
+func (c *Cache) Queues() vcschedulinginformers.QueueInformer {
+	return c.volcano.Scheduling().V1beta1().Queues()
+}
+
+// Commands are the cluster's Commands.
+func (c *Cache) Commands() vcbusinformers.CommandInformer {
+	return c.volcano.Bus().V1alpha1().Commands()
+}
+
+// PriorityClasses are the cluster's PriorityClasses.
+func (c *Cache) PriorityClasses() schedulingv1informers.PriorityClassInformer {
+	return c.kube.Scheduling().V1().PriorityClasses()
+}
+
+// CronJobs are the cluster's Volcano CronJobs. Only a replica that runs the
+// CronJob controller asks for them: the informer starts then, and the cache
+// waits for it to list.
+func (c *Cache) CronJobs() vcbatchinformers.CronJobInformer {
+	return c.volcano.Batch().V1alpha1().CronJobs()
+}
+
+// QueuePodGroups are every PodGroup of the cluster, as summaries for
+// counting them by queue (SlimPodGroup), indexed ByQueue. Not for anything
+// that needs a whole PodGroup: the held slots' PodGroups are in
+// Owned(PodGroups).
+func (c *Cache) QueuePodGroups() toolscache.SharedIndexInformer {
+	return c.volcano.Scheduling().V1beta1().PodGroups().Informer()
+}
+
+// ByQueue indexes PodGroups by the queue they name (QueuePodGroups).
+const ByQueue = "queue"
+
+// PodGroupQueue is the ByQueue index function.
+func PodGroupQueue(obj any) ([]string, error) {
+	pg, ok := obj.(*scheduling.PodGroup)
+	if !ok {
+		return nil, fmt.Errorf("index %s: %T is not a PodGroup", ByQueue, obj)
+	}
+	return []string{pg.Spec.Queue}, nil
+}
+
+// SlimPodGroup is the transform of QueuePodGroups: it keeps only what counting
+// by queue needs (identity, queue, phase), so that watching every PodGroup of
+// the cluster costs a few hundred bytes apiece instead of the whole object.
+func SlimPodGroup(obj any) (any, error) {
+	pg, ok := obj.(*scheduling.PodGroup)
+	if !ok {
+		return obj, nil // a tombstone or another type: leave it alone
+	}
+	return &scheduling.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID, ResourceVersion: pg.ResourceVersion,
+		},
+		Spec:   scheduling.PodGroupSpec{Queue: pg.Spec.Queue},
+		Status: scheduling.PodGroupStatus{Phase: pg.Status.Phase},
+	}, nil
 }
 
 // Jobs is the view of the cluster's Volcano Jobs: in full for the held
@@ -146,19 +214,19 @@ func (c *Cache) Creating(slot int, key string, r Resource, namespace, name strin
 // then starts reflectors for slots gained before. It returns an error if ctx
 // ends first.
 func (c *Cache) Start(ctx context.Context) error {
-	c.Kube.Start(ctx.Done())
-	c.Volcano.Start(ctx.Done())
+	c.kube.Start(ctx.Done())
+	c.volcano.Start(ctx.Done())
 	go c.jobs.run(ctx)
 	go c.remindWhileListing(ctx)
 	if !c.jobs.waitSynced(ctx) {
 		return fmt.Errorf("cache of jobs did not sync: %w", errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
 	}
-	for typ, ok := range c.Volcano.WaitForCacheSync(ctx.Done()) {
+	for typ, ok := range c.volcano.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v did not sync: %w", typ, errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
 		}
 	}
-	for typ, ok := range c.Kube.WaitForCacheSync(ctx.Done()) {
+	for typ, ok := range c.kube.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v did not sync: %w", typ, ctx.Err())
 		}

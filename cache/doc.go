@@ -1,7 +1,11 @@
-// Package cache keeps a replica's view of the cluster: cluster-wide
-// informers for Jobs, Commands, Queues and PriorityClasses, and, for the
-// objects Jobs own (pods, PodGroups, PVCs, Services, ConfigMaps, Secrets,
-// NetworkPolicies), informers that watch only the slots this replica holds.
+// Package cache keeps a replica's view of the cluster, each kind watched
+// once and handed to the controllers through typed accessors: cluster-wide
+// informers for Commands, Queues, PriorityClasses and CronJobs, and every
+// PodGroup as a summary for counting by queue (QueuePodGroups); every Job,
+// in full for the held slots and as a summary for the others (Jobs); and,
+// for the objects Jobs own (pods, PodGroups, PVCs, Services, ConfigMaps,
+// Secrets, NetworkPolicies), informers that watch only the slots this
+// replica holds (Owned).
 //
 // The owned objects carry the label ringfire.io/slot. When the replica gains
 // slots, the cache starts one reflector per resource for just those slots

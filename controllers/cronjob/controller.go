@@ -19,6 +19,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	vcbatchinformers "volcano.sh/apis/pkg/client/informers/externalversions/batch/v1alpha1"
 	batchlisters "volcano.sh/apis/pkg/client/listers/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
@@ -33,14 +34,13 @@ type Config struct {
 	// whether this replica's membership is still valid right now, checked before every write.
 	Ownership shard.Ownership
 	Valid     func() error
-	// Informers, when set, is a factory whose owner starts it (the replica's cache): the
-	// controller takes its CronJob and Job informers from it, so a replica watches each once.
-	// Nil makes a factory of the controller's own, started by Run.
-	Informers vcinformers.SharedInformerFactory
-	// Jobs, when set, is where the controller finds the Jobs (the replica's cache.Jobs, which
-	// holds every Job at least as a summary: metadata and status.state, all this controller
-	// reads). Nil takes them from the factory's Job informer.
-	Jobs JobSource
+	// CronJobs and Jobs, when set, are informers whose owner starts them (the replica's cache:
+	// cache.Cache.CronJobs, and cache.Jobs, which holds every Job at least as a summary —
+	// metadata and status.state, all this controller reads), so that a replica watches each
+	// kind once. Set both or neither: nil makes informers of the controller's own, started by
+	// Run.
+	CronJobs vcbatchinformers.CronJobInformer
+	Jobs     JobSource
 	// Clock tells the time schedules are read against; tests set a fake one. Default: real.
 	Clock clock.PassiveClock
 	// Workers reconcile CronJobs in parallel; one CronJob is never in two at once. Default 2.
@@ -67,8 +67,7 @@ type Controller struct {
 	log      hclog.Logger
 	clock    clock.PassiveClock
 	disp     *shard.Dispatcher[request]
-	factory  vcinformers.SharedInformerFactory
-	ownsF    bool // factory is the controller's own: Run starts and stops it
+	factory  vcinformers.SharedInformerFactory // the controller's own, without Config.CronJobs: Run starts it
 	cronJobs batchlisters.CronJobLister
 	cronInf  toolscache.SharedIndexInformer
 	jobInf   JobSource
@@ -122,16 +121,15 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 
-	c.factory = cfg.Informers
-	if c.factory == nil {
-		c.factory, c.ownsF = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0), true
+	cronJobs, jobs := cfg.CronJobs, cfg.Jobs
+	if (cronJobs == nil) != (jobs == nil) {
+		return nil, errors.New("cronjob controller: set both CronJobs and Jobs, or neither")
 	}
-	cronJobs := c.factory.Batch().V1alpha1().CronJobs()
-	c.cronJobs, c.cronInf = cronJobs.Lister(), cronJobs.Informer()
-	c.jobInf = cfg.Jobs
-	if c.jobInf == nil {
-		c.jobInf = c.factory.Batch().V1alpha1().Jobs().Informer()
+	if cronJobs == nil {
+		c.factory = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
+		cronJobs, jobs = c.factory.Batch().V1alpha1().CronJobs(), c.factory.Batch().V1alpha1().Jobs().Informer()
 	}
+	c.cronJobs, c.cronInf, c.jobInf = cronJobs.Lister(), cronJobs.Informer(), jobs
 	if err := c.jobInf.AddIndexers(toolscache.Indexers{byOwner: ownerIndex}); err != nil {
 		return nil, fmt.Errorf("cronjob controller: job index: %w", err)
 	}
@@ -148,7 +146,7 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 func (c *Controller) Run(ctx context.Context) {
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
 	defer c.events.Shutdown()
-	if c.ownsF {
+	if c.factory != nil {
 		c.factory.Start(ctx.Done())
 		defer c.factory.Shutdown()
 	}

@@ -419,7 +419,7 @@ func (c *Controller) syncPodGroup(ctx context.Context, key string, job *batch.Jo
 
 // priorityOf values a PriorityClass from the cache.
 func (c *Controller) priorityOf(name string) (int32, bool) {
-	pc, err := c.cfg.Cache.Kube.Scheduling().V1().PriorityClasses().Lister().Get(name)
+	pc, err := c.cfg.Cache.PriorityClasses().Lister().Get(name)
 	if err != nil {
 		return 0, false
 	}

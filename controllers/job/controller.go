@@ -159,7 +159,7 @@ func (c *Controller) SlotsReady(slots []int) {
 		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 	held := shard.NewSlotSet(slots)
-	for _, obj := range c.cfg.Cache.Volcano.Bus().V1alpha1().Commands().Informer().GetStore().List() {
+	for _, obj := range c.cfg.Cache.Commands().Informer().GetStore().List() {
 		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held.HasKey(cmd.Namespace+"/"+cmd.TargetObject.Name, c.cfg.Ownership.Slots()) {
 			c.onCommand(cmd)
 		}
@@ -175,13 +175,12 @@ func (c *Controller) Run(ctx context.Context) {
 
 // register adds the controller's handlers to the cache's informers.
 func (c *Controller) register() {
-	vc := c.cfg.Cache.Volcano
 	c.cfg.Cache.Jobs().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onJobAdd,
 		UpdateFunc: c.onJobUpdate,
 		DeleteFunc: c.onJobDelete,
 	})
-	vc.Bus().V1alpha1().Commands().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	c.cfg.Cache.Commands().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: c.onCommand,
 	})
 	c.cfg.Cache.Owned(cache.Pods).AddHandler(toolscache.ResourceEventHandlerFuncs{

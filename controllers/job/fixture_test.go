@@ -57,7 +57,7 @@ func newFixture(t *testing.T, tune func(*Config), jobs ...*batch.Job) *fixture {
 	f := &fixture{c: c, kube: kube, vc: vc, cache: cch, events: record.NewFakeRecorder(1000)}
 	c.recorder = f.events
 	queue := &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: state.DefaultQueue}}
-	if err := cch.Volcano.Scheduling().V1beta1().Queues().Informer().GetIndexer().Add(queue); err != nil {
+	if err := cch.Queues().Informer().GetIndexer().Add(queue); err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range jobs {

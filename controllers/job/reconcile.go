@@ -181,7 +181,7 @@ func (c *Controller) missingReference(job *batch.Job) string {
 	if queue == "" {
 		queue = state.DefaultQueue
 	}
-	if _, err := c.cfg.Cache.Volcano.Scheduling().V1beta1().Queues().Lister().Get(queue); err != nil {
+	if _, err := c.cfg.Cache.Queues().Lister().Get(queue); err != nil {
 		return fmt.Sprintf("queue %q does not exist: create it, or set spec.queue to an existing one", queue)
 	}
 	names := []string{job.Spec.PriorityClassName}
@@ -192,7 +192,7 @@ func (c *Controller) missingReference(job *batch.Job) string {
 		if pc == "" {
 			continue
 		}
-		if _, err := c.cfg.Cache.Kube.Scheduling().V1().PriorityClasses().Lister().Get(pc); err != nil {
+		if _, err := c.cfg.Cache.PriorityClasses().Lister().Get(pc); err != nil {
 			return fmt.Sprintf("priority class %q does not exist: create it, or fix the priorityClassName", pc)
 		}
 	}

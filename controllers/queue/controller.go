@@ -18,6 +18,8 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	vcbusinformers "volcano.sh/apis/pkg/client/informers/externalversions/bus/v1alpha1"
+	vcschedulinginformers "volcano.sh/apis/pkg/client/informers/externalversions/scheduling/v1beta1"
 	schedulinglisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/cache"
@@ -41,14 +43,21 @@ type Config struct {
 	// StatusInterval is the least time between two status writes of one queue that only
 	// refresh its PodGroup counts; state changes are written at once. Default 1s.
 	StatusInterval time.Duration
-	// Informers, when set, is a factory whose owner starts it (the replica's cache): the
-	// controller takes its Queue, Command and PodGroup informers from it, so a replica watches
-	// each of them once. Nil makes a factory of the controller's own, started by Run. The
-	// factory's PodGroup informer keeps only what counting needs (see slimPodGroup), so no
-	// other user of the factory may rely on full PodGroups from it.
-	Informers  vcinformers.SharedInformerFactory
+	// Shared, when set, are informers whose owner starts them (the replica's cache), so that
+	// a replica watches each kind once. Nil makes informers of the controller's own, started
+	// by Run.
+	Shared     *Informers
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// Informers are what the controller watches.
+type Informers struct {
+	Queues   vcschedulinginformers.QueueInformer
+	Commands vcbusinformers.CommandInformer
+	// PodGroups are every PodGroup of the cluster, as summaries (cache.SlimPodGroup) indexed
+	// cache.ByQueue: cache.Cache.QueuePodGroups.
+	PodGroups toolscache.SharedIndexInformer
 }
 
 // Controller keeps the state and PodGroup counts of the Queues whose slots this replica holds,
@@ -57,8 +66,7 @@ type Controller struct {
 	cfg      Config
 	log      hclog.Logger
 	disp     *shard.Dispatcher[request]
-	factory  vcinformers.SharedInformerFactory
-	ownsF    bool // factory is the controller's own: Run starts and stops it
+	factory  vcinformers.SharedInformerFactory // the controller's own, without Config.Shared: Run starts it
 	queues   schedulinglisters.QueueLister
 	queueInf toolscache.SharedIndexInformer
 	cmdInf   toolscache.SharedIndexInformer
@@ -116,20 +124,22 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 
-	c.factory = cfg.Informers
-	if c.factory == nil {
-		c.factory, c.ownsF = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0), true
+	shared := cfg.Shared
+	if shared == nil {
+		c.factory = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
+		pgs := c.factory.Scheduling().V1beta1().PodGroups().Informer()
+		if err := pgs.AddIndexers(toolscache.Indexers{cache.ByQueue: cache.PodGroupQueue}); err != nil {
+			return nil, fmt.Errorf("queue controller: podgroup index: %w", err)
+		}
+		if err := pgs.SetTransform(cache.SlimPodGroup); err != nil {
+			return nil, fmt.Errorf("queue controller: podgroup transform: %w", err)
+		}
+		shared = &Informers{
+			Queues: c.factory.Scheduling().V1beta1().Queues(), Commands: c.factory.Bus().V1alpha1().Commands(), PodGroups: pgs,
+		}
 	}
-	queues := c.factory.Scheduling().V1beta1().Queues()
-	c.queues, c.queueInf = queues.Lister(), queues.Informer()
-	c.cmdInf = c.factory.Bus().V1alpha1().Commands().Informer()
-	c.pgInf = c.factory.Scheduling().V1beta1().PodGroups().Informer()
-	if err := c.pgInf.AddIndexers(toolscache.Indexers{byQueue: queueOfPodGroup}); err != nil {
-		return nil, fmt.Errorf("queue controller: podgroup index: %w", err)
-	}
-	if err := c.pgInf.SetTransform(slimPodGroup); err != nil {
-		return nil, fmt.Errorf("queue controller: podgroup transform: %w", err)
-	}
+	c.queues, c.queueInf = shared.Queues.Lister(), shared.Queues.Informer()
+	c.cmdInf, c.pgInf = shared.Commands.Informer(), shared.PodGroups
 	if err := c.register(); err != nil {
 		return nil, fmt.Errorf("queue controller: %w", err)
 	}
@@ -144,7 +154,7 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 func (c *Controller) Run(ctx context.Context) {
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
 	defer c.events.Shutdown()
-	if c.ownsF {
+	if c.factory != nil {
 		c.factory.Start(ctx.Done())
 		defer c.factory.Shutdown()
 	}

@@ -170,7 +170,8 @@ func New(cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.Queues, err = queue.New(queue.Config{
-		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
+		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
+		Shared:     &queue.Informers{Queues: r.Cache.Queues(), Commands: r.Cache.Commands(), PodGroups: r.Cache.QueuePodGroups()},
 		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 	})
 	if err != nil {
@@ -194,8 +195,8 @@ func New(cfg Config) (*Replica, error) {
 	}
 	if cfg.CronJobs {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
-			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Informers: r.Cache.Volcano,
-			Jobs: r.Cache.Jobs(), Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
+			CronJobs: r.Cache.CronJobs(), Jobs: r.Cache.Jobs(), Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		})
 		if err != nil {
 			return nil, err
