@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 // What a shift remembers between cycles, so that a cycle never decides on
@@ -23,32 +22,6 @@ type assumedPod struct {
 	task     string
 	requests corev1.ResourceList
 	at       time.Time
-}
-
-// writtenGroups remembers each PodGroup a write returned, until the
-// informer has caught up with it.
-type writtenGroups map[string]writtenGroup
-
-type writtenGroup struct {
-	from string // the resourceVersion the write replaced
-	pg   *vcv1beta1.PodGroup
-}
-
-func (w writtenGroups) remember(from string, pg *vcv1beta1.PodGroup) {
-	w[pg.Namespace+"/"+pg.Name] = writtenGroup{from: from, pg: pg}
-}
-
-// latest returns the written PodGroup if the informer still holds the
-// version it replaced, else the informer's.
-func (w writtenGroups) latest(cached *vcv1beta1.PodGroup) *vcv1beta1.PodGroup {
-	key := cached.Namespace + "/" + cached.Name
-	if wg, ok := w[key]; ok {
-		if wg.from == cached.ResourceVersion && wg.pg.UID == cached.UID {
-			return wg.pg
-		}
-		delete(w, key)
-	}
-	return cached
 }
 
 // groupHistory is what a shift remembers of the PodGroup statuses it has

@@ -10,7 +10,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
+
+	"github.com/ringfire/ringfire/cache"
 )
 
 // eventScheme knows the kinds the scheduler records Events on: Pods and PodGroups.
@@ -36,7 +39,7 @@ type shift struct {
 	trigger  chan struct{} // an event asks for a cycle
 	watch    *watch
 	assumed  assumedPods
-	written  writtenGroups
+	written  cache.Written[*vcv1beta1.PodGroup] // PodGroups written that the informer has not caught up with
 	history  *groupHistory
 	pods     podCache
 	recorder record.EventRecorder
@@ -48,7 +51,7 @@ func startShift(parent, slotCtx context.Context, c *Controller, slot int) *shift
 	s := &shift{
 		c: c, slot: slot, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		trigger: make(chan struct{}, 1),
-		assumed: assumedPods{}, written: writtenGroups{}, history: newGroupHistory(time.Now()), pods: newPodCache(),
+		assumed: assumedPods{}, history: newGroupHistory(time.Now()), pods: newPodCache(),
 	}
 	stopWithParent := context.AfterFunc(parent, cancel)
 	go func() {

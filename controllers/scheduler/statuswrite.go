@@ -91,7 +91,7 @@ func (s *shift) writeStatuses(v *view, result Result) int {
 			c.metrics.statusWrites.WithLabelValues(w.cause).Inc()
 			s.announce(w.from, got)
 			mu.Lock()
-			s.written.remember(w.from.ResourceVersion, got)
+			s.written.Remember(got.Namespace+"/"+got.Name, w.from.ResourceVersion, got)
 			s.history.written(got.Namespace+"/"+got.Name, time.Now())
 			written++
 			mu.Unlock()

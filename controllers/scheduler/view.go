@@ -36,7 +36,7 @@ type view struct {
 // yet (assumed: on their node, not to be placed again).
 func (s *shift) view(in inputs, now time.Time) *view {
 	for i, pg := range in.podGroups {
-		in.podGroups[i] = s.written.latest(pg)
+		in.podGroups[i] = s.written.Latest(pg.Namespace+"/"+pg.Name, pg)
 	}
 	return buildView(in, s.assumed, &s.pods, now)
 }
