@@ -120,19 +120,19 @@ func DefaultDispatcherConfig[R any]() DispatcherConfig[R] {
 func (c *DispatcherConfig[R]) validate() error {
 	switch {
 	case c.Name == "":
-		return errors.New("Name is empty: set it to the controller's name")
+		return errors.New("field Name is empty: set it to the controller's name")
 	case c.Workers < 1:
-		return fmt.Errorf("Workers is %d: need at least 1", c.Workers)
+		return fmt.Errorf("field Workers is %d: need at least 1", c.Workers)
 	case c.Ownership == nil:
-		return errors.New("Ownership is nil: pass the shard Manager")
+		return errors.New("field Ownership is nil: pass the shard Manager")
 	case c.Handler == nil:
-		return errors.New("Handler is nil")
+		return errors.New("field Handler is nil")
 	case c.MaxRetries < -1:
-		return fmt.Errorf("MaxRetries is %d: use -1 to retry forever", c.MaxRetries)
+		return fmt.Errorf("field MaxRetries is %d: use -1 to retry forever", c.MaxRetries)
 	case c.BaseBackoff <= 0:
-		return fmt.Errorf("BaseBackoff is %v: must be positive", c.BaseBackoff)
+		return fmt.Errorf("field BaseBackoff is %v: must be positive", c.BaseBackoff)
 	case c.MaxBackoff < c.BaseBackoff:
-		return fmt.Errorf("MaxBackoff %v is below BaseBackoff %v", c.MaxBackoff, c.BaseBackoff)
+		return fmt.Errorf("field MaxBackoff %v is below BaseBackoff %v", c.MaxBackoff, c.BaseBackoff)
 	}
 	return nil
 }

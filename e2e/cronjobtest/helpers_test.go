@@ -237,6 +237,3 @@ func slotHolder(t *testing.T, s *stack.Stack, key string) string {
 	}
 	return string(resp.Kvs[0].Value)
 }
-
-// nextMinute is the first minute boundary after t.
-func nextMinute(t time.Time) time.Time { return t.Truncate(time.Minute).Add(time.Minute) }

@@ -217,7 +217,7 @@ func dependsOn(t *testing.T, s *stack.Stack) {
 func pluginObjects(t *testing.T, s *stack.Stack) {
 	job := newJob("plugins", task("master", 1, "10m", ""), task("worker", 2, "10m", ""))
 	job.Spec.Plugins = map[string][]string{"svc": {}, "ssh": {}, "env": {}}
-	job = create(t, s, job)
+	create(t, s, job)
 	s.WaitPhase(ns, "plugins", 90*time.Second, batch.Running)
 	ctx := context.Background()
 	svc, err := s.Kube.CoreV1().Services(ns).Get(ctx, "plugins", metav1.GetOptions{})
