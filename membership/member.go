@@ -40,10 +40,14 @@ func New(cfg Config) (*Member, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("membership config: %w", err)
 	}
+	metrics, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	return &Member{
 		cfg:     cfg,
 		log:     cfg.Logger.Named("member"),
-		metrics: newMetrics(cfg.Registerer),
+		metrics: metrics,
 		key:     MembersPrefix(cfg.Prefix) + cfg.ID,
 		changed: make(chan struct{}),
 	}, nil

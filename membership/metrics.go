@@ -1,6 +1,12 @@
 package membership
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/internal/promreg"
+)
 
 type metrics struct {
 	keepAlive *prometheus.HistogramVec
@@ -9,7 +15,7 @@ type metrics struct {
 	joined    prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		keepAlive: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ringfire_etcd_keepalive_duration_seconds",
@@ -29,8 +35,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 while this member holds a live session in the ring.",
 		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.keepAlive, m.fences, m.sessions, m.joined)
+	if err := promreg.Register(reg, m.keepAlive, m.fences, m.sessions, m.joined); err != nil {
+		return nil, fmt.Errorf("membership metrics: %w", err)
 	}
-	return m
+	return m, nil
 }

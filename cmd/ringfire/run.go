@@ -17,12 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ringfire/ringfire/controllers/job"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/internal/kubemetrics"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
+	"github.com/ringfire/ringfire/internal/promreg"
 	"github.com/ringfire/ringfire/internal/replica"
-
-	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 type runFlags struct {
@@ -126,7 +126,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
-	if err := kit.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return err
 	}
 	if err := kubemetrics.Register(reg); err != nil {

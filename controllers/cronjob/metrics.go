@@ -2,9 +2,10 @@ package cronjob
 
 import (
 	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/promreg"
 )
 
 type metrics struct {
@@ -32,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}),
 	}
-	if err := kit.Register(reg, m.created, m.deleted, m.missed, m.skew); err != nil {
+	if err := promreg.Register(reg, m.created, m.deleted, m.missed, m.skew); err != nil {
 		return nil, fmt.Errorf("cronjob metrics: %w", err)
 	}
 	return m, nil

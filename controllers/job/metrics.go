@@ -2,9 +2,10 @@ package job
 
 import (
 	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/promreg"
 )
 
 type metrics struct {
@@ -40,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Count-only Job status changes held back by --status-coalesce, to be merged into a later write.",
 		}),
 	}
-	if err := kit.Register(reg, m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred); err != nil {
+	if err := promreg.Register(reg, m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred); err != nil {
 		return nil, fmt.Errorf("job metrics: %w", err)
 	}
 	return m, nil

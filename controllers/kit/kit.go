@@ -1,32 +1,9 @@
 // Package kit holds what every ringfire controller would otherwise repeat:
-// Volcano's default scheduler name, and metrics registered all or none.
+// Volcano's default scheduler name, and taking Commands (Commands). Metrics
+// are registered all or none through internal/promreg.
 package kit
-
-import (
-	"fmt"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
 
 // DefaultSchedulerName is the scheduler of Volcano Jobs that name none, and
 // the one whose pods the PodGroup controller and the gang scheduler serve,
 // unless configured otherwise (`--scheduler-name`).
 const DefaultSchedulerName = "volcano"
-
-// Register registers every collector on reg, or none: when one fails, those
-// registered before it are unregistered again and the error names the one
-// that failed. A nil reg registers nothing.
-func Register(reg prometheus.Registerer, collectors ...prometheus.Collector) error {
-	if reg == nil {
-		return nil
-	}
-	for i, c := range collectors {
-		if err := reg.Register(c); err != nil {
-			for _, done := range collectors[:i] {
-				reg.Unregister(done)
-			}
-			return fmt.Errorf("register metric %d of %d: %w", i+1, len(collectors), err)
-		}
-	}
-	return nil
-}

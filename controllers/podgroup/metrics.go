@@ -2,9 +2,10 @@ package podgroup
 
 import (
 	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/promreg"
 )
 
 type metrics struct {
@@ -17,7 +18,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ringfire_podgroup_created_total", Help: "PodGroups this replica created for pods that had none.",
 		}),
 	}
-	if err := kit.Register(reg, m.created); err != nil {
+	if err := promreg.Register(reg, m.created); err != nil {
 		return nil, fmt.Errorf("podgroup metrics: %w", err)
 	}
 	return m, nil

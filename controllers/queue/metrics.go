@@ -2,9 +2,10 @@ package queue
 
 import (
 	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/promreg"
 )
 
 type metrics struct {
@@ -25,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ringfire_queue_status_writes_total", Help: "Queue status updates this replica wrote (state or PodGroup counts).",
 		}),
 	}
-	if err := kit.Register(reg, m.commands, m.transitions, m.statusWrites); err != nil {
+	if err := promreg.Register(reg, m.commands, m.transitions, m.statusWrites); err != nil {
 		return nil, fmt.Errorf("queue metrics: %w", err)
 	}
 	return m, nil

@@ -2,9 +2,10 @@ package scheduler
 
 import (
 	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/promreg"
 )
 
 type metrics struct {
@@ -46,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "PodGroup status writes, by cause: decisive (phase, or a condition's type, status or reason), message (a waiting gang's message, after MessageQuiet), awaiting_pods (an admitted gang short of pods, after PodsQuiet), completed (after PodsQuiet), counts (pod counts, after PodsQuiet).",
 		}, []string{"cause"}),
 	}
-	if err := kit.Register(reg, m.active, m.cycle, m.podsBound, m.gangsUnschedulable, m.bindFailures, m.statusFailures, m.statusWrites); err != nil {
+	if err := promreg.Register(reg, m.active, m.cycle, m.podsBound, m.gangsUnschedulable, m.bindFailures, m.statusFailures, m.statusWrites); err != nil {
 		return nil, fmt.Errorf("scheduler metrics: %w", err)
 	}
 	return m, nil

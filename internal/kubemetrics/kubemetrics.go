@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/metrics"
 
-	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/promreg"
 )
 
 type latency struct{ h *prometheus.HistogramVec }
@@ -43,7 +43,7 @@ func Register(reg prometheus.Registerer) error {
 	metrics.Register(metrics.RegisterOpts{
 		RequestLatency: latency{req}, RateLimiterLatency: latency{wait}, RequestResult: result{results},
 	})
-	if err := kit.Register(reg, req, wait, results); err != nil {
+	if err := promreg.Register(reg, req, wait, results); err != nil {
 		return fmt.Errorf("client-go metrics: %w", err)
 	}
 	return nil

@@ -23,13 +23,13 @@ import (
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/cronjob"
 	"github.com/ringfire/ringfire/controllers/job"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/podgroup"
 	"github.com/ringfire/ringfire/controllers/queue"
 	"github.com/ringfire/ringfire/controllers/scheduler"
+	"github.com/ringfire/ringfire/internal/promreg"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
-
-	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // Config configures a replica.
@@ -156,7 +156,7 @@ func New(cfg Config) (*Replica, error) {
 			Name: "ringfire_cache_job_summaries",
 			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
 		}, func() float64 { return float64(jobs.Summaries()) })
-		if err := kit.Register(cfg.Registerer, lapsed, summaries); err != nil {
+		if err := promreg.Register(cfg.Registerer, lapsed, summaries); err != nil {
 			return nil, fmt.Errorf("cache metrics: %w", err)
 		}
 	}
