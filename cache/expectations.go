@@ -232,7 +232,7 @@ func (o observer) see(obj any, going bool) {
 	if err != nil {
 		return
 	}
-	slot, ok := slotOf(obj)
+	slot, ok := slotLabel(obj)
 	if !ok {
 		return
 	}

@@ -211,7 +211,7 @@ type batchStore struct {
 // inScope reports whether obj belongs to a slot the batch holds, and the
 // batch is live. Callers hold s.gate shared.
 func (bs *batchStore) inScope(obj interface{}) bool {
-	slot, ok := slotOf(obj)
+	slot, ok := slotLabel(obj)
 	if !ok {
 		return false
 	}
@@ -319,8 +319,8 @@ func (bs *batchStore) Replace(list []interface{}, _ string) error {
 
 func (bs *batchStore) Resync() error { return nil }
 
-// slotOf reads an object's slot label.
-func slotOf(obj interface{}) (int, bool) {
+// slotLabel reads an object's slot label.
+func slotLabel(obj interface{}) (int, bool) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return 0, false
@@ -330,7 +330,7 @@ func slotOf(obj interface{}) (int, bool) {
 }
 
 func indexBySlot(obj interface{}) ([]string, error) {
-	if n, ok := slotOf(obj); ok {
+	if n, ok := slotLabel(obj); ok {
 		return []string{strconv.Itoa(n)}, nil
 	}
 	return nil, nil
