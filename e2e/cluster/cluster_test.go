@@ -144,6 +144,70 @@ func TestPodOnFakeNodeEndsAsAnnotated(t *testing.T) {
 	}
 }
 
+// A pod without the tests' annotations plays its command: sleeps take their
+// time, exit codes end it, a command the image lacks fails with 127, a daemon
+// runs until deleted.
+func TestPodOnFakeNodePlaysItsCommand(t *testing.T) {
+	c := shared.Get(t)
+	sh := func(script string) []string { return []string{"/bin/sh", "-c", script} }
+	tests := []struct {
+		name      string
+		command   []string
+		forever   bool
+		wantPhase corev1.PodPhase
+		wantCode  int32
+		wantRun   time.Duration
+	}{
+		{name: "sleep", command: []string{"sleep", "2"}, wantPhase: corev1.PodSucceeded, wantRun: 2 * time.Second},
+		{name: "sleep then exit 3", command: sh("sleep 2s && exit 3"), wantPhase: corev1.PodFailed, wantCode: 3, wantRun: 2 * time.Second},
+		{name: "sleep then a missing command", command: sh("sleep 1s && xyz"), wantPhase: corev1.PodFailed, wantCode: 127, wantRun: time.Second},
+		{name: "a script the image lacks", command: sh("sh fake.sh"), wantPhase: corev1.PodFailed, wantCode: 127},
+		{name: "echo; exit 1", command: sh("echo Hello $(date); exit 1"), wantPhase: corev1.PodFailed, wantCode: 1},
+		{name: "echo; sleep", command: sh("echo start; sleep 2"), wantPhase: corev1.PodSucceeded, wantRun: 2 * time.Second},
+		{name: "skipped after a failure", command: sh("false && sleep 30; exit 0"), wantPhase: corev1.PodSucceeded},
+		{name: "python", command: []string{"python", "train.py"}, wantPhase: corev1.PodSucceeded},
+		{name: "a daemon runs until deleted", command: []string{"/usr/sbin/sshd", "-D"}, forever: true},
+		{name: "sleep infinity", command: sh("sleep infinity"), forever: true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			pod := createPodWith(ctx, t, c, fmt.Sprintf("plays-%d", i), cluster.NodeName(i%len(c.NodeNames())), nil, tt.command)
+			if tt.forever {
+				pod = waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodPending })
+				time.Sleep(4 * time.Second)
+				got, err := c.Clientset().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status.Phase != corev1.PodRunning {
+					t.Fatalf("phase %s 4 s after it started, want still Running", got.Status.Phase)
+				}
+				return
+			}
+			pod = waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+			})
+			if pod.Status.Phase != tt.wantPhase {
+				t.Fatalf("phase = %s, want %s", pod.Status.Phase, tt.wantPhase)
+			}
+			term := pod.Status.ContainerStatuses[0].State.Terminated
+			if term == nil {
+				t.Fatalf("container not terminated: %+v", pod.Status.ContainerStatuses[0].State)
+			}
+			if term.ExitCode != tt.wantCode {
+				t.Errorf("exit code = %d, want %d", term.ExitCode, tt.wantCode)
+			}
+			// Timestamps have one-second resolution.
+			if ran := term.FinishedAt.Sub(term.StartedAt.Time); ran < tt.wantRun-time.Second || ran > tt.wantRun+3*time.Second {
+				t.Errorf("container ran %v, want about %v", ran, tt.wantRun)
+			}
+		})
+	}
+}
+
 func TestDeletedPodDisappears(t *testing.T) {
 	c := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -202,12 +266,18 @@ func TestDeletedPodWaitsForItsFinalizer(t *testing.T) {
 
 func createPod(ctx context.Context, t *testing.T, c *cluster.Cluster, name, node string, annotations map[string]string, finalizers ...string) *corev1.Pod {
 	t.Helper()
+	return createPodWith(ctx, t, c, name, node, annotations, nil, finalizers...)
+}
+
+// createPodWith creates a pod whose container runs command.
+func createPodWith(ctx context.Context, t *testing.T, c *cluster.Cluster, name, node string, annotations map[string]string, command []string, finalizers ...string) *corev1.Pod {
+	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations, Finalizers: finalizers},
 		Spec: corev1.PodSpec{
 			NodeName:      node,
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/task:1"}},
+			Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/task:1", Command: command}},
 		},
 	}
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)

@@ -207,8 +207,25 @@ func (c *Cluster) kwokArgs(f credentialFiles) []string {
 	}
 }
 
-// renderStages fills the default pod duration into the embedded stage file.
+// renderStages fills the default pod duration and the command player
+// (play.jq) into the embedded stage file.
 func renderStages(defaultDuration time.Duration) []byte {
 	ms := strconv.FormatInt(defaultDuration.Milliseconds(), 10)
-	return []byte(strings.ReplaceAll(stagesYAML, "__DEFAULT_DURATION_MS__", ms))
+	out := strings.ReplaceAll(stagesYAML, "__DEFAULT_DURATION_MS__", ms)
+	return []byte(strings.ReplaceAll(out, "__PLAY__", "("+playProgram()+")"))
+}
+
+// playProgram is play.jq on one line, its comments dropped: it goes into
+// single-quoted YAML strings, where a line break would fold into a space and
+// a comment would swallow the rest of the program.
+func playProgram() string {
+	var parts []string
+	for line := range strings.Lines(playJQ) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts = append(parts, line)
+	}
+	return strings.ReplaceAll(strings.Join(parts, " "), "'", "''")
 }

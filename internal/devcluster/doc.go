@@ -13,9 +13,12 @@
 // $RINGFIRE_TOOLS_BIN; FindTools finds or builds them without a checkout.
 //
 // Pods bound to a fake node follow the stages in stages.yaml: Running at
-// once, then after the duration in annotation ringfire.io/e2e-duration
-// (default Options.DefaultPodDuration, 1s) Succeeded, or Failed with the exit
-// code in annotation ringfire.io/e2e-exit-code. The phase is reached whatever
+// once; then a pod with the tests' annotations runs for the duration in
+// ringfire.io/e2e-duration (default Options.DefaultPodDuration, 1s) and
+// ends Succeeded, or Failed with the exit code in ringfire.io/e2e-exit-code;
+// a pod without them plays its first container's command (play.jq: sleep N
+// runs N, exit K fails with K, an unknown command fails with 127, daemons
+// run until deleted). The phase is reached whatever
 // the pod's restartPolicy; there are no container restarts. Deleted pods
 // disappear once their finalizers are gone, as with a kubelet.
 //

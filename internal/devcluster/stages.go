@@ -7,3 +7,9 @@ import _ "embed"
 //
 //go:embed stages.yaml
 var stagesYAML string
+
+// playJQ is the jq program by which a fake node plays a pod's command: how
+// long it runs, and whether it runs until deleted. See its comment.
+//
+//go:embed play.jq
+var playJQ string
