@@ -10,9 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -23,6 +21,7 @@ import (
 	batchlisters "volcano.sh/apis/pkg/client/listers/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -63,16 +62,13 @@ type JobSource interface {
 
 // Controller starts the Jobs of the CronJobs whose slots this replica holds.
 type Controller struct {
+	kit.Base[request]
 	cfg      Config
-	log      hclog.Logger
 	clock    clock.PassiveClock
-	disp     *shard.Dispatcher[request]
 	factory  vcinformers.SharedInformerFactory // the controller's own, without Config.CronJobs: Run starts it
 	cronJobs batchlisters.CronJobLister
 	cronInf  toolscache.SharedIndexInformer
 	jobInf   JobSource
-	events   record.EventBroadcaster
-	recorder record.EventRecorder
 	metrics  *metrics
 	written  cache.Written[*batch.CronJob]
 	memory   keyMemory
@@ -88,36 +84,24 @@ const byOwner = "cronjob-owner"
 // New builds the controller and registers its handlers on the CronJob and Job informers;
 // when they come from Config.Informers, that factory must not have started yet.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
-		return nil, errors.New("cronjob controller: Kube, Volcano and Ownership are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
+	if cfg.Volcano == nil {
+		return nil, errors.New("cronjob controller: Volcano is required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 2
-	}
-	if cfg.MaxRequeue == 0 {
-		cfg.MaxRequeue = 15
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("cronjob controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.Named("cronjob"), clock: cfg.Clock, metrics: m}
-	c.events = record.NewBroadcaster()
-	c.recorder = c.events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-cronjob-controller"})
-
-	dcfg := shard.DefaultDispatcherConfig[request]()
-	dcfg.Name, dcfg.Workers, dcfg.Ownership = "cronjob", cfg.Workers, cfg.Ownership
-	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
-	dcfg.Handler = c.reconcile
-	dcfg.OnGiveUp = c.giveUp
-	dcfg.Coalesce = func(request, request) bool { return true }
-	if c.disp, err = shard.NewDispatcher(dcfg); err != nil {
+	c := &Controller{cfg: cfg, clock: cfg.Clock, metrics: m}
+	err = c.Init(kit.Settings[request]{
+		Name: "cronjob", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
+		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Handler: c.reconcile, OnGiveUp: c.giveUp,
+		Coalesce: func(request, request) bool { return true },
+	})
+	if err != nil {
 		return nil, err
 	}
 
@@ -139,22 +123,14 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Drainer is the controller's in-flight work, for the shard.Manager.
-func (c *Controller) Drainer() shard.Drainer { return c.disp }
-
 // Run lists and watches, then reconciles until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
-	defer c.events.Shutdown()
+	var own kit.Informers
 	if c.factory != nil {
-		c.factory.Start(ctx.Done())
-		defer c.factory.Shutdown()
+		own = c.factory
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.cronInf.HasSynced, c.jobInf.HasSynced) {
-		c.log.Warn("stopped before the CronJob and Job informers listed; is the CronJob CRD installed?")
-		return
-	}
-	c.disp.Run(ctx)
+	c.Base.Run(ctx, own, "stopped before the CronJob and Job informers listed; is the CronJob CRD installed?",
+		c.cronInf.HasSynced, c.jobInf.HasSynced)
 }
 
 // SlotsGained enqueues every CronJob of the slots: this replica now owns them. It implements
@@ -163,7 +139,7 @@ func (c *Controller) SlotsGained(slots []int) {
 	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
 	for _, key := range c.cronInf.GetStore().ListKeys() {
 		if held.HasKey(key, n) {
-			c.disp.Enqueue(key, request{})
+			c.Disp.Enqueue(key, request{})
 		}
 	}
 }
@@ -194,7 +170,7 @@ func (c *Controller) register() error {
 
 func (c *Controller) onCronJob(obj any) {
 	if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.disp.Enqueue(key, request{})
+		c.Disp.Enqueue(key, request{})
 	}
 }
 
@@ -210,7 +186,7 @@ func (c *Controller) onCronJobUpdate(old, cur any) {
 	if oldCJ.Spec.Schedule != cj.Spec.Schedule || !ptr.Equal(oldCJ.Spec.TimeZone, cj.Spec.TimeZone) {
 		if s, _, err := ParseSchedule(cj.Spec); err == nil {
 			if wait, ok := untilNext(s, c.clock.Now()); ok {
-				c.disp.EnqueueAfter(cj.Namespace+"/"+cj.Name, request{}, wait)
+				c.Disp.EnqueueAfter(cj.Namespace+"/"+cj.Name, request{}, wait)
 				return
 			}
 		}
@@ -266,7 +242,7 @@ func (c *Controller) enqueueOwner(job *batch.Job) {
 		return
 	}
 	if cj, err := c.cronJobs.CronJobs(job.Namespace).Get(name); err == nil && cj.UID == uid {
-		c.disp.Enqueue(job.Namespace+"/"+name, request{})
+		c.Disp.Enqueue(job.Namespace+"/"+name, request{})
 	}
 }
 
@@ -311,7 +287,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 func (c *Controller) wakeAfter(term context.Context, key string, wait time.Duration) {
 	now := c.clock.Now()
 	if c.memory.claimWake(key, term, now, now.Add(wait)) {
-		c.disp.EnqueueAfter(key, request{}, wait)
+		c.Disp.EnqueueAfter(key, request{}, wait)
 	}
 }
 
@@ -319,7 +295,7 @@ func (c *Controller) wakeAfter(term context.Context, key string, wait time.Durat
 // server refuses, say). The CronJob is looked at again at its next schedule time, or when it
 // or one of its Jobs changes: a CronJob that stopped for good would miss every later time.
 func (c *Controller) giveUp(key string, _ request, err error) {
-	c.log.Error("cronjob failed too often; trying again at its next schedule time", "cronjob", key, "error", err)
+	c.Log.Error("cronjob failed too often; trying again at its next schedule time", "cronjob", key, "error", err)
 	ns, name, serr := toolscache.SplitMetaNamespaceKey(key)
 	if serr != nil {
 		return
@@ -328,11 +304,11 @@ func (c *Controller) giveUp(key string, _ request, err error) {
 	if gerr != nil {
 		return
 	}
-	c.recorder.Eventf(cj, corev1.EventTypeWarning, "RetryLimitReached",
+	c.Recorder.Eventf(cj, corev1.EventTypeWarning, "RetryLimitReached",
 		"gave up after %d failed tries: %v; the CronJob is tried again at its next schedule time or when it changes", c.cfg.MaxRequeue+1, err)
 	if s, _, perr := ParseSchedule(cj.Spec); perr == nil {
 		if wait, ok := untilNext(s, c.clock.Now()); ok {
-			c.disp.EnqueueAfter(key, request{}, wait)
+			c.Disp.EnqueueAfter(key, request{}, wait)
 		}
 	}
 }

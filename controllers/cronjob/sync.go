@@ -71,15 +71,15 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 	key := cj.Namespace + "/" + cj.Name
 	sched, tzPrefix, err := ParseSchedule(cj.Spec)
 	if se := (*scheduleError)(nil); errors.As(err, &se) {
-		c.log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", se.reason, "error", se.msg)
-		c.recorder.Event(cj, corev1.EventTypeWarning, se.reason, se.msg)
+		c.Log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", se.reason, "error", se.msg)
+		c.Recorder.Event(cj, corev1.EventTypeWarning, se.reason, se.msg)
 		return 0, nil
 	}
 	if ptr.Deref(cj.Spec.Suspend, false) {
 		return 0, nil
 	}
 	if tzPrefix {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnsupportedSchedule",
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "UnsupportedSchedule",
 			"CRON_TZ or TZ in schedule %q is not officially supported and spec.timeZone is ignored: move the zone to spec.timeZone", cj.Spec.Schedule)
 	}
 	now := c.clock.Now()
@@ -91,8 +91,8 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 	unmet, err := UnmetTimes(sched, since, now)
 	if !ok || err != nil {
 		msg := fmt.Sprintf("invalid schedule %q: %v; fix spec.schedule", cj.Spec.Schedule, errNeverRuns)
-		c.log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", "InvalidSchedule", "error", msg)
-		c.recorder.Event(cj, corev1.EventTypeWarning, "InvalidSchedule", msg)
+		c.Log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", "InvalidSchedule", "error", msg)
+		c.Recorder.Event(cj, corev1.EventTypeWarning, "InvalidSchedule", msg)
 		return 0, nil
 	}
 	if unmet.Latest.IsZero() {
@@ -103,7 +103,7 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 	if startingDeadlinePassed(cj.Spec, scheduled, now) {
 		if c.memory.firstNote(key, missedDeadline, scheduled) {
 			c.metrics.missed.WithLabelValues(missedDeadline).Inc()
-			c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule",
+			c.Recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule",
 				"Missed scheduled time to start a job: %s (more than startingDeadlineSeconds=%d ago)",
 				scheduled.UTC().Format(time.RFC1123Z), *cj.Spec.StartingDeadlineSeconds)
 		}
@@ -118,7 +118,7 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 			if c.memory.firstNote(key, missedForbid, scheduled) {
 				c.metrics.missed.WithLabelValues(missedForbid).Inc()
 			}
-			c.recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive",
+			c.Recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive",
 				"Not starting job because prior execution is running and concurrency policy is Forbid")
 			return wait, nil
 		}
@@ -169,8 +169,8 @@ func (c *Controller) noteMissed(cj *batch.CronJob, key string, sched Schedule, s
 			return
 		}
 	}
-	c.log.Warn("too many missed start times", "cronjob", key, "latest", unmet.Latest)
-	c.recorder.Event(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
+	c.Log.Warn("too many missed start times", "cronjob", key, "latest", unmet.Latest)
+	c.Recorder.Event(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
 		"too many missed start times (more than 100); only the latest is started. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 }
 
@@ -195,11 +195,11 @@ func (c *Controller) accountJobs(ctx context.Context, cj *batch.CronJob, jobs []
 			// Made by an earlier owner of the slot (or before a status write failed), and not
 			// in status.active yet: it runs, so it counts for the concurrency policy.
 			st.Active = append(st.Active, refOf(job))
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "UnexpectedJob",
+			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "UnexpectedJob",
 				"Job %s is controlled by this CronJob but was missing from status.active; added it", job.Name)
 		case done && activeHas(st, job.UID):
 			dropActive(st, job.UID)
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, phase: %s", job.Name, job.Status.State.Phase)
+			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, phase: %s", job.Name, job.Status.State.Phase)
 		}
 		if !done {
 			continue
@@ -263,9 +263,9 @@ func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned m
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && job.UID != ref.UID):
 			dropActive(&cj.Status, ref.UID)
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %s", ref.Name)
+			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %s", ref.Name)
 		case err != nil:
-			c.log.Warn("cannot tell whether an active job still exists; kept in status.active", "cronjob", cj.Namespace+"/"+cj.Name, "job", ref.Name, "error", err)
+			c.Log.Warn("cannot tell whether an active job still exists; kept in status.active", "cronjob", cj.Namespace+"/"+cj.Name, "job", ref.Name, "error", err)
 		}
 	}
 }
@@ -289,13 +289,13 @@ func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name stri
 	switch {
 	case err == nil:
 		c.metrics.deleted.Inc()
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %s", name)
+		c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %s", name)
 	case apierrors.IsConflict(err) && rv != "":
 		// Changed since it was read: the history decision is made again on what it is now.
 		return fmt.Errorf("job %s changed since it was read; not deleted", name)
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 	default:
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleting job %s: %v", name, err)
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleting job %s: %v", name, err)
 		return fmt.Errorf("delete job %s/%s: %w", cj.Namespace, name, err)
 	}
 	dropActive(&cj.Status, uid)
@@ -317,21 +317,21 @@ func (c *Controller) startJob(ctx context.Context, cj *batch.CronJob, scheduled 
 			return fmt.Errorf("get job %s/%s, which exists: %w", cj.Namespace, want.Name, err)
 		}
 		if _, uid, ok := ownerOf(job); !ok || uid != cj.UID {
-			c.recorder.Eventf(cj, corev1.EventTypeWarning, "ForeignJob",
+			c.Recorder.Eventf(cj, corev1.EventTypeWarning, "ForeignJob",
 				"Job %s exists and is not controlled by this CronJob, so the run of %s is skipped: delete or rename that Job",
 				want.Name, scheduled.UTC().Format(time.RFC3339))
 			return nil
 		}
-		c.log.Debug("job already exists", "cronjob", cj.Namespace+"/"+cj.Name, "job", want.Name)
+		c.Log.Debug("job already exists", "cronjob", cj.Namespace+"/"+cj.Name, "job", want.Name)
 	case err != nil:
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job %s: %v", want.Name, err)
+		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job %s: %v", want.Name, err)
 		return fmt.Errorf("create job %s/%s: %w", cj.Namespace, want.Name, err)
 	default:
 		skew := c.clock.Since(scheduled)
 		c.metrics.created.Inc()
 		c.metrics.skew.Observe(skew.Seconds())
-		c.log.Debug("created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", job.Name, "late_by", skew)
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %s", job.Name)
+		c.Log.Debug("created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", job.Name, "late_by", skew)
+		c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %s", job.Name)
 	}
 	if done, _ := finished(job); !done && !activeHas(&cj.Status, job.UID) {
 		cj.Status.Active = append(cj.Status.Active, refOf(job))

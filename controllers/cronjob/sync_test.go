@@ -60,7 +60,7 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 		t.Fatal(err)
 	}
 	f.events = record.NewFakeRecorder(1000)
-	c.recorder = f.events
+	c.Recorder = f.events
 	f.c = c
 	return f
 }

@@ -202,7 +202,7 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job,
 	})
 	if err := errors.Join(errs...); err != nil {
 		if !errors.Is(err, shard.ErrNotOwner) {
-			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDeletePod", "Error deleting pods: %v", err)
+			c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedDeletePod", "Error deleting pods: %v", err)
 		}
 		return gone, issued, err
 	}
@@ -223,11 +223,11 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 	}
 	admitted, err := c.syncPodGroup(ctx, key, job, info, slot)
 	if err != nil {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "PodGroup: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "PodGroup: %v", err)
 		return podCounts{}, err
 	}
 	if err := c.syncPVCs(ctx, key, job, slot); err != nil {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PVCError), "PVC: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PVCError), "PVC: %v", err)
 		return podCounts{}, err
 	}
 
@@ -364,7 +364,7 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job,
 	})
 	if err := errors.Join(errs...); err != nil {
 		if !errors.Is(err, shard.ErrNotOwner) {
-			c.recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Error creating pods: %v", err)
+			c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Error creating pods: %v", err)
 		}
 		return created, err
 	}

@@ -12,9 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -63,16 +61,13 @@ type Config struct {
 
 // Controller reconciles Jobs.
 type Controller struct {
-	cfg      Config
-	log      hclog.Logger
-	disp     *shard.Dispatcher[request]
-	recorder record.EventRecorder
-	events   record.EventBroadcaster
-	metrics  *metrics
-	written  cache.Written[*batch.Job]
-	delays   delays
-	pacer    pacer
-	wakes    wakeups
+	kit.Base[request]
+	cfg     Config
+	metrics *metrics
+	written cache.Written[*batch.Job]
+	delays  delays
+	pacer   pacer
+	wakes   wakeups
 	// taken remembers the Commands this replica took.
 	taken kit.Commands
 }
@@ -93,20 +88,11 @@ type request struct {
 // New builds the controller and registers its handlers on the cache's
 // informers; the cache must not have started yet.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Cache == nil || cfg.Ownership == nil {
-		return nil, errors.New("job controller: Kube, Volcano, Cache and Ownership are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 3
+	if cfg.Volcano == nil || cfg.Cache == nil {
+		return nil, errors.New("job controller: Volcano and Cache are required")
 	}
 	if cfg.SchedulerName == "" {
 		cfg.SchedulerName = state.DefaultSchedulerName
-	}
-	if cfg.MaxRequeue == 0 {
-		cfg.MaxRequeue = 15
 	}
 	if cfg.PodParallelism <= 0 {
 		cfg.PodParallelism = 16
@@ -118,37 +104,29 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.Named("job"), metrics: m}
+	c := &Controller{cfg: cfg, metrics: m}
 	c.pacer.window = max(cfg.StatusCoalesce, 0)
 	c.delays.byKey = map[string]map[string]uint64{}
-
-	c.events = record.NewBroadcaster()
-	c.recorder = c.events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-job-controller"})
-
-	dcfg := shard.DefaultDispatcherConfig[request]()
-	dcfg.Name, dcfg.Workers, dcfg.Ownership = "job", cfg.Workers, cfg.Ownership
-	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
-	dcfg.Handler = c.reconcile
+	handler := c.reconcile
 	if cfg.Observe != nil {
-		dcfg.Handler = func(ctx context.Context, key string, req request) error {
+		handler = func(ctx context.Context, key string, req request) error {
 			start := time.Now()
 			defer func() { cfg.Observe(key, start, time.Now()) }()
 			return c.reconcile(ctx, key, req)
 		}
 	}
-	dcfg.OnGiveUp = c.giveUp
-	dcfg.Coalesce = func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent }
-	disp, err := shard.NewDispatcher(dcfg)
+	err = c.Init(kit.Settings[request]{
+		Name: "job", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
+		Workers: cfg.Workers, DefaultWorkers: 3, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Handler: handler, OnGiveUp: c.giveUp,
+		Coalesce: func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
+	})
 	if err != nil {
 		return nil, err
 	}
-	c.disp = disp
 	c.register()
 	return c, nil
 }
-
-// Drainer is the controller's in-flight work, for the shard.Manager.
-func (c *Controller) Drainer() shard.Drainer { return c.disp }
 
 // SlotsReady enqueues every Job of slots whose objects the cache has just
 // listed: this replica now owns them and must look at each.
@@ -156,7 +134,7 @@ func (c *Controller) Drainer() shard.Drainer { return c.disp }
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
 		c.woken(key, true) // a look due from an earlier tenure went with the slot
-		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 	held := shard.NewSlotSet(slots)
 	for _, obj := range c.cfg.Cache.Commands().Informer().GetStore().List() {
@@ -167,11 +145,7 @@ func (c *Controller) SlotsReady(slots []int) {
 }
 
 // Run reconciles until ctx is done.
-func (c *Controller) Run(ctx context.Context) {
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
-	defer c.events.Shutdown()
-	c.disp.Run(ctx)
-}
+func (c *Controller) Run(ctx context.Context) { c.Base.Run(ctx, nil, "") }
 
 // register adds the controller's handlers to the cache's informers.
 func (c *Controller) register() {
@@ -200,7 +174,7 @@ func (c *Controller) onJobAdd(obj any) {
 	if !ok {
 		return
 	}
-	c.disp.Enqueue(keyOf(job), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	c.Disp.Enqueue(keyOf(job), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 }
 
 // onJobUpdate looks at a Job again when its spec, phase or deletion changed. A status write
@@ -216,7 +190,7 @@ func (c *Controller) onJobUpdate(old, new any) {
 	if !jobChanged(oldJob, newJob) {
 		return
 	}
-	c.disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	c.Disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 }
 
 // jobChanged reports whether an update of a Job asks for a reconcile: a new spec (the API
@@ -245,7 +219,7 @@ func (c *Controller) onCommand(obj any) {
 		return // Queue commands belong to the queue controller
 	}
 	key := cmd.Namespace + "/" + cmd.TargetObject.Name
-	c.disp.Enqueue(key, request{
+	c.Disp.Enqueue(key, request{
 		Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.Action(cmd.Action)},
 		command: kit.RefOf(cmd),
 	})
@@ -277,7 +251,7 @@ func (c *Controller) onPodAdd(obj any) {
 		return
 	}
 	if key, req, ok := podRequest(pod, bus.OutOfSyncEvent); ok && c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
-		c.disp.Enqueue(key, req)
+		c.Disp.Enqueue(key, req)
 	}
 }
 
@@ -324,7 +298,7 @@ func (c *Controller) onPodUpdate(old, new any) {
 		c.delays.cancelPod(key, newPod.Name) // the pod moved on: its pending timeout no longer applies
 	}
 	req.ExitCode = exitCode
-	c.disp.Enqueue(key, req)
+	c.Disp.Enqueue(key, req)
 }
 
 func (c *Controller) onPodDelete(obj any) {
@@ -336,7 +310,7 @@ func (c *Controller) onPodDelete(obj any) {
 		return
 	}
 	if key, req, ok := podRequest(pod, bus.PodEvictedEvent); ok {
-		c.disp.Enqueue(key, req)
+		c.Disp.Enqueue(key, req)
 	}
 }
 
@@ -382,7 +356,7 @@ func (c *Controller) onPodGroupAdd(obj any) {
 	if pg.Status.Phase == scheduling.PodGroupUnknown {
 		event = bus.JobUnknownEvent
 	}
-	c.disp.Enqueue(key, request{Request: state.Request{Event: event}})
+	c.Disp.Enqueue(key, request{Request: state.Request{Event: event}})
 }
 
 func (c *Controller) onPodGroupUpdate(old, new any) {
@@ -399,28 +373,28 @@ func (c *Controller) onPodGroupUpdate(old, new any) {
 	if newPG.Status.Phase == scheduling.PodGroupUnknown {
 		event = bus.JobUnknownEvent
 	}
-	c.disp.Enqueue(key, request{Request: state.Request{Event: event}})
+	c.Disp.Enqueue(key, request{Request: state.Request{Event: event}})
 }
 
 // onPodGroupDelete looks at the Job of a PodGroup that left the cache.
 func (c *Controller) onPodGroupDelete(obj any) {
 	if key, ok := cache.JobKey(obj); ok {
-		c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 }
 
 // giveUp ends a Job whose request failed MaxRequeue times: TerminateJob,
 // with an Event saying why.
 func (c *Controller) giveUp(key string, req request, err error) {
-	c.log.Error("request failed too often; terminating the job", "job", key, "event", req.Event, "action", req.Action, "error", err)
+	c.Log.Error("request failed too often; terminating the job", "job", key, "event", req.Event, "action", req.Action, "error", err)
 	if job, ok, _ := c.cfg.Cache.Job(key); ok {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, "RetryLimitReached",
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, "RetryLimitReached",
 			"Job failed on %s for retry limit reached (%d retries), terminating it: %v", describe(req), c.cfg.MaxRequeue, err)
 	}
 	if req.Action == bus.TerminateJobAction {
 		return // terminating failed too: leave it to the next event
 	}
-	c.disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent, Action: bus.TerminateJobAction}})
+	c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent, Action: bus.TerminateJobAction}})
 }
 
 func describe(req request) string {

@@ -55,7 +55,7 @@ func newFixture(t *testing.T, tune func(*Config), jobs ...*batch.Job) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{c: c, kube: kube, vc: vc, cache: cch, events: record.NewFakeRecorder(1000)}
-	c.recorder = f.events
+	c.Recorder = f.events
 	queue := &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: state.DefaultQueue}}
 	if err := cch.Queues().Informer().GetIndexer().Add(queue); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func (f *fixture) requestsOf(t *testing.T, fire func()) []enqueued {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.c.disp = d
+	f.c.Disp = d
 	fire()
 	n := d.Len()
 	if n == 0 {

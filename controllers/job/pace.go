@@ -113,7 +113,7 @@ func (c *Controller) wakeAfter(key string, d time.Duration) {
 	}
 	w.at[key] = at
 	w.mu.Unlock()
-	c.disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, d)
+	c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, d)
 }
 
 // woken drops key's due look once it has passed, and a deleted Job's.

@@ -160,9 +160,9 @@ func TestPluginErrorIsRetriedByTheDispatcher(t *testing.T) {
 	}, job)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { f.c.disp.Run(ctx); close(done) }()
+	go func() { f.c.Disp.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	f.c.disp.Enqueue("ns/p", request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	f.c.Disp.Enqueue("ns/p", request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 
 	const pluginError = `Warning PluginError job plugins: unknown plugin "nosuch"`
 	var events []string

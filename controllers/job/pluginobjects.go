@@ -30,7 +30,7 @@ func (c *Controller) pluginsFor(job *batch.Job, slot int) (plugins.Set, error) {
 // dropped. A replica that lost the Job's slot records no Event.
 func (c *Controller) pluginFailed(job *batch.Job, what string, err error) error {
 	if !errors.Is(err, shard.ErrNotOwner) {
-		c.recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "%s: %v", what, err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PluginError), "%s: %v", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -63,14 +63,14 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	case choice.Timeout > 0:
 		delayed := req
 		delayed.Action, delayed.delay = choice.Action, c.delays.add(key, req.PodName)
-		c.disp.EnqueueAfter(key, delayed, choice.Timeout)
-		c.log.Debug("policy action postponed by its timeout", "job", key, "action", choice.Action, "timeout", choice.Timeout)
+		c.Disp.EnqueueAfter(key, delayed, choice.Timeout)
+		c.Log.Debug("policy action postponed by its timeout", "job", key, "action", choice.Action, "timeout", choice.Timeout)
 		return nil
 	}
 	action := choice.Action
 	if action != bus.SyncJobAction {
 		c.delays.forget(key) // an action ran: timed ones of this job are moot
-		c.recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s", action)
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s", action)
 	}
 
 	spec := state.SpecOf(job)
@@ -136,10 +136,10 @@ func (c *Controller) takeCommand(ctx context.Context, key string, req request) (
 	}
 	if job, ok, _ := c.cfg.Cache.Job(key); ok {
 		if !knownAction(req.Action) {
-			c.recorder.Eventf(job, corev1.EventTypeWarning, "UnknownCommandAction",
+			c.Recorder.Eventf(job, corev1.EventTypeWarning, "UnknownCommandAction",
 				"Command %s asks for action %q, which no Job knows; it was removed and nothing else done", cmd.Name, req.Action)
 		} else {
-			c.recorder.Eventf(job, corev1.EventTypeNormal, string(batch.CommandIssued),
+			c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.CommandIssued),
 				"Start to execute command %s, and clean it up to make sure executed not more than once.", req.Action)
 		}
 	}
@@ -202,11 +202,11 @@ func (c *Controller) missingReference(job *batch.Job) string {
 // waitFor records why a Job cannot be synced, in an Event and in its
 // status message, and looks again later.
 func (c *Controller) waitFor(ctx context.Context, key string, job *batch.Job, problem string) error {
-	c.disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, recheckMissing)
+	c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, recheckMissing)
 	if job.Status.State.Message == problem {
 		return nil
 	}
-	c.recorder.Event(job, corev1.EventTypeWarning, "InvalidReference", problem)
+	c.Recorder.Event(job, corev1.EventTypeWarning, "InvalidReference", problem)
 	updated := job.DeepCopy()
 	if updated.Status.State.Phase == "" {
 		updated.Status.State.Phase = batch.Pending
@@ -223,7 +223,7 @@ func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) err
 		return nil
 	}
 	if left > 0 {
-		c.disp.EnqueueAfter(key, request{ttl: true}, left)
+		c.Disp.EnqueueAfter(key, request{ttl: true}, left)
 		return nil
 	}
 	if err := c.guard(ctx); err != nil {
@@ -237,7 +237,7 @@ func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) err
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete job after its TTL: %w", err)
 	}
-	c.log.Info("deleted finished job after its TTL", "job", key, "ttl_seconds", *job.Spec.TTLSecondsAfterFinished)
+	c.Log.Info("deleted finished job after its TTL", "job", key, "ttl_seconds", *job.Spec.TTLSecondsAfterFinished)
 	return nil
 }
 
@@ -300,7 +300,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 	}
 	if finished(st.State.Phase) {
 		if left, ok := ttlLeft(&batch.Job{Spec: job.Spec, Status: *st}); ok {
-			c.disp.EnqueueAfter(key, request{ttl: true}, max(left, 0))
+			c.Disp.EnqueueAfter(key, request{ttl: true}, max(left, 0))
 		}
 	}
 	if equality.Semantic.DeepEqual(*st, job.Status) || onlyDurationDiffers(st, &job.Status) {
@@ -327,8 +327,8 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 		kind = "counts"
 	}
 	c.metrics.statusWrites.WithLabelValues(kind).Inc()
-	if c.log.IsDebug() {
-		c.log.Debug("wrote job status", "job", key, "kind", kind, "phase", st.State.Phase, "changed", changedFields(st, &job.Status))
+	if c.Log.IsDebug() {
+		c.Log.Debug("wrote job status", "job", key, "kind", kind, "phase", st.State.Phase, "changed", changedFields(st, &job.Status))
 	}
 	return nil
 }

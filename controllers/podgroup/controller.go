@@ -15,9 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -52,14 +50,26 @@ type Config struct {
 // Controller gives a PodGroup to every pending pod of a served scheduler that has none, on the
 // pods of the slots this replica holds.
 type Controller struct {
+	kit.Base[request]
 	cfg       Config
-	log       hclog.Logger
-	disp      *shard.Dispatcher[request]
-	factories []informers.SharedInformerFactory
+	factories factories
 	pods      []toolscache.SharedIndexInformer // one per scheduler name
-	events    record.EventBroadcaster
-	recorder  record.EventRecorder
 	metrics   *metrics
+}
+
+// factories are the controller's pod informer factories, one per scheduler name.
+type factories []informers.SharedInformerFactory
+
+func (fs factories) Start(stop <-chan struct{}) {
+	for _, f := range fs {
+		f.Start(stop)
+	}
+}
+
+func (fs factories) Shutdown() {
+	for _, f := range fs {
+		f.Shutdown()
+	}
 }
 
 // request is what the dispatcher carries for a pod key: look at the pod. Any two coalesce.
@@ -68,35 +78,24 @@ type request struct{}
 // New builds the controller and its pod informers, one per served scheduler name; Run starts
 // them.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
-		return nil, errors.New("podgroup controller: Kube, Volcano and Ownership are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
+	if cfg.Volcano == nil {
+		return nil, errors.New("podgroup controller: Volcano is required")
 	}
 	if len(cfg.SchedulerNames) == 0 {
 		cfg.SchedulerNames = []string{kit.DefaultSchedulerName}
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 2
-	}
-	if cfg.MaxRequeue == 0 {
-		cfg.MaxRequeue = 15
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("podgroup controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.Named("podgroup"), metrics: m}
-	c.events = record.NewBroadcaster()
-	c.recorder = c.events.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: "ringfire-podgroup-controller"})
-
-	dcfg := shard.DefaultDispatcherConfig[request]()
-	dcfg.Name, dcfg.Workers, dcfg.Ownership = "podgroup", cfg.Workers, cfg.Ownership
-	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
-	dcfg.Handler = c.reconcile
-	dcfg.Coalesce = func(request, request) bool { return true }
-	if c.disp, err = shard.NewDispatcher(dcfg); err != nil {
+	c := &Controller{cfg: cfg, metrics: m}
+	err = c.Init(kit.Settings[request]{
+		Name: "podgroup", Kube: cfg.Kube, Scheme: kubescheme.Scheme, Ownership: cfg.Ownership,
+		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Handler:  c.reconcile,
+		Coalesce: func(request, request) bool { return true },
+	})
+	if err != nil {
 		return nil, err
 	}
 
@@ -149,26 +148,13 @@ func slimPod(obj any) (any, error) {
 	return &slim, nil
 }
 
-// Drainer is the controller's in-flight work, for the shard.Manager.
-func (c *Controller) Drainer() shard.Drainer { return c.disp }
-
 // Run lists and watches the pods, then handles them until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
-	defer c.events.Shutdown()
-	for _, f := range c.factories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
+	synced := make([]toolscache.InformerSynced, len(c.pods))
+	for i, inf := range c.pods {
+		synced[i] = inf.HasSynced
 	}
-	for _, f := range c.factories {
-		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				c.log.Warn("stopped before the pod informer listed", "type", typ.String())
-				return
-			}
-		}
-	}
-	c.disp.Run(ctx)
+	c.Base.Run(ctx, c.factories, "stopped before the pod informers listed", synced...)
 }
 
 // SlotsGained enqueues every cached pod of the slots: this replica now owns them. It
@@ -178,7 +164,7 @@ func (c *Controller) SlotsGained(slots []int) {
 	for _, inf := range c.pods {
 		for _, key := range inf.GetStore().ListKeys() {
 			if held.HasKey(key, n) {
-				c.disp.Enqueue(key, request{})
+				c.Disp.Enqueue(key, request{})
 			}
 		}
 	}
@@ -192,7 +178,7 @@ func (c *Controller) onPod(obj any) {
 	if !ok || Skip(pod, c.cfg.SchedulerNames) != "" {
 		return
 	}
-	c.disp.Enqueue(pod.Namespace+"/"+pod.Name, request{})
+	c.Disp.Enqueue(pod.Namespace+"/"+pod.Name, request{})
 }
 
 // pod returns the cached pod at key, or nil.

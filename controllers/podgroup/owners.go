@@ -22,7 +22,7 @@ func (c *Controller) ownerAnnotations(ctx context.Context, pod *corev1.Pod) map[
 	for _, ref := range pod.OwnerReferences {
 		annotations, err := c.readOwner(ctx, pod.Namespace, ref)
 		if err != nil {
-			c.log.Warn("cannot read the pod's owner; its annotations are not inherited",
+			c.Log.Warn("cannot read the pod's owner; its annotations are not inherited",
 				"pod", pod.Namespace+"/"+pod.Name, "owner", ref.Kind+"/"+ref.Name, "error", err)
 			continue
 		}

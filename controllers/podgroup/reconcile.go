@@ -36,15 +36,15 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	switch {
 	case err == nil:
 		c.metrics.created.Inc()
-		c.log.Debug("podgroup created", "pod", key, "podgroup", pg.Name, "queue", pg.Spec.Queue)
+		c.Log.Debug("podgroup created", "pod", key, "podgroup", pg.Name, "queue", pg.Spec.Queue)
 	case apierrors.IsAlreadyExists(err):
 		// An earlier try, another pod of the same owner, or a stale owner made it.
 	case apierrors.IsInvalid(err):
 		// The pod asks for something the API server refuses (a queue name that is no valid
 		// name): retrying cannot help. Say so on the pod and move on.
-		c.recorder.Eventf(pod, corev1.EventTypeWarning, "PodGroupInvalid",
+		c.Recorder.Eventf(pod, corev1.EventTypeWarning, "PodGroupInvalid",
 			"Cannot create PodGroup %s for this pod: %v", pg.Name, err)
-		c.log.Warn("podgroup refused by the API server", "pod", key, "podgroup", pg.Name, "error", err)
+		c.Log.Warn("podgroup refused by the API server", "pod", key, "podgroup", pg.Name, "error", err)
 		return nil
 	default:
 		return fmt.Errorf("create podgroup %s/%s for pod %s: %w", pod.Namespace, pg.Name, pod.Name, err)

@@ -34,13 +34,13 @@ func (c *Controller) takeCommand(ctx context.Context, name string, req request) 
 		return run, err
 	}
 	c.metrics.commands.WithLabelValues(string(req.action)).Inc()
-	c.log.Debug("command taken", "queue", name, "command", cmd.String(), "action", req.action)
+	c.Log.Debug("command taken", "queue", name, "command", cmd.String(), "action", req.action)
 	if q, err := c.queues.Get(name); err == nil {
 		if knownAction(req.action) {
-			c.recorder.Eventf(q, corev1.EventTypeNormal, string(bus.CommandIssuedEvent),
+			c.Recorder.Eventf(q, corev1.EventTypeNormal, string(bus.CommandIssuedEvent),
 				"Start to execute command %s, and clean it up to make sure executed not more than once.", req.action)
 		} else {
-			c.recorder.Eventf(q, corev1.EventTypeWarning, "UnknownCommandAction",
+			c.Recorder.Eventf(q, corev1.EventTypeWarning, "UnknownCommandAction",
 				"Command %s asks for action %q, which no Queue knows; it was removed and the queue synced", cmd, req.action)
 		}
 	}

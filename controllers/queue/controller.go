@@ -10,9 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -63,16 +61,13 @@ type Informers struct {
 // Controller keeps the state and PodGroup counts of the Queues whose slots this replica holds,
 // and runs the OpenQueue and CloseQueue Commands that target them.
 type Controller struct {
+	kit.Base[request]
 	cfg      Config
-	log      hclog.Logger
-	disp     *shard.Dispatcher[request]
 	factory  vcinformers.SharedInformerFactory // the controller's own, without Config.Shared: Run starts it
 	queues   schedulinglisters.QueueLister
 	queueInf toolscache.SharedIndexInformer
 	cmdInf   toolscache.SharedIndexInformer
 	pgInf    toolscache.SharedIndexInformer
-	events   record.EventBroadcaster
-	recorder record.EventRecorder
 	metrics  *metrics
 	written  cache.Written[*scheduling.Queue]
 	pace     *pacer
@@ -91,17 +86,8 @@ type request struct {
 // New builds the controller and its informers (Queues, Commands, and every PodGroup, slimmed
 // to queue and phase for counting). Run starts them.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
-		return nil, errors.New("queue controller: Kube, Volcano and Ownership are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 2
-	}
-	if cfg.MaxRequeue == 0 {
-		cfg.MaxRequeue = 15
+	if cfg.Volcano == nil {
+		return nil, errors.New("queue controller: Volcano is required")
 	}
 	if cfg.StatusInterval <= 0 {
 		cfg.StatusInterval = time.Second
@@ -110,17 +96,14 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.Named("queue"), metrics: m, pace: newPacer(cfg.StatusInterval)}
-	c.events = record.NewBroadcaster()
-	c.recorder = c.events.NewRecorder(vcscheme.Scheme, corev1.EventSource{Component: "ringfire-queue-controller"})
-
-	dcfg := shard.DefaultDispatcherConfig[request]()
-	dcfg.Name, dcfg.Workers, dcfg.Ownership = "queue", cfg.Workers, cfg.Ownership
-	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = cfg.MaxRequeue, c.log, cfg.Registerer
-	dcfg.Handler = c.reconcile
-	dcfg.OnGiveUp = c.giveUp
-	dcfg.Coalesce = func(queued, incoming request) bool { return queued == request{} && incoming == request{} }
-	if c.disp, err = shard.NewDispatcher(dcfg); err != nil {
+	c := &Controller{cfg: cfg, metrics: m, pace: newPacer(cfg.StatusInterval)}
+	err = c.Init(kit.Settings[request]{
+		Name: "queue", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
+		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Handler: c.reconcile, OnGiveUp: c.giveUp,
+		Coalesce: func(queued, incoming request) bool { return queued == request{} && incoming == request{} },
+	})
+	if err != nil {
 		return nil, err
 	}
 
@@ -146,23 +129,15 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Drainer is the controller's in-flight work, for the shard.Manager.
-func (c *Controller) Drainer() shard.Drainer { return c.disp }
-
 // Run lists and watches, then reconciles until ctx is done. No request is handled before every
 // informer has listed: a Closing queue must not close on counts that are still loading.
 func (c *Controller) Run(ctx context.Context) {
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
-	defer c.events.Shutdown()
+	var own kit.Informers
 	if c.factory != nil {
-		c.factory.Start(ctx.Done())
-		defer c.factory.Shutdown()
+		own = c.factory
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.queueInf.HasSynced, c.cmdInf.HasSynced, c.pgInf.HasSynced) {
-		c.log.Warn("stopped before the Queue, Command and PodGroup informers listed; are the Volcano CRDs installed?")
-		return
-	}
-	c.disp.Run(ctx)
+	c.Base.Run(ctx, own, "stopped before the Queue, Command and PodGroup informers listed; are the Volcano CRDs installed?",
+		c.queueInf.HasSynced, c.cmdInf.HasSynced, c.pgInf.HasSynced)
 }
 
 // SlotsGained enqueues a sync of every Queue of the slots, and every Command that targets one:
@@ -171,12 +146,12 @@ func (c *Controller) SlotsGained(slots []int) {
 	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
 	for _, name := range c.queueInf.GetStore().ListKeys() {
 		if held.HasKey(name, n) {
-			c.disp.Enqueue(name, request{})
+			c.Disp.Enqueue(name, request{})
 		}
 	}
 	for _, obj := range c.cmdInf.GetStore().List() {
 		if name, req, ok := commandRequest(obj); ok && held.HasKey(name, n) {
-			c.disp.Enqueue(name, req)
+			c.Disp.Enqueue(name, req)
 		}
 	}
 }
@@ -216,7 +191,7 @@ func (c *Controller) register() error {
 
 func (c *Controller) onQueue(obj any) {
 	if q, ok := obj.(*scheduling.Queue); ok {
-		c.disp.Enqueue(q.Name, request{})
+		c.Disp.Enqueue(q.Name, request{})
 	}
 }
 
@@ -233,7 +208,7 @@ func (c *Controller) onQueueDelete(obj any) {
 // onPodGroup syncs the queue of a PodGroup that came or went.
 func (c *Controller) onPodGroup(obj any) {
 	if pg, ok := podGroupOf(obj); ok {
-		c.disp.Enqueue(pg.Spec.Queue, request{})
+		c.Disp.Enqueue(pg.Spec.Queue, request{})
 	}
 }
 
@@ -246,18 +221,18 @@ func (c *Controller) onPodGroupUpdate(old, new any) {
 		return
 	}
 	if oldPG.Spec.Queue != newPG.Spec.Queue {
-		c.disp.Enqueue(oldPG.Spec.Queue, request{})
-		c.disp.Enqueue(newPG.Spec.Queue, request{})
+		c.Disp.Enqueue(oldPG.Spec.Queue, request{})
+		c.Disp.Enqueue(newPG.Spec.Queue, request{})
 		return
 	}
 	if oldPG.Status.Phase != newPG.Status.Phase {
-		c.disp.Enqueue(newPG.Spec.Queue, request{})
+		c.Disp.Enqueue(newPG.Spec.Queue, request{})
 	}
 }
 
 func (c *Controller) onCommand(obj any) {
 	if name, req, ok := commandRequest(obj); ok {
-		c.disp.Enqueue(name, req)
+		c.Disp.Enqueue(name, req)
 	}
 }
 
@@ -290,9 +265,9 @@ func (c *Controller) giveUp(name string, req request, err error) {
 	if action == "" {
 		action = bus.SyncQueueAction
 	}
-	c.log.Error("queue request failed too often; dropping it", "queue", name, "action", action, "error", err)
+	c.Log.Error("queue request failed too often; dropping it", "queue", name, "action", action, "error", err)
 	if q, gerr := c.queues.Get(name); gerr == nil {
-		c.recorder.Eventf(q, corev1.EventTypeWarning, string(action), "%s queue failed for %v", action, err)
+		c.Recorder.Eventf(q, corev1.EventTypeWarning, string(action), "%s queue failed for %v", action, err)
 	}
 }
 

@@ -39,7 +39,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 		return err
 	}
 	if why := Refusal(name, action); why != "" {
-		c.recorder.Event(queue, corev1.EventTypeWarning, string(action), why)
+		c.Recorder.Event(queue, corev1.EventTypeWarning, string(action), why)
 		action = ""
 	}
 
@@ -51,7 +51,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 	if state == queue.Status.State {
 		if wait, schedule := c.pace.hold(name, time.Now()); wait > 0 {
 			if schedule {
-				c.disp.EnqueueAfter(name, request{}, wait)
+				c.Disp.EnqueueAfter(name, request{}, wait)
 			}
 			return nil
 		}
@@ -82,12 +82,12 @@ func (c *Controller) writeStatus(ctx context.Context, queue *scheduling.Queue, s
 		return nil
 	}
 	c.metrics.transitions.WithLabelValues(string(to)).Inc()
-	c.log.Info("queue state changed", "queue", queue.Name, "from", from, "to", to, "action", action)
+	c.Log.Info("queue state changed", "queue", queue.Name, "from", from, "to", to, "action", action)
 	switch action {
 	case bus.OpenQueueAction:
-		c.recorder.Event(got, corev1.EventTypeNormal, string(action), "Open queue succeed")
+		c.Recorder.Event(got, corev1.EventTypeNormal, string(action), "Open queue succeed")
 	case bus.CloseQueueAction:
-		c.recorder.Event(got, corev1.EventTypeNormal, string(action), "Close queue succeed")
+		c.Recorder.Event(got, corev1.EventTypeNormal, string(action), "Close queue succeed")
 	}
 	return nil
 }

@@ -1,0 +1,114 @@
+package kit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// DefaultMaxRequeue is how often a failing request is retried before it is
+// given up, as Volcano's max-requeue-num.
+const DefaultMaxRequeue = 15
+
+// Base is what every sharded controller has beside its own logic: a logger,
+// a dispatcher of per-key requests over the slots this replica holds, and an
+// Event recorder. A controller embeds it, calls Init from its New, and Run
+// from its Run.
+type Base[R any] struct {
+	Log      hclog.Logger
+	Disp     *shard.Dispatcher[R]
+	Recorder record.EventRecorder
+	events   record.EventBroadcaster
+	kube     kubernetes.Interface
+}
+
+// Settings configure a Base.
+type Settings[R any] struct {
+	// Name is the controller's: its logger's name, its dispatcher's (the
+	// metrics' controller label), and its Events' source
+	// "ringfire-<Name>-controller".
+	Name string
+	// Kube posts the Events; Scheme knows the kinds they are recorded on.
+	Kube   kubernetes.Interface
+	Scheme *runtime.Scheme
+	// Ownership is the ring's view of held slots (the shard.Manager).
+	Ownership shard.Ownership
+	// Workers reconcile keys in parallel (DefaultWorkers when not positive);
+	// MaxRequeue bounds the retries of a failing request (DefaultMaxRequeue
+	// when 0; -1 retries for ever).
+	Workers, DefaultWorkers, MaxRequeue int
+	Logger                              hclog.Logger
+	Registerer                          prometheus.Registerer
+	// Handler, OnGiveUp and Coalesce are the dispatcher's
+	// (shard.DispatcherConfig).
+	Handler  func(ctx context.Context, key string, req R) error
+	OnGiveUp func(key string, req R, err error)
+	Coalesce func(queued, incoming R) bool
+}
+
+// Init checks s and builds the Base.
+func (b *Base[R]) Init(s Settings[R]) error {
+	if s.Kube == nil || s.Ownership == nil {
+		return fmt.Errorf("%s controller: Kube and Ownership are required", s.Name)
+	}
+	if s.Logger == nil {
+		s.Logger = hclog.NewNullLogger()
+	}
+	if s.Workers <= 0 {
+		s.Workers = max(s.DefaultWorkers, 1)
+	}
+	if s.MaxRequeue == 0 {
+		s.MaxRequeue = DefaultMaxRequeue
+	}
+	b.Log, b.kube = s.Logger.Named(s.Name), s.Kube
+	b.events = record.NewBroadcaster()
+	b.Recorder = b.events.NewRecorder(s.Scheme, corev1.EventSource{Component: "ringfire-" + s.Name + "-controller"})
+	dcfg := shard.DefaultDispatcherConfig[R]()
+	dcfg.Name, dcfg.Workers, dcfg.Ownership = s.Name, s.Workers, s.Ownership
+	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = s.MaxRequeue, b.Log, s.Registerer
+	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = s.Handler, s.OnGiveUp, s.Coalesce
+	disp, err := shard.NewDispatcher(dcfg)
+	if err != nil {
+		return fmt.Errorf("%s controller: %w", s.Name, err)
+	}
+	b.Disp = disp
+	return nil
+}
+
+// Drainer is the controller's in-flight work, for the shard.Manager.
+func (b *Base[R]) Drainer() shard.Drainer { return b.Disp }
+
+// Informers is a factory of informers a controller owns (rather than shares
+// with the replica's cache): Run starts it and shuts it down.
+type Informers interface {
+	Start(stop <-chan struct{})
+	Shutdown()
+}
+
+// Run posts the recorded Events, starts own (nil when every informer is
+// shared), waits until every informer in synced has listed, and then runs
+// the dispatcher until ctx is done. If ctx ends before the informers have
+// listed, it logs notListed (say which CRD may be missing) and returns.
+func (b *Base[R]) Run(ctx context.Context, own Informers, notListed string, synced ...toolscache.InformerSynced) {
+	b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: b.kube.CoreV1().Events("")})
+	defer b.events.Shutdown()
+	if own != nil {
+		own.Start(ctx.Done())
+		defer own.Shutdown()
+	}
+	if len(synced) > 0 && !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		b.Log.Warn(notListed)
+		return
+	}
+	b.Disp.Run(ctx)
+}
