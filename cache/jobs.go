@@ -229,6 +229,9 @@ func (j *Jobs) gain(ctx context.Context, slots []int) {
 // summaries were stored before the slots were held (every write since keeps
 // those Jobs whole), so a consistent list, made after, is newer than each.
 func (j *Jobs) fill(ctx context.Context, slots []int) error {
+	if j.slots == nil {
+		return nil // every Job is kept in full: there is no summary to replace
+	}
 	if !j.waitSynced(ctx) {
 		return ctx.Err()
 	}

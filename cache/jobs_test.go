@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,11 +96,22 @@ func TestJobsKeepOnlyHeldSlotsInFull(t *testing.T) {
 
 // With no slot count (a process that holds everything), every Job is kept in full.
 func TestJobsWithoutARingKeepEverythingInFull(t *testing.T) {
-	j := newJobs(nil, nil, hclog.NewNullLogger(), nil)
+	filled := make(chan []int, 1)
+	j := newJobs(nil, nil, hclog.NewNullLogger(), func(slots []int) { filled <- slots })
 	if err := (jobsStore{j}).Update(fullJob("a")); err != nil {
 		t.Fatal(err)
 	}
 	if job, ok, err := j.Get("ns/a"); err != nil || !ok || len(job.Spec.Tasks) != 1 {
 		t.Fatalf("got %v %v %v, want the Job in full", job, ok, err)
+	}
+	// A gained slot has nothing to fill and is ready at once (no list, no slot count needed).
+	j.gain(context.Background(), []int{3})
+	select {
+	case got := <-filled:
+		if len(got) != 1 || got[0] != 3 {
+			t.Fatalf("filled %v, want [3]", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a gained slot was never reported filled")
 	}
 }
