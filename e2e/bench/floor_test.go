@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // BenchmarkAPIServerFloor measures what the local control plane itself
@@ -121,16 +121,7 @@ func floorJob(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interf
 
 // floorPod is a pod like the ones BenchmarkJobCreation's Jobs make.
 func floorPod(run time.Duration) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: run.String()}},
-		Spec: corev1.PodSpec{
-			SchedulerName: "none", RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "main", Image: "example.invalid/batch:latest",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-				}},
-			}},
-		},
-	}
+	spec := vcjob.PodSpec(benchCPU, benchMemory)
+	spec.SchedulerName = "none"
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: vcjob.Runs(run.String(), "")}, Spec: spec}
 }

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -19,7 +18,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
-	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // load is one burst of Jobs created into a fresh namespace.
@@ -53,30 +52,17 @@ type loadResult struct {
 	lastCreated time.Time
 }
 
+// What each benchmark pod asks for: small, so that a burst of thousands
+// fits the KWOK nodes.
+const (
+	benchCPU    = "10m"
+	benchMemory = "16Mi"
+)
+
 // benchJob is a Job of one task of n small pods that run for podRun, then
 // succeed (KWOK's stages in e2e/cluster read the annotation).
 func benchJob(namespace, name string, n int, podRun time.Duration) *batch.Job {
-	return &batch.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: batch.JobSpec{
-			SchedulerName: "volcano",
-			Tasks: []batch.TaskSpec{{
-				Name: "worker", Replicas: int32(n),
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: podRun.String()}},
-					Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{
-							Name: "main", Image: "example.invalid/batch:latest",
-							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-								corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-							}},
-						}},
-					},
-				},
-			}},
-		},
-	}
+	return vcjob.New(namespace, name, vcjob.TaskOf("worker", int32(n), vcjob.Runs(podRun.String(), ""), benchCPU, benchMemory))
 }
 
 // run starts a watch on the pods of its namespace (made beforehand, see

@@ -13,14 +13,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -36,24 +34,9 @@ const settleMargin = 20 * time.Second
 func jobSpec(prefix string, i int) *batch.Job {
 	pods := int32(1 + i%2)
 	duration := fmt.Sprintf("%ds", 1+i%3)
-	return &batch.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", prefix, i), Namespace: ns},
-		Spec: batch.JobSpec{SchedulerName: "volcano", MinAvailable: pods, Tasks: []batch.TaskSpec{{
-			Name: "worker", Replicas: pods,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: duration}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
-						Name: "main", Image: "example.invalid/batch:latest",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-						}},
-					}},
-				},
-			},
-		}}},
-	}
+	job := vcjob.New(ns, fmt.Sprintf("%s-%03d", prefix, i), vcjob.Task("worker", pods, duration, ""))
+	job.Spec.MinAvailable = pods
+	return job
 }
 
 // load creates Jobs at a steady pace until stopped or max are created. A
@@ -131,6 +114,18 @@ func (l *load) create(job *batch.Job) {
 		l.mu.Unlock()
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// startUnderLoad starts a stack of three replicas on four nodes with the
+// stand-in and a lease of ttl, watches its pod creations, and starts a load
+// of 200 Jobs named prefix-NNN, one every 100 ms. It returns 3 s into the
+// load, with Jobs being created and running.
+func startUnderLoad(t *testing.T, prefix string, ttl time.Duration) (*stack.Stack, *podCreations, *load) {
+	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl})
+	pods := watchPodCreations(t, s)
+	l := startLoad(t, s, prefix, 200, 100*time.Millisecond)
+	time.Sleep(3 * time.Second) // Jobs being created and running
+	return s, pods, l
 }
 
 // stop ends the pacing and waits for the creates under way.

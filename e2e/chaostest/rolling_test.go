@@ -3,8 +3,6 @@ package chaostest
 import (
 	"testing"
 	"time"
-
-	"github.com/ringfire/ringfire/e2e/stack"
 )
 
 // Three replicas run Jobs while each is stopped gracefully and started again
@@ -14,10 +12,7 @@ import (
 // created twice, no Job is reconciled by two replicas at once.
 func TestRollingRestart(t *testing.T) {
 	const ttl = 5 * time.Second // the default of `ringfire run`
-	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl})
-	pods := watchPodCreations(t, s)
-	l := startLoad(t, s, "roll", 200, 100*time.Millisecond)
-	time.Sleep(3 * time.Second) // Jobs being created and running
+	s, pods, l := startUnderLoad(t, "roll", ttl)
 
 	var total time.Duration
 	for _, id := range []string{"r2", "r1", "r0"} {

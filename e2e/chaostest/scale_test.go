@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/ringfire/ringfire/e2e/stack"
 )
 
 // Three replicas run Jobs while the ring grows to five, one replica at a
@@ -15,10 +13,7 @@ import (
 // replicas at once.
 func TestScaleUnderLoad(t *testing.T) {
 	const ttl = 5 * time.Second // the default of `ringfire run`
-	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, StandIn: true, LeaseTTL: ttl})
-	pods := watchPodCreations(t, s)
-	l := startLoad(t, s, "scale", 200, 100*time.Millisecond)
-	time.Sleep(3 * time.Second) // Jobs being created and running
+	s, pods, l := startUnderLoad(t, "scale", ttl)
 
 	step := func(what string, change func()) {
 		begin := time.Now()

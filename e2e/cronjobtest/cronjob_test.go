@@ -16,19 +16,11 @@ import (
 // three replicas: every schedule is per minute, so each test takes one to two minutes.
 func TestCronJobs(t *testing.T) {
 	s := stack.Start(t, stack.Options{Replicas: 3, StandIn: true})
-	for _, tc := range []struct {
-		name string
-		run  func(t *testing.T, s *stack.Stack)
-	}{
-		{"every minute, status and history", everyMinute},
-		{"Forbid skips while one runs", forbidSkips},
-		{"handover keeps one Job per time", handover},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, s)
-		})
-	}
+	stack.RunParallel(t, s,
+		stack.Case{Name: "every minute, status and history", Run: everyMinute},
+		stack.Case{Name: "Forbid skips while one runs", Run: forbidSkips},
+		stack.Case{Name: "handover keeps one Job per time", Run: handover},
+	)
 }
 
 // everyMinute: Jobs run to Completed on KWOK nodes, the status follows them (active while one

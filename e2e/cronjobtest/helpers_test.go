@@ -16,7 +16,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -24,8 +23,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -53,21 +52,7 @@ func newCronJob(ns, name, schedule, podDuration string) *batch.CronJob {
 			Schedule: schedule,
 			JobTemplate: batch.JobTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"cron": name}},
-				Spec: batch.JobSpec{SchedulerName: "volcano", Tasks: []batch.TaskSpec{{
-					Name: "main", Replicas: 1,
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: podDuration}},
-						Spec: corev1.PodSpec{
-							RestartPolicy: corev1.RestartPolicyNever,
-							Containers: []corev1.Container{{
-								Name: "main", Image: "example.invalid/batch:latest",
-								Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-									corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-								}},
-							}},
-						},
-					},
-				}}},
+				Spec:       batch.JobSpec{SchedulerName: "volcano", Tasks: []batch.TaskSpec{vcjob.Task("main", 1, podDuration, "")}},
 			},
 		},
 	}

@@ -8,37 +8,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
-
-	"github.com/ringfire/ringfire/e2e/cluster"
 )
-
-// newJob is a Job of one task of pods pods that each run for run on a KWOK
-// node and succeed.
-func newJob(name string, pods int32, run time.Duration) *batch.Job {
-	return &batch.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: batch.JobSpec{SchedulerName: "volcano", Tasks: []batch.TaskSpec{{
-			Name: "worker", Replicas: pods,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodDurationAnnotation: run.String()}},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
-						Name: "main", Image: "example.invalid/batch:latest",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-						}},
-					}},
-				},
-			},
-		}}},
-	}
-}
 
 // createJobs creates the Jobs one every interval, so that the load is
 // spread over time rather than a single burst.

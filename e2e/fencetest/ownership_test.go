@@ -216,25 +216,24 @@ func heldBy(tenures map[int][]tenure, holder string) int {
 // firstBegin returns by when holder's first tenure begun at or after t had
 // certainly begun, over all slots.
 func firstBegin(tenures map[int][]tenure, holder string, t time.Time) (time.Time, bool) {
-	var first time.Time
-	for _, ts := range tenures {
-		for _, tn := range ts {
-			if tn.Holder == holder && !tn.Latest.Before(t) && (first.IsZero() || tn.Latest.Before(first)) {
-				first = tn.Latest
-			}
-		}
-	}
-	return first, !first.IsZero()
+	return firstOf(tenures, holder, t, func(tn tenure) time.Time { return tn.Latest })
 }
 
 // firstEarliest is the earliest moment a tenure of holder that began at or
 // after t can have begun.
 func firstEarliest(tenures map[int][]tenure, holder string, t time.Time) (time.Time, bool) {
+	return firstOf(tenures, holder, t, func(tn tenure) time.Time { return tn.Earliest })
+}
+
+// firstOf returns the least at(tn) over the tenures tn of holder, in all
+// slots, that began at or after t (their Latest is not before t), and
+// whether there is one.
+func firstOf(tenures map[int][]tenure, holder string, t time.Time, at func(tenure) time.Time) (time.Time, bool) {
 	var first time.Time
 	for _, ts := range tenures {
 		for _, tn := range ts {
-			if tn.Holder == holder && !tn.Latest.Before(t) && (first.IsZero() || tn.Earliest.Before(first)) {
-				first = tn.Earliest
+			if tn.Holder == holder && !tn.Latest.Before(t) && (first.IsZero() || at(tn).Before(first)) {
+				first = at(tn)
 			}
 		}
 	}

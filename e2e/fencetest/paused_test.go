@@ -14,6 +14,7 @@ import (
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // The load and the pause.
@@ -68,7 +69,7 @@ func TestPausedReplicaLandsNoStaleWrite(t *testing.T) {
 	names := make([]string, jobCount)
 	for i := range jobs {
 		names[i] = fmt.Sprintf("fence-%03d", i)
-		jobs[i] = newJob(names[i], podsPerJob, podRun)
+		jobs[i] = vcjob.New(ns, names[i], vcjob.Task("worker", podsPerJob, podRun.String(), ""))
 	}
 	loadStart := time.Now()
 	pauseCtx, stopPause := context.WithCancel(context.Background())

@@ -13,6 +13,7 @@ import (
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // Bad input gets a clear error and never blocks other Jobs.
@@ -22,19 +23,19 @@ func TestBadInput(t *testing.T) {
 
 	// A template the API server refuses when the pod is created: events say
 	// why, and after the retry limit the Job is terminated.
-	bad := newJob("badtemplate", task("worker", 1, "1s", ""))
+	bad := vcjob.New(ns, "badtemplate", vcjob.Task("worker", 1, "1s", ""))
 	bad.Spec.Tasks[0].Template.Spec.Containers[0].Name = "Not_A_DNS_Label"
-	create(t, s, bad)
+	vcjob.Create(t, s.Volcano, bad)
 	// A Job naming a Queue that does not exist waits, and says so.
-	noQueue := newJob("noqueue", task("worker", 1, "1s", ""))
+	noQueue := vcjob.New(ns, "noqueue", vcjob.Task("worker", 1, "1s", ""))
 	noQueue.Spec.Queue = "missing"
-	create(t, s, noQueue)
+	vcjob.Create(t, s.Volcano, noQueue)
 	// A Job naming a PriorityClass that does not exist waits too.
-	noPC := newJob("nopc", task("worker", 1, "1s", ""))
+	noPC := vcjob.New(ns, "nopc", vcjob.Task("worker", 1, "1s", ""))
 	noPC.Spec.PriorityClassName = "no-such-class"
-	create(t, s, noPC)
+	vcjob.Create(t, s.Volcano, noPC)
 	// Meanwhile a good Job runs as if nothing happened.
-	create(t, s, newJob("good", task("worker", 2, "1s", "")))
+	vcjob.Create(t, s.Volcano, vcjob.New(ns, "good", vcjob.Task("worker", 2, "1s", "")))
 	s.WaitPhase(ns, "good", 60*time.Second, batch.Completed)
 
 	s.WaitPhase(ns, "badtemplate", 90*time.Second, batch.Terminated)

@@ -9,6 +9,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // Three replicas share 300 Jobs; one is killed mid-run. Every Job still
@@ -28,7 +29,7 @@ func TestKillReplicaUnderLoad(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				create(t, s, newJob(fmt.Sprintf("load-%03d", i), task("worker", 2, "3s", "")))
+				vcjob.Create(t, s.Volcano, vcjob.New(ns, fmt.Sprintf("load-%03d", i), vcjob.Task("worker", 2, "3s", "")))
 			}
 		}()
 	}

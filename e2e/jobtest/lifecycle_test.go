@@ -15,6 +15,7 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 const ns = "default"
@@ -26,30 +27,22 @@ func TestJobLifecycles(t *testing.T) {
 	// Once every case has ended (the parallel subtests end before the cleanups run), the
 	// replicas must leave the cluster alone.
 	t.Cleanup(func() { s.Quiet(t, 3*time.Second, 30*time.Second) })
-	for _, tc := range []struct {
-		name string
-		run  func(t *testing.T, s *stack.Stack)
-	}{
-		{"runs to Completed", runsToCompleted},
-		{"PodFailed restarts until maxRetry then Failed", restartsUntilFailed},
-		{"exit code 3 aborts", exitCodeAborts},
-		{"TaskCompleted completes early", taskCompletedCompletes},
-		{"Command AbortJob then ResumeJob", suspendResume},
-		{"scale up and down", scales},
-		{"minSuccess", minSuccess},
-		{"dependsOn", dependsOn},
-		{"svc ssh env plugins", pluginObjects},
-		{"TTL deletes the finished Job", ttlDeletes},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, s)
-		})
-	}
+	stack.RunParallel(t, s,
+		stack.Case{Name: "runs to Completed", Run: runsToCompleted},
+		stack.Case{Name: "PodFailed restarts until maxRetry then Failed", Run: restartsUntilFailed},
+		stack.Case{Name: "exit code 3 aborts", Run: exitCodeAborts},
+		stack.Case{Name: "TaskCompleted completes early", Run: taskCompletedCompletes},
+		stack.Case{Name: "Command AbortJob then ResumeJob", Run: suspendResume},
+		stack.Case{Name: "scale up and down", Run: scales},
+		stack.Case{Name: "minSuccess", Run: minSuccess},
+		stack.Case{Name: "dependsOn", Run: dependsOn},
+		stack.Case{Name: "svc ssh env plugins", Run: pluginObjects},
+		stack.Case{Name: "TTL deletes the finished Job", Run: ttlDeletes},
+	)
 }
 
 func runsToCompleted(t *testing.T, s *stack.Stack) {
-	create(t, s, newJob("simple", task("master", 1, "2s", ""), task("worker", 3, "2s", "")))
+	vcjob.Create(t, s.Volcano, vcjob.New(ns, "simple", vcjob.Task("master", 1, "2s", ""), vcjob.Task("worker", 3, "2s", "")))
 	job := s.WaitPhase(ns, "simple", 90*time.Second, batch.Completed)
 	if job.Status.Succeeded != 4 {
 		t.Errorf("succeeded %d, want 4\n%s", job.Status.Succeeded, s.Describe(ns, "simple"))
@@ -97,10 +90,10 @@ func settles(t *testing.T, s *stack.Stack, name string) {
 }
 
 func restartsUntilFailed(t *testing.T, s *stack.Stack) {
-	job := newJob("restarts", task("worker", 2, "1s", "1"))
+	job := vcjob.New(ns, "restarts", vcjob.Task("worker", 2, "1s", "1"))
 	job.Spec.MaxRetry = 2
 	job.Spec.Policies = []batch.LifecyclePolicy{{Event: bus.PodFailedEvent, Action: bus.RestartJobAction}}
-	create(t, s, job)
+	vcjob.Create(t, s.Volcano, job)
 	got := s.WaitPhase(ns, "restarts", 120*time.Second, batch.Failed)
 	if got.Status.RetryCount != 2 {
 		t.Errorf("retryCount %d, want maxRetry 2\n%s", got.Status.RetryCount, s.Describe(ns, "restarts"))
@@ -111,9 +104,9 @@ func restartsUntilFailed(t *testing.T, s *stack.Stack) {
 }
 
 func exitCodeAborts(t *testing.T, s *stack.Stack) {
-	job := newJob("aborts", task("worker", 2, "1s", "3"))
+	job := vcjob.New(ns, "aborts", vcjob.Task("worker", 2, "1s", "3"))
 	job.Spec.Policies = []batch.LifecyclePolicy{{ExitCode: ptr(int32(3)), Action: bus.AbortJobAction}}
-	create(t, s, job)
+	vcjob.Create(t, s.Volcano, job)
 	s.WaitPhase(ns, "aborts", 90*time.Second, batch.Aborted)
 	if !contains(s.Events(ns, "aborts", "ExecuteAction"), "AbortJob") {
 		t.Errorf("no ExecuteAction event naming AbortJob\n%s", s.Describe(ns, "aborts"))
@@ -121,9 +114,9 @@ func exitCodeAborts(t *testing.T, s *stack.Stack) {
 }
 
 func taskCompletedCompletes(t *testing.T, s *stack.Stack) {
-	master := task("master", 1, "2s", "")
+	master := vcjob.Task("master", 1, "2s", "")
 	master.Policies = []batch.LifecyclePolicy{{Event: bus.TaskCompletedEvent, Action: bus.CompleteJobAction}}
-	create(t, s, newJob("early", master, task("worker", 2, "10m", "")))
+	vcjob.Create(t, s.Volcano, vcjob.New(ns, "early", master, vcjob.Task("worker", 2, "10m", "")))
 	s.WaitPhase(ns, "early", 90*time.Second, batch.Completed)
 	stack.WaitUntil(t, "workers deleted", 60*time.Second, func() bool {
 		for _, p := range s.Pods(ns, "early") {
@@ -136,7 +129,7 @@ func taskCompletedCompletes(t *testing.T, s *stack.Stack) {
 }
 
 func suspendResume(t *testing.T, s *stack.Stack) {
-	job := create(t, s, newJob("suspend", task("worker", 2, "10m", "")))
+	job := vcjob.Create(t, s.Volcano, vcjob.New(ns, "suspend", vcjob.Task("worker", 2, "10m", "")))
 	s.WaitPhase(ns, "suspend", 90*time.Second, batch.Running)
 	command(t, s, job, "abort-1", bus.AbortJobAction)
 	s.WaitPhase(ns, "suspend", 90*time.Second, batch.Aborted)
@@ -152,9 +145,9 @@ func suspendResume(t *testing.T, s *stack.Stack) {
 }
 
 func scales(t *testing.T, s *stack.Stack) {
-	job := newJob("scale", task("worker", 2, "10m", ""))
+	job := vcjob.New(ns, "scale", vcjob.Task("worker", 2, "10m", ""))
 	job.Spec.MinAvailable, job.Spec.Tasks[0].MinAvailable = 1, ptr(int32(1))
-	create(t, s, job)
+	vcjob.Create(t, s.Volcano, job)
 	s.WaitPhase(ns, "scale", 90*time.Second, batch.Running)
 	for _, want := range []int32{4, 1} {
 		err := retryUpdate(s, "scale", func(j *batch.Job) { j.Spec.Tasks[0].Replicas = want })
@@ -174,9 +167,9 @@ func scales(t *testing.T, s *stack.Stack) {
 }
 
 func minSuccess(t *testing.T, s *stack.Stack) {
-	job := newJob("minsuccess", task("ok", 2, "1s", ""), task("bad", 2, "1s", "1"))
+	job := vcjob.New(ns, "minsuccess", vcjob.Task("ok", 2, "1s", ""), vcjob.Task("bad", 2, "1s", "1"))
 	job.Spec.MinAvailable, job.Spec.MinSuccess = 4, ptr(int32(2))
-	create(t, s, job)
+	vcjob.Create(t, s.Volcano, job)
 	got := s.WaitPhase(ns, "minsuccess", 90*time.Second, batch.Completed, batch.Failed)
 	if got.Status.State.Phase != batch.Completed {
 		t.Errorf("phase %s, want Completed: 2 succeeded reach minSuccess 2\n%s", got.Status.State.Phase, s.Describe(ns, "minsuccess"))
@@ -184,9 +177,9 @@ func minSuccess(t *testing.T, s *stack.Stack) {
 }
 
 func dependsOn(t *testing.T, s *stack.Stack) {
-	second := task("second", 2, "2s", "")
+	second := vcjob.Task("second", 2, "2s", "")
 	second.DependsOn = &batch.DependsOn{Name: []string{"first"}}
-	create(t, s, newJob("depends", task("first", 1, "3s", ""), second))
+	vcjob.Create(t, s.Volcano, vcjob.New(ns, "depends", vcjob.Task("first", 1, "3s", ""), second))
 	stack.WaitUntil(t, "first running", 60*time.Second, func() bool {
 		for _, p := range s.Pods(ns, "depends") {
 			if p.Annotations[batch.TaskSpecKey] == "first" && p.Status.Phase == corev1.PodRunning {
@@ -215,9 +208,9 @@ func dependsOn(t *testing.T, s *stack.Stack) {
 }
 
 func pluginObjects(t *testing.T, s *stack.Stack) {
-	job := newJob("plugins", task("master", 1, "10m", ""), task("worker", 2, "10m", ""))
+	job := vcjob.New(ns, "plugins", vcjob.Task("master", 1, "10m", ""), vcjob.Task("worker", 2, "10m", ""))
 	job.Spec.Plugins = map[string][]string{"svc": {}, "ssh": {}, "env": {}}
-	create(t, s, job)
+	vcjob.Create(t, s.Volcano, job)
 	s.WaitPhase(ns, "plugins", 90*time.Second, batch.Running)
 	ctx := context.Background()
 	svc, err := s.Kube.CoreV1().Services(ns).Get(ctx, "plugins", metav1.GetOptions{})
@@ -254,9 +247,9 @@ func pluginObjects(t *testing.T, s *stack.Stack) {
 }
 
 func ttlDeletes(t *testing.T, s *stack.Stack) {
-	job := newJob("ttl", task("worker", 1, "1s", ""))
+	job := vcjob.New(ns, "ttl", vcjob.Task("worker", 1, "1s", ""))
 	job.Spec.TTLSecondsAfterFinished = ptr(int32(3))
-	create(t, s, job)
+	vcjob.Create(t, s.Volcano, job)
 	s.WaitPhase(ns, "ttl", 90*time.Second, batch.Completed)
 	stack.WaitUntil(t, "job deleted after its TTL", 60*time.Second, func() bool {
 		_, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(context.Background(), "ttl", metav1.GetOptions{})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -26,7 +27,7 @@ func TestJobsOfOtherSlotsAreSummaries(t *testing.T) {
 	for i := range jobs {
 		name := fmt.Sprintf("sum-%02d", i)
 		keys[i] = ns + "/" + name
-		create(t, s, newJob(name, task("w", 2, "1h", "")))
+		vcjob.Create(t, s.Volcano, vcjob.New(ns, name, vcjob.Task("w", 2, "1h", "")))
 	}
 	for i := range jobs {
 		s.WaitPhase(ns, fmt.Sprintf("sum-%02d", i), 90*time.Second, batch.Running)

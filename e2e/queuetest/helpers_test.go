@@ -42,6 +42,30 @@ func command(t *testing.T, s *stack.Stack, queueName string, action bus.Action) 
 	return got.Name
 }
 
+// operate issues action on the queue, waits for the queue's state, and
+// then until the Command is deleted.
+func operate(t *testing.T, s *stack.Stack, queueName string, action bus.Action, state scheduling.QueueState) {
+	t.Helper()
+	cmd := command(t, s, queueName, action)
+	waitState(t, s, queueName, state)
+	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+}
+
+// waitEvents waits until the queue's events (see queueEvents) contain each
+// of want.
+func waitEvents(t *testing.T, s *stack.Stack, queueName string, want ...string) {
+	t.Helper()
+	stack.WaitFor(t, "events", 10*time.Second, func() (bool, string) {
+		ev := queueEvents(s, queueName)
+		for _, w := range want {
+			if !strings.Contains(ev, w) {
+				return false, ev
+			}
+		}
+		return true, ev
+	})
+}
+
 func commandGone(s *stack.Stack, name string) bool {
 	_, err := s.Volcano.BusV1alpha1().Commands(ns).Get(context.Background(), name, metav1.GetOptions{})
 	return err != nil

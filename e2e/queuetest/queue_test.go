@@ -3,7 +3,6 @@ package queuetest
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,23 +25,15 @@ func TestQueuesAndPodGroups(t *testing.T) {
 	// Once every case has ended (the parallel subtests end before the cleanups run), the
 	// replicas must leave the cluster alone.
 	t.Cleanup(func() { s.Quiet(t, 3*time.Second, 30*time.Second) })
-	for _, tc := range []struct {
-		name string
-		run  func(t *testing.T, s *stack.Stack)
-	}{
-		{"a new queue is written Open", newQueueOpens},
-		{"CloseQueue on an empty queue closes it", closeEmpty},
-		{"CloseQueue with a PodGroup: Closing until it is deleted", closeBusy},
-		{"OpenQueue reopens a closed queue", reopen},
-		{"status counts PodGroups by phase", counts},
-		{"a bare pod gets a PodGroup and runs", barePod},
-		{"a pod naming an invalid queue gets a Warning event", invalidQueue},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, s)
-		})
-	}
+	stack.RunParallel(t, s,
+		stack.Case{Name: "a new queue is written Open", Run: newQueueOpens},
+		stack.Case{Name: "CloseQueue on an empty queue closes it", Run: closeEmpty},
+		stack.Case{Name: "CloseQueue with a PodGroup: Closing until it is deleted", Run: closeBusy},
+		stack.Case{Name: "OpenQueue reopens a closed queue", Run: reopen},
+		stack.Case{Name: "status counts PodGroups by phase", Run: counts},
+		stack.Case{Name: "a bare pod gets a PodGroup and runs", Run: barePod},
+		stack.Case{Name: "a pod naming an invalid queue gets a Warning event", Run: invalidQueue},
+	)
 }
 
 func newQueueOpens(t *testing.T, s *stack.Stack) {
@@ -54,13 +45,8 @@ func newQueueOpens(t *testing.T, s *stack.Stack) {
 func closeEmpty(t *testing.T, s *stack.Stack) {
 	createQueue(t, s, "empty")
 	waitState(t, s, "empty", scheduling.QueueStateOpen)
-	cmd := command(t, s, "empty", bus.CloseQueueAction)
-	waitState(t, s, "empty", scheduling.QueueStateClosed)
-	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
-	stack.WaitFor(t, "events", 10*time.Second, func() (bool, string) {
-		ev := queueEvents(s, "empty")
-		return strings.Contains(ev, "CommandIssued") && strings.Contains(ev, "CloseQueue: Close queue succeed"), ev
-	})
+	operate(t, s, "empty", bus.CloseQueueAction, scheduling.QueueStateClosed)
+	waitEvents(t, s, "empty", "CommandIssued", "CloseQueue: Close queue succeed")
 }
 
 func closeBusy(t *testing.T, s *stack.Stack) {
@@ -70,9 +56,7 @@ func closeBusy(t *testing.T, s *stack.Stack) {
 		st := queueStatus(s, "busy")
 		return st.Pending+st.Inqueue == 1, fmt.Sprintf("%+v", st)
 	})
-	cmd := command(t, s, "busy", bus.CloseQueueAction)
-	waitState(t, s, "busy", scheduling.QueueStateClosing)
-	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
+	operate(t, s, "busy", bus.CloseQueueAction, scheduling.QueueStateClosing)
 	// Closing holds while the PodGroup lives, through its phase changes.
 	setPhase(t, s, "busy-pg", scheduling.PodGroupRunning)
 	stack.WaitFor(t, "running counted", 20*time.Second, func() (bool, string) {
@@ -94,13 +78,8 @@ func reopen(t *testing.T, s *stack.Stack) {
 	waitState(t, s, "reopen", scheduling.QueueStateOpen)
 	command(t, s, "reopen", bus.CloseQueueAction)
 	waitState(t, s, "reopen", scheduling.QueueStateClosed)
-	cmd := command(t, s, "reopen", bus.OpenQueueAction)
-	waitState(t, s, "reopen", scheduling.QueueStateOpen)
-	stack.WaitFor(t, "command deleted", 10*time.Second, func() (bool, string) { return commandGone(s, cmd), cmd })
-	stack.WaitFor(t, "events", 10*time.Second, func() (bool, string) {
-		ev := queueEvents(s, "reopen")
-		return strings.Contains(ev, "OpenQueue: Open queue succeed"), ev
-	})
+	operate(t, s, "reopen", bus.OpenQueueAction, scheduling.QueueStateOpen)
+	waitEvents(t, s, "reopen", "OpenQueue: Open queue succeed")
 }
 
 func counts(t *testing.T, s *stack.Stack) {

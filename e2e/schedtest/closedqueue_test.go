@@ -13,6 +13,7 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // closedQueueAdmitsNothing: a Queue closed by a Command (the replicas'
@@ -30,7 +31,7 @@ func closedQueueAdmitsNothing(t *testing.T, s *stack.Stack) {
 		return err == nil && q.Status.State == vcv1beta1.QueueStateClosed, fmt.Sprintf("%v %v", q.Status.State, err)
 	})
 	runScheduler(t, s)
-	j := create(t, s, job("in-closed", "rf-closable", 2, "500m", "2s"))
+	j := vcjob.Create(t, s.Volcano, job("in-closed", "rf-closable", 2, "500m", "2s"))
 	stack.WaitFor(t, "the gang's PodGroup exists", 30*time.Second, func() (bool, string) {
 		_, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, j.Name+"-"+string(j.UID), metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -107,40 +108,13 @@ func (w testWriter) Write(p []byte) (int, error) {
 // job is a Volcano Job of one task of n pods asking cpu each, all needed
 // together, running for duration (or forever).
 func job(name, queue string, n int32, cpu, duration string) *batch.Job {
-	ann := map[string]string{cluster.PodDurationAnnotation: duration}
+	ann := vcjob.Runs(duration, "")
 	if duration == forever {
 		ann = map[string]string{cluster.PodExitCodeAnnotation: forever}
 	}
-	return &batch.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: batch.JobSpec{
-			SchedulerName: "volcano", Queue: queue, MinAvailable: n,
-			Tasks: []batch.TaskSpec{{
-				Name: "worker", Replicas: n,
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Annotations: ann},
-					Spec: corev1.PodSpec{
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{
-							Name: "main", Image: "example.invalid/batch:latest",
-							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-								corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi"),
-							}},
-						}},
-					},
-				},
-			}},
-		},
-	}
-}
-
-func create(t *testing.T, s *stack.Stack, j *batch.Job) *batch.Job {
-	t.Helper()
-	got, err := s.Volcano.BatchV1alpha1().Jobs(ns).Create(context.Background(), j, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create job %s: %v", j.Name, err)
-	}
-	return got
+	j := vcjob.New(ns, name, vcjob.TaskOf("worker", n, ann, cpu, vcjob.Memory))
+	j.Spec.Queue, j.Spec.MinAvailable = queue, n
+	return j
 }
 
 // deleteJobs deletes Jobs with their PodGroups and pods, and waits until no

@@ -14,6 +14,7 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // The scheduler's scenarios, one after the other on one stack (each needs
@@ -53,8 +54,8 @@ func TestScheduler(t *testing.T) {
 
 func gangFits(t *testing.T, s *stack.Stack) {
 	runScheduler(t, s)
-	j := create(t, s, job("fits", "default", 8, "2", "2s")) // 16 cpu: the whole cluster
-	var pg *vcv1beta1.PodGroup                              // the Job controller deletes it once the Job ends
+	j := vcjob.Create(t, s.Volcano, job("fits", "default", 8, "2", "2s")) // 16 cpu: the whole cluster
+	var pg *vcv1beta1.PodGroup                                            // the Job controller deletes it once the Job ends
 	stack.WaitFor(t, "the gang of 8 is bound and its PodGroup Running", 30*time.Second, func() (bool, string) {
 		pg = podGroup(t, s, j)
 		_, on := bound(s, j.Name)
@@ -86,15 +87,15 @@ func gangWaitsWhole(t *testing.T, s *stack.Stack) {
 	began := time.Now()
 	since := func() time.Duration { return time.Since(began).Round(time.Millisecond) }
 	runScheduler(t, s)
-	b1 := create(t, s, job("block-1", "default", 1, "2", forever))
-	b2 := create(t, s, job("block-2", "default", 1, "2", forever))
+	b1 := vcjob.Create(t, s.Volcano, job("block-1", "default", 1, "2", forever))
+	b2 := vcjob.Create(t, s.Volcano, job("block-2", "default", 1, "2", forever))
 	stack.WaitFor(t, "the blockers run", 30*time.Second, func() (bool, string) {
 		_, on1 := bound(s, b1.Name)
 		_, on2 := bound(s, b2.Name)
 		return on1 == 1 && on2 == 1, fmt.Sprintf("%d and %d bound", on1, on2)
 	})
 
-	g := create(t, s, job("gang", "default", 8, "2", "2s"))
+	g := vcjob.Create(t, s.Volcano, job("gang", "default", 8, "2", "2s"))
 	stack.WaitFor(t, "the gang waits with a reason", 20*time.Second, func() (bool, string) {
 		pg := podGroup(t, s, g)
 		c := unschedulable(pg)
@@ -162,7 +163,7 @@ func priorityFirst(t *testing.T, s *stack.Stack) {
 		}
 	}
 	runScheduler(t, s)
-	blocker := create(t, s, job("prio-block", "default", 8, "2", forever))
+	blocker := vcjob.Create(t, s.Volcano, job("prio-block", "default", 8, "2", forever))
 	stack.WaitFor(t, "the blocker fills the cluster", 30*time.Second, func() (bool, string) {
 		_, on := bound(s, blocker.Name)
 		return on == 8, fmt.Sprintf("%d bound", on)
@@ -170,11 +171,11 @@ func priorityFirst(t *testing.T, s *stack.Stack) {
 	// Older and first by name: without priorities, low would go first.
 	lowJob := job("prio-a-low", "default", 8, "2", "3s")
 	lowJob.Spec.PriorityClassName = "rf-low"
-	low := create(t, s, lowJob)
+	low := vcjob.Create(t, s.Volcano, lowJob)
 	time.Sleep(1100 * time.Millisecond) // creation times have whole seconds
 	highJob := job("prio-b-high", "default", 8, "2", "3s")
 	highJob.Spec.PriorityClassName = "rf-high"
-	high := create(t, s, highJob)
+	high := vcjob.Create(t, s.Volcano, highJob)
 	stack.WaitFor(t, "both wait", 20*time.Second, func() (bool, string) {
 		lp, hp := podGroup(t, s, low), podGroup(t, s, high)
 		return unschedulable(lp) != nil && unschedulable(hp) != nil && phaseOf(lp) == vcv1beta1.PodGroupPending && phaseOf(hp) == vcv1beta1.PodGroupPending,

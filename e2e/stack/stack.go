@@ -236,9 +236,7 @@ func (s *Stack) IDs() []string {
 // Ready is the running replica's own readiness (what its /readyz serves):
 // nil, or why it is not ready.
 func (s *Stack) Ready(id string) error {
-	s.mu.Lock()
-	rr := s.replicas[id]
-	s.mu.Unlock()
+	rr := s.lookup(id)
 	if rr == nil {
 		return fmt.Errorf("no replica %s", id)
 	}
@@ -248,20 +246,23 @@ func (s *Stack) Ready(id string) error {
 // Replica returns the running replica id, or nil: for tests that look
 // inside it (its ring status, its cache) when they explain a failure.
 func (s *Stack) Replica(id string) *replica.Replica {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rr := s.replicas[id]; rr != nil {
+	if rr := s.lookup(id); rr != nil {
 		return rr.r
 	}
 	return nil
 }
 
+// lookup returns the running replica id, or nil.
+func (s *Stack) lookup(id string) *running {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replicas[id]
+}
+
 // Running reports whether the replica is started and its Run has not
 // returned.
 func (s *Stack) Running(id string) bool {
-	s.mu.Lock()
-	rr := s.replicas[id]
-	s.mu.Unlock()
+	rr := s.lookup(id)
 	if rr == nil {
 		return false
 	}
