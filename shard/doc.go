@@ -14,7 +14,7 @@
 //     keys in etcd as the member set changes, one tenure per membership
 //     session; Timings, its waits.
 //   - handover.go: decideHandover, the pure decision of what a tenure
-//     acquires, releases and waits for.
+//     acquires, adopts, releases, discards and waits for.
 //   - store.go: ringStore, the etcd requests a tenure makes, and etcdStore,
 //     their implementation over the etcd client.
 //   - dispatcher.go: the Dispatcher, per-key ordered workers over owned slots.

@@ -234,10 +234,12 @@ func (m *Manager) newTenure(sess *membership.Session) *tenure {
 		drainTimeout: m.cfg.DrainTimeout, timings: m.cfg.Timings,
 		drain: m.drain, listeners: m.listeners, report: m.report,
 		log: m.log, metrics: m.metrics,
-		holders:   map[int]clientv3.LeaseID{},
-		freeSince: map[int]time.Time{},
-		acquiring: map[int]bool{},
-		results:   make(chan opResult),
+		holders:    map[int]keyHolder{},
+		freeSince:  map[int]time.Time{},
+		acquiring:  map[int]bool{},
+		discarding: map[int]int64{},
+		deleted:    map[int]int64{},
+		results:    make(chan opResult),
 	}
 }
 

@@ -26,9 +26,9 @@ type ringStore interface {
 	// only if every one of them exists under lease. deleted reports whether
 	// it did.
 	DeleteSlots(ctx context.Context, slots []int, lease clientv3.LeaseID) (deleted bool, err error)
-	// FollowHolders sends the holder of every slot key to out until ctx is
-	// done: all holders (reset), then each watch response's changes, and
-	// all holders again whenever the watch breaks.
+	// FollowHolders sends the lease and create revision of every slot key
+	// to out until ctx is done: all keys (reset), then each watch response's
+	// changes, and all keys again whenever the watch breaks.
 	FollowHolders(ctx context.Context, slots int, out chan<- holderUpdate)
 	// FollowMembers follows the member set until ctx is done.
 	FollowMembers(ctx context.Context) *membership.Watcher
@@ -39,7 +39,7 @@ type ringStore interface {
 // holderUpdate is what FollowHolders sends.
 type holderUpdate struct {
 	reset   bool
-	holders map[int]clientv3.LeaseID // on reset: all holders; else changes, 0 = deleted
+	holders map[int]keyHolder // on reset: every key; else changes, a zero keyHolder = deleted
 }
 
 // etcdStore is the ringStore over etcd. Each request is bounded by
@@ -108,22 +108,22 @@ func (e *etcdStore) FollowHolders(ctx context.Context, slots int, out chan<- hol
 		Client: e.client, Prefix: SlotsPrefix(e.prefix), What: "slot holders",
 		ReadTimeout: e.requestTimeout, Retry: e.watchRetry, Log: e.log,
 		Read: func(kvs []*mvccpb.KeyValue, _ int64) bool {
-			u := holderUpdate{reset: true, holders: map[int]clientv3.LeaseID{}}
+			u := holderUpdate{reset: true, holders: map[int]keyHolder{}}
 			for _, kv := range kvs {
 				if s, ok := parseSlotKey(e.prefix, string(kv.Key), slots); ok {
-					u.holders[s] = clientv3.LeaseID(kv.Lease)
+					u.holders[s] = keyHolder{Lease: clientv3.LeaseID(kv.Lease), Created: kv.CreateRevision}
 				}
 			}
 			return send(u)
 		},
 		Changed: func(events []*clientv3.Event, _ int64) bool {
-			u := holderUpdate{holders: map[int]clientv3.LeaseID{}}
+			u := holderUpdate{holders: map[int]keyHolder{}}
 			for _, ev := range events {
 				if s, ok := parseSlotKey(e.prefix, string(ev.Kv.Key), slots); ok {
 					if ev.Type == clientv3.EventTypeDelete {
-						u.holders[s] = 0
+						u.holders[s] = keyHolder{}
 					} else {
-						u.holders[s] = clientv3.LeaseID(ev.Kv.Lease)
+						u.holders[s] = keyHolder{Lease: clientv3.LeaseID(ev.Kv.Lease), Created: ev.Kv.CreateRevision}
 					}
 				}
 			}

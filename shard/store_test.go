@@ -67,8 +67,8 @@ func TestEtcdStoreCreatesAndDeletesOnlyUnderItsConditions(t *testing.T) {
 	}
 }
 
-// FollowHolders sends every holder first, then the changes; keys that name
-// no slot of the ring are left out.
+// FollowHolders sends every key first, then the changes, each with its lease
+// and create revision; keys that name no slot of the ring are left out.
 func TestEtcdStoreFollowsHolders(t *testing.T) {
 	etcd := localetcd.StartForTest(t)
 	client := localetcd.ClientForTest(t, etcd.Endpoint())
@@ -79,9 +79,14 @@ func TestEtcdStoreFollowsHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var created1 int64
 	for _, k := range []string{slotKey("/storetest", 1), slotKey("/storetest", 8), SlotsPrefix("/storetest") + "x"} {
-		if _, err := client.Put(ctx, k, "me", clientv3.WithLease(g.ID)); err != nil {
+		resp, err := client.Put(ctx, k, "me", clientv3.WithLease(g.ID))
+		if err != nil {
 			t.Fatal(err)
+		}
+		if k == slotKey("/storetest", 1) {
+			created1 = resp.Header.Revision
 		}
 	}
 	out := make(chan holderUpdate)
@@ -97,19 +102,20 @@ func TestEtcdStoreFollowsHolders(t *testing.T) {
 			return holderUpdate{}
 		}
 	}
-	if u := next(); !u.reset || len(u.holders) != 1 || u.holders[1] != g.ID {
-		t.Fatalf("first update %+v, want a reset with slot 1 under %x", u, g.ID)
+	if u := next(); !u.reset || len(u.holders) != 1 || u.holders[1] != (keyHolder{Lease: g.ID, Created: created1}) {
+		t.Fatalf("first update %+v, want a reset with slot 1 under %x, created at %d", u, g.ID, created1)
 	}
-	if _, err := client.Put(ctx, slotKey("/storetest", 2), "me", clientv3.WithLease(g.ID)); err != nil {
+	put, err := client.Put(ctx, slotKey("/storetest", 2), "me", clientv3.WithLease(g.ID))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if u := next(); u.reset || len(u.holders) != 1 || u.holders[2] != g.ID {
-		t.Fatalf("update %+v, want slot 2 under %x", u, g.ID)
+	if u := next(); u.reset || len(u.holders) != 1 || u.holders[2] != (keyHolder{Lease: g.ID, Created: put.Header.Revision}) {
+		t.Fatalf("update %+v, want slot 2 under %x, created at %d", u, g.ID, put.Header.Revision)
 	}
 	if _, err := client.Delete(ctx, slotKey("/storetest", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if u := next(); u.reset || len(u.holders) != 1 || u.holders[1] != 0 {
+	if u := next(); u.reset || len(u.holders) != 1 || u.holders[1] != (keyHolder{}) {
 		t.Fatalf("update %+v, want slot 1 deleted", u)
 	}
 	cancel()

@@ -41,13 +41,15 @@ type tenure struct {
 
 	members    []string
 	viewRev    int64
-	assignment []string                 // owner per slot; nil until the first member view
-	holders    map[int]clientv3.LeaseID // slot → holder's lease, from the slot watch
+	assignment []string          // owner per slot; nil until the first member view
+	holders    map[int]keyHolder // slot → its key, from the slot watch
 	holdersOK  bool
 	freeSince  map[int]time.Time // when a slot was seen free, for the acquire metric
 	acquiring  map[int]bool
-	pendingDel []int     // drained slots whose key delete must be retried
-	retryAt    time.Time // no acquire or delete is tried again until after it
+	discarding map[int]int64 // slot not held here → create revision of its key under this lease being deleted
+	deleted    map[int]int64 // slot → create revision of the newest key of it this tenure deleted
+	pendingDel []int         // drained or discarded slots whose key delete must be retried
+	retryAt    time.Time     // no acquire or delete is tried again until after it
 	ops        int
 	results    chan opResult
 }
@@ -108,19 +110,25 @@ func (t *tenure) setView(v membership.View) {
 	t.metrics.members.Set(float64(len(ids)))
 }
 
+// applyHolders takes a read or a change of the slot keys. A slot stays
+// free, for the acquire metric, until this tenure holds it (gain) or its key
+// is seen under another lease: a key under this member's lease may be one
+// whose acquire has not answered, or never will.
 func (t *tenure) applyHolders(u holderUpdate) {
 	now := time.Now()
 	if u.reset {
-		t.holders = map[int]clientv3.LeaseID{}
+		t.holders = map[int]keyHolder{}
 		t.holdersOK = true
 	}
-	for s, lease := range u.holders {
-		if lease == 0 {
+	for s, key := range u.holders {
+		if key.Lease == 0 {
 			delete(t.holders, s)
 			t.freeSince[s] = now
 		} else {
-			t.holders[s] = lease
-			delete(t.freeSince, s)
+			t.holders[s] = key
+			if key.Lease != t.lease {
+				delete(t.freeSince, s)
+			}
 		}
 	}
 	if u.reset {
@@ -146,14 +154,16 @@ func (t *tenure) situation(now time.Time) situation {
 		}
 	}
 	return situation{
-		Me: t.id, Assignment: t.assignment, HoldersRead: t.holdersOK, Holders: t.holders,
-		Held: held, Acquiring: t.acquiring, PendingDeletes: t.pendingDel,
+		Me: t.id, Lease: t.lease, Assignment: t.assignment, HoldersRead: t.holdersOK,
+		Holders: t.holders, Deleted: t.deleted, Held: held, Acquiring: t.acquiring,
+		Discarding: t.discarding, PendingDeletes: t.pendingDel,
 		SessionEnded: t.ctx.Err() != nil, Now: now, RetryAt: t.retryAt,
 	}
 }
 
 // reconcile carries out decideHandover's plan: it stops new work on the
-// slots to hand over and starts acquiring, releasing and deleting again.
+// slots to hand over, holds the slots to adopt at once, and starts
+// acquiring, releasing, discarding and deleting again.
 func (t *tenure) reconcile() {
 	now := time.Now()
 	p := decideHandover(t.situation(now))
@@ -161,6 +171,16 @@ func (t *tenure) reconcile() {
 	for i, s := range p.Release {
 		releasing[i] = t.table[s].Load()
 		releasing[i].releasing.Store(true) // no new work from here on
+	}
+	if len(p.Adopt) > 0 {
+		// What a successful acquire of these keys would have answered: the
+		// transaction's revision is each key's create revision.
+		adopted := make(map[int]int64, len(p.Adopt))
+		for _, s := range p.Adopt {
+			adopted[s] = t.holders[s].Created
+		}
+		t.log.Info("adopting slot keys under this member's lease whose acquire did not answer", "count", len(p.Adopt))
+		t.gain(adopted)
 	}
 	if len(p.Acquire) > 0 {
 		for _, s := range p.Acquire {
@@ -171,6 +191,14 @@ func (t *tenure) reconcile() {
 	if len(p.Release) > 0 {
 		t.log.Debug("handing slots over", "count", len(p.Release))
 		t.start(func() opResult { return t.release(p.Release, releasing) })
+	}
+	if len(p.Discard) > 0 {
+		for _, s := range p.Discard {
+			t.discarding[s] = t.holders[s].Created
+		}
+		t.log.Info("deleting slot keys under this member's lease whose acquire did not answer; their slots are assigned elsewhere",
+			"count", len(p.Discard))
+		t.start(func() opResult { return t.deleteKeys(p.Discard, now) })
 	}
 	if len(p.Delete) > 0 {
 		t.pendingDel = nil
@@ -185,44 +213,65 @@ func (t *tenure) start(op func() opResult) {
 
 // apply takes the result of an op into the tenure's state.
 func (t *tenure) apply(r opResult) {
-	var gained []int
-	for s, epoch := range r.acquired {
-		delete(t.acquiring, s)
-		ctx, cancel := context.WithCancel(t.ctx)
-		t.table[s].Store(&heldSlot{epoch: epoch, ctx: ctx, cancel: cancel})
-		gained = append(gained, s)
-		if since, ok := t.freeSince[s]; ok {
-			t.metrics.acquireLag.Observe(time.Since(since).Seconds())
-		}
-	}
+	t.gain(r.acquired)
 	for _, s := range r.failedAcquire {
 		delete(t.acquiring, s)
 	}
 	if len(r.failedAcquire) > 0 && t.ctx.Err() == nil {
 		t.retryAt = time.Now().Add(t.timings.RetryDelay)
 	}
+	var lost, discarded []int
 	for _, s := range r.released {
-		t.table[s].Store(nil)
+		if created, ok := t.discarding[s]; ok {
+			delete(t.discarding, s)
+			t.deleted[s] = max(t.deleted[s], created)
+			discarded = append(discarded, s)
+		} else if h := t.table[s].Swap(nil); h != nil {
+			t.deleted[s] = max(t.deleted[s], h.epoch)
+			lost = append(lost, s)
+		}
 	}
 	if len(r.failedDelete) > 0 {
 		t.pendingDel = append(t.pendingDel, r.failedDelete...)
 		t.retryAt = time.Now().Add(t.timings.RetryDelay)
 	}
-	if len(gained) > 0 {
-		slices.Sort(gained)
-		t.metrics.handovers.WithLabelValues("acquired").Add(float64(len(gained)))
-		t.log.Debug("acquired slots", "count", len(gained))
+	if len(discarded) > 0 {
+		t.log.Info("deleted slot keys whose acquire did not answer", "count", len(discarded))
+	}
+	if len(lost) > 0 {
+		t.metrics.handovers.WithLabelValues("released").Add(float64(len(lost)))
+		t.metrics.release.Observe(time.Since(r.started).Seconds())
+		t.log.Debug("released slots", "count", len(lost), "took", time.Since(r.started))
 		for _, l := range t.listeners {
-			l.SlotsGained(gained)
+			l.SlotsLost(lost)
 		}
 	}
-	if len(r.released) > 0 {
-		t.metrics.handovers.WithLabelValues("released").Add(float64(len(r.released)))
-		t.metrics.release.Observe(time.Since(r.started).Seconds())
-		t.log.Debug("released slots", "count", len(r.released), "took", time.Since(r.started))
-		for _, l := range t.listeners {
-			l.SlotsLost(r.released)
+}
+
+// gain holds the slots whose keys this member created, slot → the key's
+// create revision (the epoch): each gets a context derived from the
+// session's, the acquire metrics count it, and the listeners hear of them.
+// A successful acquire and an adoption both end here.
+func (t *tenure) gain(acquired map[int]int64) {
+	if len(acquired) == 0 {
+		return
+	}
+	gained := make([]int, 0, len(acquired))
+	for s, epoch := range acquired {
+		delete(t.acquiring, s)
+		ctx, cancel := context.WithCancel(t.ctx)
+		t.table[s].Store(&heldSlot{epoch: epoch, ctx: ctx, cancel: cancel})
+		gained = append(gained, s)
+		if since, ok := t.freeSince[s]; ok {
+			t.metrics.acquireLag.Observe(time.Since(since).Seconds())
+			delete(t.freeSince, s)
 		}
+	}
+	slices.Sort(gained)
+	t.metrics.handovers.WithLabelValues("acquired").Add(float64(len(gained)))
+	t.log.Debug("acquired slots", "count", len(gained))
+	for _, l := range t.listeners {
+		l.SlotsGained(gained)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ringfire/ringfire/internal/etcdloop"
@@ -17,19 +18,29 @@ import (
 
 // fakeStore keeps slot keys in memory with the conditions ringStore
 // promises: a create succeeds only if no key of it exists, a delete only if
-// every key is under the given lease. The watches are not used here.
+// every key is under the given lease. The watches are not used here: a test
+// hands the tenure what they would send (read).
 type fakeStore struct {
 	ringStore // FollowHolders, FollowMembers, Withdraw: not called
 
 	mu      sync.Mutex
 	keys    map[int]clientv3.LeaseID
+	created map[int]int64 // create revision of each key CreateSlots put
 	rev     int64
-	err     error   // when set, every request fails with it
-	creates [][]int // the slots of each CreateSlots call
-	deletes [][]int // the slots of each DeleteSlots call
+	err     error // when set, every request fails with it
+	// loseAnswers: a create that succeeds puts its keys and then reports
+	// an error, as a client timing out after etcd applied the transaction
+	// would.
+	loseAnswers bool
+	creates     [][]int // the slots of each CreateSlots call
+	deletes     [][]int // the slots of each DeleteSlots call
 }
 
-func newFakeStore() *fakeStore { return &fakeStore{keys: map[int]clientv3.LeaseID{}, rev: 1} }
+var errAnswerLost = errors.New("acquire slots: context deadline exceeded")
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{keys: map[int]clientv3.LeaseID{}, created: map[int]int64{}, rev: 1}
+}
 
 func (f *fakeStore) CreateSlots(_ context.Context, slots []int, _ string, lease clientv3.LeaseID) (int64, bool, error) {
 	f.mu.Lock()
@@ -46,6 +57,10 @@ func (f *fakeStore) CreateSlots(_ context.Context, slots []int, _ string, lease 
 	}
 	for _, s := range slots {
 		f.keys[s] = lease
+		f.created[s] = f.rev
+	}
+	if f.loseAnswers {
+		return 0, false, errAnswerLost
 	}
 	return f.rev, true, nil
 }
@@ -67,6 +82,17 @@ func (f *fakeStore) DeleteSlots(_ context.Context, slots []int, lease clientv3.L
 		delete(f.keys, s)
 	}
 	return true, nil
+}
+
+// read is what a full read of the slot keys would send.
+func (f *fakeStore) read() map[int]keyHolder {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := make(map[int]keyHolder, len(f.keys))
+	for s, l := range f.keys {
+		h[s] = keyHolder{Lease: l, Created: f.created[s]}
+	}
+	return h
 }
 
 func (f *fakeStore) holders() map[int]clientv3.LeaseID {
@@ -109,7 +135,8 @@ func testTenure(t *testing.T, store ringStore, slots int, rec *recorder) *tenure
 		drainTimeout: time.Second, timings: DefaultTimings(),
 		drain: rec.Drain, listeners: []Listener{rec}, report: func(Status, bool) {},
 		log: hclog.NewNullLogger(), metrics: newManagerMetrics(nil),
-		holders: map[int]clientv3.LeaseID{}, freeSince: map[int]time.Time{}, acquiring: map[int]bool{},
+		holders: map[int]keyHolder{}, freeSince: map[int]time.Time{}, acquiring: map[int]bool{},
+		discarding: map[int]int64{}, deleted: map[int]int64{},
 		results: make(chan opResult),
 	}
 }
@@ -217,13 +244,15 @@ func TestTenureDeleteFailureIsRetried(t *testing.T) {
 // reconcile carries the plan out: it acquires the free slots assigned here,
 // waits for one still held elsewhere, and hands over a slot assigned away,
 // marking it releasing before anything else and telling the listeners after.
+// A key it released, still in a read that lags behind the delete, is not
+// taken for a key of its own to adopt.
 func TestTenureReconcileAcquiresAndHandsOver(t *testing.T) {
 	store := newFakeStore()
 	store.keys[3] = 2 // still held by the member it was assigned to before
 	rec := &recorder{}
 	tn := testTenure(t, store, 8, rec)
 	tn.assignment = []string{"me", "me", "me", "me", "b", "b", "b", "b"}
-	tn.applyHolders(holderUpdate{reset: true, holders: store.holders()})
+	tn.applyHolders(holderUpdate{reset: true, holders: store.read()})
 	step := func() {
 		t.Helper()
 		tn.reconcile()
@@ -265,15 +294,143 @@ func TestTenureReconcileAcquiresAndHandsOver(t *testing.T) {
 	if _, ok := store.holders()[0]; ok {
 		t.Error("slot 0's key is still there")
 	}
+	// A read lagging behind the delete still shows slot 0's key under this
+	// lease when slot 0 comes back here: that key is gone, it is not
+	// adopted; the tenure waits for the delete to be seen.
+	tn.applyHolders(holderUpdate{holders: map[int]keyHolder{0: {Lease: testLease, Created: h.epoch}}})
+	tn.assignment[0] = "me"
+	if p := decideHandover(tn.situation(time.Now())); !slices.Equal(p.Wait, []int{0, 3}) || len(p.Adopt) != 0 {
+		t.Fatalf("plan %+v for the released key still in the read, want a wait for slot 0 (and slot 3)", p)
+	}
+	tn.assignment[0] = "b"
 
 	store.mu.Lock()
 	delete(store.keys, 3) // the other member lets go, and the watch says so
 	store.mu.Unlock()
-	tn.applyHolders(holderUpdate{holders: map[int]clientv3.LeaseID{3: 0}})
+	tn.applyHolders(holderUpdate{holders: map[int]keyHolder{3: {}}})
 	step()
 	if got := heldSlots(tn); !slices.Equal(got, []int{1, 2, 3}) {
 		t.Fatalf("held %v, want [1 2 3]", got)
 	}
+}
+
+// An acquire whose transaction commits but whose answer is lost leaves keys
+// under this member's lease that its table does not have. Once the watch of
+// the slot keys shows them, the tenure holds those assigned here as a
+// successful acquire would have (the keys' create revisions as epochs, live
+// contexts, the listeners and the metrics told), at once and while its
+// session goes on, not when the lease ends. A key so left of a slot assigned
+// elsewhere meanwhile is deleted with no listener told, and a read lagging
+// behind that delete is not taken for the key.
+func TestTenureAdoptsTheKeysOfAnAcquireWhoseAnswerWasLost(t *testing.T) {
+	store := newFakeStore()
+	store.loseAnswers = true
+	rec := &recorder{}
+	tn := testTenure(t, store, 4, rec)
+	tn.assignment = []string{"me", "me", "me", "b"}
+	tn.applyHolders(holderUpdate{reset: true, holders: store.read()})
+	step := func() {
+		t.Helper()
+		tn.reconcile()
+		if tn.ops != 1 {
+			t.Fatalf("%d ops started, want 1", tn.ops)
+		}
+		tn.ops--
+		tn.apply(<-tn.results)
+	}
+
+	step() // the create commits, its answer is lost
+	if got := heldSlots(tn); len(got) != 0 {
+		t.Fatalf("held %v after an acquire that failed, want none", got)
+	}
+	if got := store.holders(); len(got) != 3 || got[0] != testLease || got[1] != testLease || got[2] != testLease {
+		t.Fatalf("keys %v, want slots 0, 1, 2 under this member's lease", got)
+	}
+	// The retry delay passes before the watch shows the keys: the acquire
+	// is tried again and finds them held.
+	tn.retryAt = time.Now().Add(-time.Nanosecond)
+	step()
+	if got := heldSlots(tn); len(got) != 0 || len(rec.gained) != 0 {
+		t.Fatalf("held %v, gained %v after a second acquire that found the keys held; want none", got, rec.gained)
+	}
+
+	// Slot 2 is assigned elsewhere, then the watch shows the keys: slots 0
+	// and 1 are held at once, within the retry delay, with no request to
+	// etcd, and slot 2's key is deleted.
+	tn.assignment[2] = "b"
+	tn.applyHolders(holderUpdate{holders: store.read()})
+	creates := len(store.creates)
+	tn.reconcile()
+	if got := heldSlots(tn); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("held %v once the keys were seen, want [0 1]", got)
+	}
+	if len(store.creates) != creates {
+		t.Errorf("%d more creates for an adoption, want none", len(store.creates)-creates)
+	}
+	for _, s := range []int{0, 1} {
+		h := tn.table[s].Load()
+		if h.epoch != store.created[s] || h.ctx.Err() != nil || h.releasing.Load() {
+			t.Errorf("slot %d: epoch %d, context %v, releasing %v; want epoch %d (its key's create revision), live, not releasing",
+				s, h.epoch, h.ctx.Err(), h.releasing.Load(), store.created[s])
+		}
+	}
+	if len(rec.gained) != 1 || !slices.Equal(rec.gained[0], []int{0, 1}) {
+		t.Errorf("listeners gained %v, want [[0 1]]", rec.gained)
+	}
+	if n := handovers(t, tn, "acquired"); n != 2 {
+		t.Errorf("%v slots counted acquired, want 2", n)
+	}
+	var lag dto.Metric
+	if err := tn.metrics.acquireLag.Write(&lag); err != nil || lag.GetHistogram().GetSampleCount() != 2 {
+		t.Errorf("%d acquire durations observed (%v), want 2", lag.GetHistogram().GetSampleCount(), err)
+	}
+	if tn.ops != 1 {
+		t.Fatalf("%d ops started, want 1: the delete of slot 2's key", tn.ops)
+	}
+	created2 := store.created[2]
+	tn.ops--
+	tn.apply(<-tn.results)
+	if _, ok := store.holders()[2]; ok {
+		t.Fatal("slot 2's key, assigned elsewhere, is still there")
+	}
+	if len(rec.gained) != 1 || len(rec.lost) != 0 || len(rec.drained) != 0 || !slices.Equal(heldSlots(tn), []int{0, 1}) {
+		t.Errorf("gained %v, lost %v, drained %v, held %v after the delete of a key never held; want only [[0 1]] gained",
+			rec.gained, rec.lost, rec.drained, heldSlots(tn))
+	}
+	if n := handovers(t, tn, "released"); n != 0 {
+		t.Errorf("%v slots counted released, want 0", n)
+	}
+
+	// Slot 2 comes back here while the watch still shows its deleted key:
+	// that key is not adopted, the tenure waits for the delete to be seen.
+	tn.assignment[2] = "me"
+	tn.applyHolders(holderUpdate{holders: map[int]keyHolder{2: {Lease: testLease, Created: created2}}})
+	if p := decideHandover(tn.situation(time.Now())); !slices.Equal(p.Wait, []int{2}) || len(p.Adopt) != 0 {
+		t.Fatalf("plan %+v for a deleted key still in the read, want a wait for slot 2", p)
+	}
+	tn.applyHolders(holderUpdate{holders: map[int]keyHolder{2: {}}})
+	store.loseAnswers = false
+	tn.retryAt = time.Time{}
+	step()
+	if got := heldSlots(tn); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("held %v, want [0 1 2]", got)
+	}
+	if e := tn.table[2].Load().epoch; e != store.created[2] || e <= created2 {
+		t.Errorf("slot 2's epoch %d, want its new key's create revision %d", e, store.created[2])
+	}
+	if tn.ctx.Err() != nil {
+		t.Error("the session ended")
+	}
+}
+
+// handovers is the tenure's count of slots acquired or released.
+func handovers(t *testing.T, tn *tenure, direction string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := tn.metrics.handovers.WithLabelValues(direction).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 func heldSlots(t *tenure) []int {
