@@ -229,7 +229,7 @@ func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) err
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
-	policy := metav1.DeletePropagationBackground
+	policy := metav1.DeletePropagationForeground // as Volcano: the Job stays, being deleted, until its pods are gone
 	err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &job.UID, ResourceVersion: &job.ResourceVersion},
 		PropagationPolicy: &policy,

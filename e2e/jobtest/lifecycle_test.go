@@ -255,6 +255,10 @@ func ttlDeletes(t *testing.T, s *stack.Stack) {
 		_, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(context.Background(), "ttl", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+	// Deleted in the foreground, as Volcano deletes it: the Job goes only once its pods have.
+	if pods := s.Pods(ns, "ttl"); len(pods) != 0 {
+		t.Errorf("the Job is gone but %d of its pods are still there: not a foreground deletion", len(pods))
+	}
 }
 
 func command(t *testing.T, s *stack.Stack, job *batch.Job, name string, action bus.Action) {

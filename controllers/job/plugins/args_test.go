@@ -12,7 +12,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 		want   string // a part of the error
 	}{
 		{"horovod", nil, `unknown plugin "horovod" (known: env, mpi, pytorch, ssh, svc, tensorflow)`},
-		{"svc", []string{"--no-such-flag"}, "plugin svc: flag provided but not defined: -no-such-flag; it takes --disable-network-policy, --publish-not-ready-addresses"},
+		{"svc", []string{"--no-such-flag"}, "plugin svc: flag provided but not defined: -no-such-flag; it takes --disable-network-policy, --inject-hosts-env, --publish-not-ready-addresses"},
 		{"svc", []string{"publish-not-ready-addresses"}, `plugin svc: unexpected argument "publish-not-ready-addresses"`},
 		{"svc", []string{"--publish-not-ready-addresses=maybe"}, "invalid boolean value"},
 		{"env", []string{"--index"}, "plugin env: flag provided but not defined: -index; it takes no arguments"},
@@ -46,6 +46,8 @@ func TestNewAcceptsVolcanoSpellings(t *testing.T) {
 		{"svc", []string{}},
 		{"svc", []string{"--publish-not-ready-addresses", "--disable-network-policy=true"}},
 		{"svc", []string{"-publish-not-ready-addresses=false"}},
+		{"svc", []string{"--inject-hosts-env=false"}},
+		{"ssh", []string{"--no-root"}},
 		{"env", nil},
 		{"ssh", []string{"--ssh-key-file-path=/home/user/.ssh"}},
 		{"ssh", []string{"--ssh-private-key", "PRIV", "--ssh-public-key", "PUB"}},

@@ -60,7 +60,9 @@ func RSAKeyPair() (KeyPair, error) {
 // at the key path with mode 0600.
 //
 // Flags: --ssh-key-file-path (default /root/.ssh), --ssh-private-key and --ssh-public-key (a key
-// pair of the user's instead of a new one; both or neither).
+// pair of the user's instead of a new one; both or neither). --no-root, which older Volcano
+// releases took, is accepted and changes nothing, as in Volcano's current release, which no
+// longer defines it and carries on without it.
 type sshPlugin struct {
 	env        Env
 	path       string
@@ -74,6 +76,7 @@ func newSSH(args []string, env Env) (Plugin, error) {
 		fs.StringVar(&p.path, "ssh-key-file-path", DefaultSSHPath, "directory the keys are mounted at")
 		fs.StringVar(&p.privateKey, "ssh-private-key", "", "the user's private key")
 		fs.StringVar(&p.publicKey, "ssh-public-key", "", "the user's public key")
+		fs.Bool("no-root", false, "accepted for older Job specs; changes nothing")
 	})
 	switch {
 	case err != nil:

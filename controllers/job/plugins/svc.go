@@ -23,11 +23,13 @@ const HostsMountPath = "/etc/volcano"
 // admits traffic to the Job's pods from the Job's pods only.
 //
 // Flags: --publish-not-ready-addresses (the Service lists pods before they are ready),
-// --disable-network-policy.
+// --disable-network-policy, --inject-hosts-env (default true; false leaves the VC_<TASK>_HOSTS
+// and VC_<TASK>_NUM variables out of the pods, the hosts file is mounted all the same).
 type svc struct {
 	env                      Env
 	publishNotReadyAddresses bool
 	disableNetworkPolicy     bool
+	injectHostsEnv           bool
 }
 
 func newSvc(args []string, env Env) (Plugin, error) {
@@ -36,6 +38,7 @@ func newSvc(args []string, env Env) (Plugin, error) {
 		fs.BoolVar(&p.publishNotReadyAddresses, "publish-not-ready-addresses", false,
 			"list pods in the Service before they are ready")
 		fs.BoolVar(&p.disableNetworkPolicy, "disable-network-policy", false, "create no NetworkPolicy")
+		fs.BoolVar(&p.injectHostsEnv, "inject-hosts-env", true, "export VC_<TASK>_HOSTS and VC_<TASK>_NUM in the pods")
 	})
 	return p, err
 }
@@ -55,6 +58,9 @@ func (p *svc) OnPodCreate(pod *corev1.Pod, job *batch.Job) error {
 	cm := hostsConfigMapName(job)
 	var vars []corev1.EnvVar
 	for _, t := range job.Spec.Tasks {
+		if !p.injectHostsEnv {
+			break
+		}
 		key := strings.ToUpper(envKey(t.Name))
 		for _, name := range []string{"VC_" + key + "_HOSTS", "VC_" + key + "_NUM"} {
 			vars = append(vars, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{

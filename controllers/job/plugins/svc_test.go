@@ -56,6 +56,16 @@ func TestSvcPod(t *testing.T) {
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "train-svc"}},
 	}}})
 
+	// --inject-hosts-env=false: the hosts file is mounted, no variable is exported.
+	pod = podOf(t, job, "mpi-worker", 0)
+	if err := mustNew(t, "svc", "--inject-hosts-env=false").OnPodCreate(pod, job); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(pod.Spec.Containers, pod.Spec.InitContainers...) {
+		equal(t, c.Name+" env without hosts variables", c.Env, []corev1.EnvVar(nil))
+		equal(t, c.Name+" mounts without hosts variables", c.VolumeMounts, wantMounts)
+	}
+
 	// A template's own hostname and subdomain stay.
 	job.Spec.Tasks[0].Template.Spec.Hostname = "boss"
 	job.Spec.Tasks[0].Template.Spec.Subdomain = "team"
