@@ -110,7 +110,10 @@ type Manager struct {
 
 // heldSlot is a slot this replica holds.
 type heldSlot struct {
-	epoch     int64 // create revision of the slot key: the fencing token
+	// epoch is the create revision of the slot key: it tells this tenure of the slot from
+	// earlier and later ones (a delete retried for an old key never touches a new one). It is
+	// not what fences writes to the API server; the lease deadline is (Valid, FenceWrites).
+	epoch     int64
 	ctx       context.Context
 	cancel    context.CancelFunc
 	releasing atomic.Bool
@@ -146,7 +149,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	log := cfg.Logger.Named("ring")
 	store := &etcdStore{client: cfg.Client, member: cfg.Member, prefix: cfg.Prefix,
 		requestTimeout: cfg.RequestTimeout, watchRetry: cfg.Timings.WatchRetry, log: log}
-	return &Manager{cfg: cfg, log: log, metrics: newManagerMetrics(cfg.Registerer), store: store}, nil
+	metrics, err := newManagerMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{cfg: cfg, log: log, metrics: metrics, store: store}, nil
 }
 
 // AddDrainer registers work to drain before a slot is handed over. Call before Run.
@@ -170,7 +177,8 @@ func (m *Manager) SlotContext(slot int) (context.Context, bool) {
 	return h.ctx, true
 }
 
-// Epoch returns the fencing token of a held slot: the create revision of its key.
+// Epoch returns the create revision of a held slot's key, which tells this tenure of the slot
+// from earlier and later ones. Writes are fenced by the lease deadline (Valid), not by it.
 func (m *Manager) Epoch(slot int) (int64, bool) {
 	if h := m.held(slot); h != nil {
 		return h.epoch, true

@@ -1,6 +1,12 @@
 package shard
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/internal/promreg"
+)
 
 type managerMetrics struct {
 	members      prometheus.Gauge
@@ -12,7 +18,7 @@ type managerMetrics struct {
 	drainTimeout prometheus.Counter
 }
 
-func newManagerMetrics(reg prometheus.Registerer) *managerMetrics {
+func newManagerMetrics(reg prometheus.Registerer) (*managerMetrics, error) {
 	m := &managerMetrics{
 		members: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ringfire_ring_members", Help: "Members of the ring as this replica sees them.",
@@ -40,8 +46,8 @@ func newManagerMetrics(reg prometheus.Registerer) *managerMetrics {
 			Name: "ringfire_slot_drain_timeouts_total", Help: "Handovers whose in-flight work outlived the drain timeout and was cancelled.",
 		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.members, m.owned, m.orphaned, m.handovers, m.release, m.acquireLag, m.drainTimeout)
+	if err := promreg.Register(reg, m.members, m.owned, m.orphaned, m.handovers, m.release, m.acquireLag, m.drainTimeout); err != nil {
+		return nil, fmt.Errorf("shard metrics: %w", err)
 	}
-	return m
+	return m, nil
 }

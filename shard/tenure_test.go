@@ -134,7 +134,7 @@ func testTenure(t *testing.T, store ringStore, slots int, rec *recorder) *tenure
 		store: store, table: make([]atomic.Pointer[heldSlot], slots),
 		drainTimeout: time.Second, timings: DefaultTimings(),
 		drain: rec.Drain, listeners: []Listener{rec}, report: func(Status, bool) {},
-		log: hclog.NewNullLogger(), metrics: newManagerMetrics(nil),
+		log: hclog.NewNullLogger(), metrics: noMetrics(t),
 		holders: map[int]keyHolder{}, freeSince: map[int]time.Time{}, acquiring: map[int]bool{},
 		discarding: map[int]int64{}, deleted: map[int]int64{},
 		results: make(chan opResult),
@@ -455,4 +455,14 @@ func TestManagerTimingsDefaults(t *testing.T) {
 	if set.Recheck != time.Second || set.RingRetry.Min != time.Second || set.RingRetry.Max != 5*time.Second {
 		t.Errorf("a set field was not kept: %+v", set)
 	}
+}
+
+// noMetrics is a Manager's metrics registered nowhere.
+func noMetrics(t *testing.T) *managerMetrics {
+	t.Helper()
+	m, err := newManagerMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
