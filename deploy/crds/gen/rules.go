@@ -20,8 +20,8 @@ import (
 //
 // Left unchecked, because CEL cannot express them or they depend on other objects: pod
 // template validity, the task dependency graph being acyclic, job, task and pod names fitting a
-// DNS label together, unknown plugins, mpi master and worker tasks existing, the queue existing
-// and being open, which fields an update may change, and deleting the default Queue.
+// DNS label together, mpi master and worker tasks existing, the queue existing, being open and
+// having no child queues, which fields an update may change, and deleting the default Queue.
 
 // Bounds on list sizes. The API server refuses a CRD whose rules it cannot prove cheap, and a
 // rule over a list costs in proportion to the list's longest possible length, so every list a
@@ -54,6 +54,12 @@ var events = []string{
 	"*", "PodPending", "PodRunning", "PodFailed", "PodEvicted", "Unknown",
 	"TaskCompleted", "OutOfSync", "CommandIssued", "JobUpdated", "TaskFailed",
 }
+
+// jobPlugins are the job plugins Volcano knows; its webhook refuses a Job that names another.
+var jobPlugins = []string{"env", "svc", "ssh", "mpi", "pytorch", "tensorflow", "ray", "hcclrank"}
+
+// maxPlugins bounds a Job's plugins map, so the rule over its names is cheap to prove.
+const maxPlugins = 16
 
 // internalEvents are raised by the controller itself; Volcano refuses them in a policy.
 var internalEvents = []string{"OutOfSync", "CommandIssued", "PodRunning"}
@@ -126,6 +132,15 @@ func jobSpecEdits(spec string) []edit {
 		{at: volumes + "[].mountPath", set: map[string]any{"maxLength": maxMountPathSize}},
 		{at: tasks + "[].template", terse: true},
 		{at: volumes + "[].volumeClaim", terse: true},
+		{at: spec + ".plugins", set: map[string]any{"maxProperties": maxPlugins}, rules: []rule{{
+			Rule:              `self.all(name, name in ` + celList(jobPlugins) + `)`,
+			Message:           "unknown plugin: the job plugins are " + strings.Join(jobPlugins, ", "),
+			MessageExpression: `'unknown plugin ' + self.filter(name, !(name in ` + celList(jobPlugins) + `))[0] + ': the job plugins are ` + strings.Join(jobPlugins, ", ") + `'`,
+		}}},
+		{at: spec + ".queue", rules: []rule{{
+			Rule:    `self != 'root'`,
+			Message: "a Job cannot be submitted to the root queue: name a leaf queue (spec.queue)",
+		}}},
 		{at: spec, rules: []rule{{
 			Rule:    `has(self.tasks) && size(self.tasks) > 0`,
 			Message: "a Job needs at least one task in spec.tasks",
