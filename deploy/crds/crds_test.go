@@ -32,8 +32,8 @@ const namespace = "default"
 // manifest: it stores the object as JSON in an annotation limited to 256 KiB.
 func TestManifestsFitKubectlApply(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
-	if err != nil || len(files) != 8 {
-		t.Fatalf("want 5 CRDs, the default Queue and the Job defaults policy and its binding, found %v (%v)", files, err)
+	if err != nil || len(files) != 9 {
+		t.Fatalf("want 6 CRDs, the default Queue and the Job defaults policy and its binding, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -75,6 +75,7 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		checkShortNames(t, c, "batch.volcano.sh/v1alpha1", "jobs", "vcjob", "vj")
 		checkShortNames(t, c, "scheduling.volcano.sh/v1beta1", "podgroups", "pg", "podgroup-v1beta1")
 		checkShortNames(t, c, "scheduling.volcano.sh/v1beta1", "queues", "q", "queue-v1beta1")
+		checkShortNames(t, c, "topology.volcano.sh/v1alpha1", "hypernodes", "hn")
 	})
 
 	t.Run("default queue", func(t *testing.T) {

@@ -24,6 +24,7 @@ var apiPackages = []string{
 	"volcano.sh/apis/pkg/apis/batch/v1alpha1",
 	"volcano.sh/apis/pkg/apis/bus/v1alpha1",
 	"volcano.sh/apis/pkg/apis/scheduling/v1beta1",
+	"volcano.sh/apis/pkg/apis/topology/v1alpha1",
 }
 
 // crds lists the files controller-gen writes that ringfire installs, with ringfire's edits.
@@ -36,6 +37,10 @@ var crds = []struct {
 	{"bus.volcano.sh_commands.yaml", commandEdits},
 	{"scheduling.volcano.sh_podgroups.yaml", podGroupEdits},
 	{"scheduling.volcano.sh_queues.yaml", queueEdits},
+	// HyperNodes (network topology) are served by Volcano's scheduler and its hypernode
+	// controller, not by ringfire; the CRD is installed so that clusters, vcctl and Volcano's
+	// own tooling that list or clean them up find the resource.
+	{"topology.volcano.sh_hypernodes.yaml", func() []edit { return nil }},
 }
 
 func main() {
