@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools
+.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, all
 
 bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and 3 replicas (minutes)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/bench/
+
+conformance: tools ## Volcano's own e2e suites against ringfire (needs ../shared/volcano or $$VOLCANO_BIN; see docs/conformance.md)
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" e2e/conformance/run.sh $(SUITES)
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
