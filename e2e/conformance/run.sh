@@ -59,7 +59,7 @@ for suite in "${suites[@]}"; do
 	args=(-ginkgo.v -ginkgo.no-color -ginkgo.json-report "$out/$suite.json" -test.timeout "$timeout")
 	[[ -n "$skip" ]] && args+=(-ginkgo.skip "$skip")
 	[[ -n "$focus" ]] && args+=(-ginkgo.focus "$focus")
-	if ! (cd "$out" && PATH="$bin:$PATH" KUBECONFIG="$kubeconfig" "$bin/$suite.test" "${args[@]}" >"$out/$suite.log" 2>&1); then
+	if ! (cd "$out" && PATH="$bin:$PATH" VC_BIN="$bin" KUBECONFIG="$kubeconfig" "$bin/$suite.test" "${args[@]}" >"$out/$suite.log" 2>&1); then
 		status=1
 	fi
 	[[ -f "$out/$suite.json" ]] && go run ./e2e/conformance/report "$out/$suite.json"
