@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -52,14 +51,14 @@ type Jobs struct {
 	mu      sync.Mutex      // every index write, and what follows
 	held    map[int]bool    // slots whose Jobs are kept in full
 	summary map[string]bool // keys held as summaries
-	synced  atomic.Bool
+	listed  chan struct{}   // closed by the first list (Replace), under mu
 }
 
 func newJobs(vc vcclient.Interface, slots func() int, log hclog.Logger, filled func([]int)) *Jobs {
 	return &Jobs{
 		vc: vc, slots: slots, log: log.Named("jobs"), filled: filled,
 		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}),
-		held:    map[int]bool{}, summary: map[string]bool{},
+		held:    map[int]bool{}, summary: map[string]bool{}, listed: make(chan struct{}),
 	}
 }
 
@@ -78,7 +77,14 @@ func (j *Jobs) AddIndexers(ix toolscache.Indexers) error { return j.indexer.AddI
 func (j *Jobs) GetIndexer() toolscache.Indexer { return j.indexer }
 
 // HasSynced reports whether the first list of Jobs has landed.
-func (j *Jobs) HasSynced() bool { return j.synced.Load() }
+func (j *Jobs) HasSynced() bool {
+	select {
+	case <-j.listed:
+		return true
+	default:
+		return false
+	}
+}
 
 // Get returns the Job at key in full. ok is false when no such Job exists;
 // ErrSummaryOnly when only its summary is held.
@@ -288,14 +294,12 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 
 // waitSynced waits for the first list of Jobs, or for ctx to end.
 func (j *Jobs) waitSynced(ctx context.Context) bool {
-	for !j.synced.Load() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(20 * time.Millisecond):
-		}
+	select {
+	case <-j.listed:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	return true
 }
 
 // lose cuts the Jobs of slots back to summaries, without events.
@@ -363,7 +367,9 @@ func (s jobsStore) Replace(list []any, _ string) error {
 			}
 		}
 	}
-	j.synced.Store(true)
+	if !j.HasSynced() { // relists come later; only the first closes it, all under mu
+		close(j.listed)
+	}
 	return nil
 }
 

@@ -125,11 +125,7 @@ func New(cfg Config) (*Controller, error) {
 
 // Run lists and watches, then reconciles until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
-	var own kit.Informers
-	if c.factory != nil {
-		own = c.factory
-	}
-	c.Base.Run(ctx, own, "stopped before the CronJob and Job informers listed; is the CronJob CRD installed?",
+	c.Base.Run(ctx, c.factory, "stopped before the CronJob and Job informers listed; is the CronJob CRD installed?",
 		c.cronInf.HasSynced, c.jobInf.HasSynced)
 }
 

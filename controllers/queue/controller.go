@@ -132,11 +132,7 @@ func New(cfg Config) (*Controller, error) {
 // Run lists and watches, then reconciles until ctx is done. No request is handled before every
 // informer has listed: a Closing queue must not close on counts that are still loading.
 func (c *Controller) Run(ctx context.Context) {
-	var own kit.Informers
-	if c.factory != nil {
-		own = c.factory
-	}
-	c.Base.Run(ctx, own, "stopped before the Queue, Command and PodGroup informers listed; are the Volcano CRDs installed?",
+	c.Base.Run(ctx, c.factory, "stopped before the Queue, Command and PodGroup informers listed; are the Volcano CRDs installed?",
 		c.queueInf.HasSynced, c.cmdInf.HasSynced, c.pgInf.HasSynced)
 }
 
