@@ -43,7 +43,7 @@ bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/bench/
 
 conformance: tools ## Volcano's own e2e suites against ringfire (Volcano's test binaries in VOLCANO_BIN: docs/conformance.md)
-	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" e2e/conformance/run.sh $(SUITES)
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" CONFORMANCE_MODES="$(MODES)" e2e/conformance/run.sh $(SUITES)
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')

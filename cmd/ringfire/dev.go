@@ -39,10 +39,13 @@ import (
 )
 
 type devFlags struct {
-	dir      string
-	replicas int
-	nodes    int
-	examples bool
+	dir           string
+	replicas      int
+	nodes         int
+	examples      bool
+	controllers   string
+	kubeScheduler bool
+	firstPort     int
 }
 
 func devCommand(args []string) error {
@@ -55,6 +58,10 @@ func devCommand(args []string) error {
 	fs.IntVar(&f.replicas, "replicas", 3, "ringfire replicas to start")
 	fs.IntVar(&f.nodes, "nodes", 4, "KWOK fake nodes")
 	fs.BoolVar(&f.examples, "examples", true, "submit the sample jobs of deploy/examples")
+	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,scheduler",
+		"the replicas' --controllers; leave out scheduler to run them beside another scheduler (vc-scheduler)")
+	fs.BoolVar(&f.kubeScheduler, "kube-scheduler", true, "run kube-scheduler too, for pods of the default scheduler")
+	fs.IntVar(&f.firstPort, "port", 18080, "status page and metrics port of the first replica; the next ones count up from it")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -92,7 +99,10 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	}
 	log.Info("using the pinned tools", "dir", tools)
 	log.Info("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kwok)", "nodes", f.nodes)
-	c, err := devcluster.Start(ctx, devcluster.Options{Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster")})
+	c, err := devcluster.Start(ctx, devcluster.Options{
+		Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster"),
+		KubeScheduler: f.kubeScheduler,
+	})
 	if err != nil {
 		return err
 	}
@@ -130,7 +140,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 		}
 		log.Info("submitted the sample jobs of deploy/examples")
 	}
-	fmt.Printf("\nringfire dev cluster is up (replicas with the gang scheduler). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  %s ring status --etcd-endpoints %s\n", c.Kubeconfig(), selfCommand(), ringEtcd.Endpoint())
+	fmt.Printf("\nringfire dev cluster is up (%d replicas, controllers %s). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  %s ring status --etcd-endpoints %s\n", f.replicas, f.controllers, c.Kubeconfig(), selfCommand(), ringEtcd.Endpoint())
 	for _, r := range replicas {
 		fmt.Printf("  status page of replica %s: http://%s/\n", r.ID, r.Addr)
 	}
@@ -138,7 +148,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	return showProgress(ctx, c.RESTConfig(), ringEtcd.Endpoint())
 }
 
-func replicaPort(i int) int { return 18080 + i }
+func (f devFlags) replicaPort(i int) int { return f.firstPort + i }
 
 // selfCommand is how the user runs this binary again: `go run ./cmd/ringfire`
 // under `go run` (whose executable lives in a temporary build directory),
@@ -164,11 +174,11 @@ func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]*pr
 	}
 	args := procs.Args{
 		Bin: self, Etcd: etcd, Kubeconfig: kubeconfig, LogDir: f.dir,
-		Controllers: "job,queue,podgroup,cronjob,scheduler",
+		Controllers: f.controllers,
 	}
 	var out []*procs.Replica
 	for i := range f.replicas {
-		r, err := procs.Start(args, fmt.Sprintf("ringfire-%d", i), fmt.Sprintf("127.0.0.1:%d", replicaPort(i)))
+		r, err := procs.Start(args, fmt.Sprintf("ringfire-%d", i), fmt.Sprintf("127.0.0.1:%d", f.replicaPort(i)))
 		if err != nil {
 			return out, err
 		}

@@ -1,5 +1,5 @@
 // Module tools pins the binaries the end-to-end harness runs: kube-apiserver,
-// kube-controller-manager, etcd, kwok, and controller-gen for `make crds`.
+// kube-controller-manager, kube-scheduler, etcd, kwok, and controller-gen for `make crds`.
 // build.sh builds them into a cache outside the clone. See docs/e2e.md.
 module github.com/ringfire/ringfire/e2e/tools
 
@@ -9,6 +9,7 @@ tool (
 	go.etcd.io/etcd/server/v3
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 	sigs.k8s.io/kwok/cmd/kwok
 )

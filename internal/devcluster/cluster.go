@@ -23,9 +23,21 @@ const (
 	APIServer         Component = "kube-apiserver"
 	ControllerManager Component = "kube-controller-manager"
 	KWOK              Component = "kwok"
+	// Scheduler is kube-scheduler, started only with Options.KubeScheduler.
+	Scheduler Component = "kube-scheduler"
 )
 
-var components = []Component{Etcd, APIServer, ControllerManager, KWOK}
+// allComponents is every component a cluster may run, in start order.
+var allComponents = []Component{Etcd, APIServer, ControllerManager, KWOK, Scheduler}
+
+// components are the ones this cluster runs, in start order.
+func (c *Cluster) components() []Component {
+	out := []Component{Etcd, APIServer, ControllerManager, KWOK}
+	if c.opts.KubeScheduler {
+		out = append(out, Scheduler)
+	}
+	return out
+}
 
 // Address ranges the cluster reports but never routes: services get virtual
 // IPs from serviceCIDR, KWOK pods get IPs from podCIDR. No traffic goes there.
@@ -91,7 +103,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.prepareDir(); err != nil {
 		return err
 	}
-	for _, name := range components {
+	for _, name := range c.components() {
 		bin := filepath.Join(c.opts.ToolsBin, string(name))
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("%s not built in %s (`make tools` in a checkout builds them; an installed `ringfire dev up` finds or builds them itself): %w", name, c.opts.ToolsBin, err)
@@ -118,6 +130,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.argv[APIServer] = append(c.argv[APIServer], audit...)
 	c.argv[ControllerManager] = c.controllerManagerArgs(files)
 	c.argv[KWOK] = c.kwokArgs(files)
+	c.argv[Scheduler] = c.schedulerArgs(files)
 	if err := os.WriteFile(files.stages, renderStages(c.opts.DefaultPodDuration), 0o644); err != nil {
 		return err
 	}
@@ -135,18 +148,18 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.waitFor(ctx, "kube-apiserver ready", []Component{Etcd, APIServer}, c.apiServerReady); err != nil {
 		return err
 	}
-	for _, name := range []Component{ControllerManager, KWOK} {
+	for _, name := range c.components()[2:] {
 		if err := c.launch(name); err != nil {
 			return err
 		}
 	}
-	if err := c.waitFor(ctx, "default service account", components, c.defaultServiceAccountExists); err != nil {
+	if err := c.waitFor(ctx, "default service account", c.components(), c.defaultServiceAccountExists); err != nil {
 		return err
 	}
 	if err := c.createNodes(ctx); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, "nodes ready and untainted", components, c.nodesReady); err != nil {
+	if err := c.waitFor(ctx, "nodes ready and untainted", c.components(), c.nodesReady); err != nil {
 		return err
 	}
 	c.log.Info("local control plane ready", "nodes", len(c.nodeNames), "kubeconfig", c.kubeconfig)
@@ -250,10 +263,10 @@ func (c *Cluster) Stop() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.stopped = true
-		for i := len(components) - 1; i >= 0; i-- {
-			if p := c.procs[components[i]]; p != nil {
+		for i := len(allComponents) - 1; i >= 0; i-- {
+			if p := c.procs[allComponents[i]]; p != nil {
 				p.terminate()
-				_ = os.Remove(pidPath(c.dir, components[i]))
+				_ = os.Remove(pidPath(c.dir, allComponents[i]))
 			}
 		}
 		if c.ownDir {
@@ -291,10 +304,10 @@ func (c *Cluster) Restart(name Component, kill bool) error {
 // WaitReady waits until the API server is ready again and every fake node is
 // Ready and untainted, e.g. after Restart. It fails early if a component exits.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	if err := c.waitFor(ctx, "kube-apiserver ready", components, c.apiServerReady); err != nil {
+	if err := c.waitFor(ctx, "kube-apiserver ready", c.components(), c.apiServerReady); err != nil {
 		return err
 	}
-	return c.waitFor(ctx, "nodes ready and untainted", components, c.nodesReady)
+	return c.waitFor(ctx, "nodes ready and untainted", c.components(), c.nodesReady)
 }
 
 // freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners

@@ -24,6 +24,7 @@ type credentialFiles struct {
 	tokens                  string
 	kcmKubeconfig           string
 	kwokKubeconfig          string
+	schedulerKubeconfig     string
 	stages                  string
 }
 
@@ -36,14 +37,15 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 		return credentialFiles{}, err
 	}
 	files := credentialFiles{
-		caCert:         filepath.Join(pki, "ca.crt"),
-		caKey:          filepath.Join(pki, "ca.key"),
-		saPrivate:      filepath.Join(pki, "service-account.key"),
-		saPublic:       filepath.Join(pki, "service-account.pub"),
-		tokens:         filepath.Join(pki, "tokens.csv"),
-		kcmKubeconfig:  filepath.Join(c.dir, "kube-controller-manager.kubeconfig"),
-		kwokKubeconfig: filepath.Join(c.dir, "kwok.kubeconfig"),
-		stages:         filepath.Join(c.dir, "kwok-stages.yaml"),
+		caCert:              filepath.Join(pki, "ca.crt"),
+		caKey:               filepath.Join(pki, "ca.key"),
+		saPrivate:           filepath.Join(pki, "service-account.key"),
+		saPublic:            filepath.Join(pki, "service-account.pub"),
+		tokens:              filepath.Join(pki, "tokens.csv"),
+		kcmKubeconfig:       filepath.Join(c.dir, "kube-controller-manager.kubeconfig"),
+		kwokKubeconfig:      filepath.Join(c.dir, "kwok.kubeconfig"),
+		schedulerKubeconfig: filepath.Join(c.dir, "kube-scheduler.kubeconfig"),
+		stages:              filepath.Join(c.dir, "kwok-stages.yaml"),
 	}
 	ca, err := certs.NewAuthority("ringfire-e2e-ca", certLifetime)
 	if err != nil {
@@ -99,6 +101,8 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 		// The controller manager's own identity; each controller then uses its
 		// service account (--use-service-account-credentials).
 		{files.kcmKubeconfig, "system:kube-controller-manager", nil, false},
+		// The identity the API server's bootstrap RBAC grants kube-scheduler.
+		{files.schedulerKubeconfig, "system:kube-scheduler", nil, false},
 		// kwok plays every kubelet and needs to write any node's status and
 		// delete any pod, which the Node authorizer would not allow one user.
 		{files.kwokKubeconfig, "kwok", []string{"system:masters"}, false},
@@ -190,6 +194,18 @@ func (c *Cluster) controllerManagerArgs(f credentialFiles) []string {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
+		"--profiling=false",
+	}
+}
+
+func (c *Cluster) schedulerArgs(f credentialFiles) []string {
+	return []string{
+		c.bin(Scheduler),
+		"--kubeconfig=" + f.schedulerKubeconfig,
+		"--authentication-kubeconfig=" + f.schedulerKubeconfig,
+		"--authorization-kubeconfig=" + f.schedulerKubeconfig,
+		"--secure-port=0",
+		"--leader-elect=false",
 		"--profiling=false",
 	}
 }

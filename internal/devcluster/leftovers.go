@@ -32,8 +32,8 @@ func StopDir(dir string) error {
 		return err
 	}
 	var errs []error
-	for i := len(components) - 1; i >= 0; i-- {
-		if err := stopRecorded(abs, components[i]); err != nil {
+	for i := len(allComponents) - 1; i >= 0; i-- {
+		if err := stopRecorded(abs, allComponents[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -41,6 +41,12 @@ type Options struct {
 	// StartTimeout bounds Start as a whole. Default 2 minutes.
 	StartTimeout time.Duration
 
+	// KubeScheduler also starts kube-scheduler, which places the pods of the
+	// default scheduler (and of any other scheduler name it is configured
+	// for) on the fake nodes. Off by default: the suites that test
+	// ringfire's own gang scheduler want no second scheduler binding pods.
+	KubeScheduler bool
+
 	// AuditLog turns the API server's audit log on (Cluster.AuditLogPath):
 	// every write on Jobs, Queues, Commands and the objects a Job owns, with
 	// request and response bodies, so a test can check from outside the

@@ -62,7 +62,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, watched []Component,
 
 // LogTails returns the last lines of every component's log, each headed by
 // its path: what a failed test or a failed dev session wants to see.
-func (c *Cluster) LogTails() string { return c.tails(components) }
+func (c *Cluster) LogTails() string { return c.tails(c.components()) }
 
 func (c *Cluster) tails(names []Component) string {
 	var b strings.Builder

@@ -11,12 +11,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// fakeTools writes stand-ins for the four binaries; etcd runs etcdScript.
+// fakeTools writes stand-ins for the binaries; etcd runs etcdScript.
 // These tests need no built tools, so they run everywhere.
 func fakeTools(t *testing.T, etcdScript string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range components {
+	for _, name := range allComponents {
 		script := "#!/bin/sh\nexit 0\n"
 		if name == Etcd {
 			script = "#!/bin/sh\n" + etcdScript + "\n"

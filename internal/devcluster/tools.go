@@ -164,8 +164,8 @@ func buildTools(ctx context.Context, progress io.Writer) (string, error) {
 }
 
 func toolNames() string {
-	names := make([]string, len(components))
-	for i, c := range components {
+	names := make([]string, len(allComponents))
+	for i, c := range allComponents {
 		names[i] = string(c)
 	}
 	return strings.Join(names, ", ")
