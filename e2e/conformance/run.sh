@@ -23,7 +23,8 @@
 # lacks (JobFlow, Numatopology, ...), which Volcano's programs wait for.
 #
 # $CONFORMANCE_SKIP is a Ginkgo skip regexp; $CONFORMANCE_FOCUS narrows the run;
-# $CONFORMANCE_TIMEOUT bounds each suite (default 60m); $CONFORMANCE_PORT is the first
+# $CONFORMANCE_FLAKE_ATTEMPTS retries a failed spec (Ginkgo's flake attempts; the report
+# still names it); $CONFORMANCE_TIMEOUT bounds each suite (default 60m); $CONFORMANCE_PORT is the first
 # replica's port (default 18080). Reports and logs go to $CONFORMANCE_OUT/MODE (default
 # .ringfire/conformance).
 set -euo pipefail
@@ -34,6 +35,7 @@ out="${CONFORMANCE_OUT:-$root/.ringfire/conformance}"
 skip="${CONFORMANCE_SKIP:-}"
 focus="${CONFORMANCE_FOCUS:-}"
 timeout="${CONFORMANCE_TIMEOUT:-60m}"
+attempts="${CONFORMANCE_FLAKE_ATTEMPTS:-}"
 port="${CONFORMANCE_PORT:-18080}"
 read -r -a modes <<<"${CONFORMANCE_MODES:-ringfire}"
 suites=("$@")
@@ -135,6 +137,7 @@ for mode in "${modes[@]}"; do
 		args=(-ginkgo.v -ginkgo.no-color -ginkgo.json-report "$dir/$suite.json" -test.timeout "$timeout")
 		[[ -n "$skip" ]] && args+=(-ginkgo.skip "$skip")
 		[[ -n "$focus" ]] && args+=(-ginkgo.focus "$focus")
+		[[ -n "$attempts" ]] && args+=(-ginkgo.flake-attempts "$attempts")
 		if ! (cd "$dir" && PATH="$bin:$PATH" VC_BIN="$bin" KUBECONFIG="$kubeconfig" "$bin/$suite.test" "${args[@]}" >"$dir/$suite.log" 2>&1); then
 			status=1
 		fi
