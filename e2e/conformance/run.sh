@@ -66,10 +66,10 @@ for mode in "${modes[@]}"; do
 	esac
 done
 
-mkdir -p "$out"
-go build -o "$out/ringfire" ./cmd/ringfire
-go build -o "$out/addcrds" ./e2e/conformance/addcrds
-go build -o "$out/report" ./e2e/conformance/report
+mkdir -p "$out/bin"
+go build -o "$out/bin/ringfire" ./cmd/ringfire
+go build -o "$out/bin/addcrds" ./e2e/conformance/addcrds
+go build -o "$out/bin/report" ./e2e/conformance/report
 
 pids=()
 stop_all() {
@@ -93,7 +93,7 @@ up() {
 	volcano) args+=(-replicas 0) ;;
 	esac
 	log "$mode: starting the local control plane in $dir/dev"
-	"$out/ringfire" dev up "${args[@]}" >"$dir/dev.log" 2>&1 &
+	"$out/bin/ringfire" dev up "${args[@]}" >"$dir/dev.log" 2>&1 &
 	pids+=($!)
 	kubeconfig="$dir/dev/cluster/admin.kubeconfig"
 	local _
@@ -105,7 +105,7 @@ up() {
 	grep -q "ringfire dev cluster is up" "$dir/dev.log" || { log "the cluster did not come up in 4 minutes"; return 1; }
 	[[ "$mode" == ringfire ]] && return 0
 
-	"$out/addcrds" -kubeconfig "$kubeconfig" "$crds" >&2
+	"$out/bin/addcrds" -kubeconfig "$kubeconfig" "$crds" >&2
 	if [[ "$mode" == volcano ]]; then
 		"$bin/vc-controller-manager" --kubeconfig "$kubeconfig" --leader-elect=false \
 			--healthz-address 127.0.0.1:0 >"$dir/vc-controller-manager.log" 2>&1 &
@@ -144,7 +144,7 @@ for mode in "${modes[@]}"; do
 		if [[ -f "$dir/$suite.json" ]]; then
 			echo "## $suite, $mode"
 			echo
-			"$out/report" "$dir/$suite.json"
+			"$out/bin/report" "$dir/$suite.json"
 		fi
 	done
 	stop_all
@@ -158,7 +158,7 @@ if [[ ${#modes[@]} -gt 1 ]]; then
 		done
 		echo "## $suite: the modes side by side"
 		echo
-		"$out/report" -compare "${cols[@]}"
+		"$out/bin/report" -compare "${cols[@]}"
 	done
 fi
 exit "$status"
