@@ -218,6 +218,7 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 	if err != nil {
 		return podCounts{}, c.pluginFailed(job, "job plugins", err)
 	}
+	c.reportIgnored(key, job, set)
 	if err := c.syncPlugins(ctx, key, job, set); err != nil {
 		return podCounts{}, c.pluginFailed(job, "job plugins on sync", err)
 	}

@@ -255,10 +255,13 @@ func (c *Controller) onPodAdd(obj any) {
 	}
 }
 
-// onPodUpdate turns a pod's phase change into Volcano's events: PodFailed
-// with the exit code, TaskCompleted when the task's last pod succeeded,
-// PodPending/PodRunning otherwise, and cancels delayed actions of a pod that
-// recovered.
+// onPodUpdate turns a pod's change into Volcano's events: PodFailed with the
+// exit code, TaskCompleted when the task's last pod succeeded, PodRunning when
+// it starts running, TaskFailed when the task's live pods have restarted
+// maxRetry times (state.TaskFailed), PodPending otherwise while pending; and
+// cancels delayed actions of a pod that recovered. The order is Volcano's, as
+// its controller shows it: a pod that starts running raises PodRunning even
+// when the task has failed; its next change raises TaskFailed.
 func (c *Controller) onPodUpdate(old, new any) {
 	oldPod, ok1 := old.(*corev1.Pod)
 	newPod, ok2 := new.(*corev1.Pod)
@@ -285,9 +288,14 @@ func (c *Controller) onPodUpdate(old, new any) {
 		}
 	case corev1.PodPending:
 		event = bus.PodPendingEvent
+		if c.taskFailed(newPod) {
+			event = bus.TaskFailedEvent
+		}
 	case corev1.PodRunning:
 		if oldPod.Status.Phase != corev1.PodRunning {
 			event = bus.PodRunningEvent
+		} else if c.taskFailed(newPod) {
+			event = bus.TaskFailedEvent
 		}
 	}
 	key, req, ok := podRequest(newPod, event)
@@ -314,29 +322,54 @@ func (c *Controller) onPodDelete(obj any) {
 	}
 }
 
-// taskCompleted reports whether every pod of the pod's task has succeeded.
-func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
+// taskOfPod is the cached Job's task the pod belongs to, and the cached pods
+// of that task (the pod among them, as the cache stores before it tells).
+func (c *Controller) taskOfPod(pod *corev1.Pod) (*batch.TaskSpec, map[string]*corev1.Pod) {
 	key, req, ok := podRequest(pod, "")
 	if !ok {
-		return false
+		return nil, nil
 	}
 	info, err := c.cfg.Cache.JobInfo(key)
-	if err != nil || info == nil {
-		return false
+	if err != nil || info == nil || info.Job == nil {
+		return nil, nil
 	}
-	var replicas int32
 	for i := range info.Job.Spec.Tasks {
 		if t := &info.Job.Spec.Tasks[i]; state.TaskName(t, i) == req.TaskName {
-			replicas = t.Replicas
+			return t, info.Pods[req.TaskName]
 		}
 	}
+	return nil, nil
+}
+
+// taskCompleted reports whether every pod of the pod's task has succeeded.
+func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
+	task, pods := c.taskOfPod(pod)
+	if task == nil {
+		return false
+	}
 	var succeeded int32
-	for _, p := range info.Pods[req.TaskName] {
+	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Name == pod.Name {
 			succeeded++
 		}
 	}
-	return replicas > 0 && succeeded >= replicas
+	return task.Replicas > 0 && succeeded >= task.Replicas
+}
+
+// taskFailed reports whether the pod's task has failed: its live pods have
+// restarted maxRetry times (state.TaskFailed). The pod is counted as it is
+// now, whatever the cache holds (the map is the cache's answer, built for
+// this call).
+func (c *Controller) taskFailed(pod *corev1.Pod) bool {
+	task, pods := c.taskOfPod(pod)
+	if task == nil {
+		return false
+	}
+	if pods == nil {
+		pods = map[string]*corev1.Pod{}
+	}
+	pods[pod.Name] = pod
+	return state.TaskFailed(task, pods)
 }
 
 // onPodGroupAdd looks at the Job of a PodGroup that enters the cache of a listed slot: a

@@ -32,6 +32,13 @@ func inPhase(phase corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = phase }
 }
 
+// restarts sets the restart count of the pod's only container.
+func restarts(n int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", RestartCount: n}}
+	}
+}
+
 func exited(code int32) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodFailed
@@ -97,6 +104,29 @@ func TestPodEventsMakeVolcanosRequests(t *testing.T) {
 				c.onPodUpdate(w0, changed(w0, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }))
 			},
 			want: []enqueued{podReq(bus.PodPendingEvent, "w", "a-w-0")}},
+		// TaskFailed: the task's live pods restarted maxRetry times (testJob leaves it 0, which stands for 3).
+		{name: "Running, its container restarted maxRetry times: TaskFailed",
+			fire: func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, restarts(3))) },
+			want: []enqueued{podReq(bus.TaskFailedEvent, "w", "a-w-0")}},
+		{name: "Running, restarted fewer times: OutOfSync",
+			fire: func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, restarts(2))) },
+			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
+		{name: "the restarts of the task's pods add up: TaskFailed",
+			cached: []*corev1.Pod{changed(podOf(job, "w", 1, corev1.PodRunning), restarts(2))},
+			fire:   func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, restarts(1))) },
+			want:   []enqueued{podReq(bus.TaskFailedEvent, "w", "a-w-0")}},
+		{name: "another task's restarts do not count: OutOfSync",
+			cached: []*corev1.Pod{changed(ps0running, restarts(5))},
+			fire:   func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, restarts(1))) },
+			want:   []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
+		{name: "still Pending, restarted maxRetry times: TaskFailed",
+			fire: func(c *Controller) { c.onPodUpdate(w0, changed(w0, restarts(3))) },
+			want: []enqueued{podReq(bus.TaskFailedEvent, "w", "a-w-0")}},
+		{name: "Pending to Running, restarted maxRetry times: PodRunning first, as in Volcano",
+			fire: func(c *Controller) {
+				c.onPodUpdate(w0, changed(w0, func(p *corev1.Pod) { inPhase(corev1.PodRunning)(p); restarts(3)(p) }))
+			},
+			want: []enqueued{podReq(bus.PodRunningEvent, "w", "a-w-0")}},
 		{name: "Running to Failed: PodFailed with the first container's exit code",
 			fire: func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, exited(3))) },
 			want: []enqueued{func() enqueued {

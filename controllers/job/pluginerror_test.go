@@ -72,13 +72,13 @@ func TestPluginErrorsAreReportedAndReturned(t *testing.T) {
 				return newFixture(t, nil, job)
 			},
 			event: `Warning PluginError job plugins: unknown plugin "nosuch"`},
-		{name: "bad plugin argument on sync", req: syncReq,
+		{name: "plugin argument no pod can use, on sync", req: syncReq,
 			setup: func(t *testing.T) *fixture {
 				job := testJob("p", task("w", 2))
-				job.Spec.Plugins = map[string][]string{"svc": {"--no-such-flag"}}
+				job.Spec.Plugins = map[string][]string{"mpi": {"--port=0"}}
 				return newFixture(t, nil, job)
 			},
-			event: "Warning PluginError job plugins: plugin svc:"},
+			event: "Warning PluginError job plugins: plugin mpi: --port=0 is not a port number"},
 		{name: "plugin object refused on sync", req: syncReq,
 			setup: func(t *testing.T) *fixture {
 				job := testJob("p", task("w", 2))
@@ -122,6 +122,40 @@ func TestPluginErrorsAreReportedAndReturned(t *testing.T) {
 				t.Fatalf("pods %v created despite the plugin error", pods)
 			}
 		})
+	}
+}
+
+// Arguments a plugin skips, as Volcano skips them, do not stop the Job: the
+// sync goes on with the flags before them, and a Warning Event
+// PluginArgumentsIgnored tells them on the sync that marks the plugin, not
+// on later ones.
+func TestIgnoredPluginArgumentsAreToldOnce(t *testing.T) {
+	job := testJob("p", task("w", 2))
+	job.Spec.Plugins = map[string][]string{"svc": {"--disable-network-policy", "--no-such-flag"}}
+	f := newFixture(t, nil, job)
+	syncReq := request{Request: state.Request{Event: bus.OutOfSyncEvent}}
+	if err := f.c.reconcile(context.Background(), "ns/p", syncReq); err != nil {
+		t.Fatal(err)
+	}
+	const told = "Warning PluginArgumentsIgnored plugin svc: flag provided but not defined: -no-such-flag: " +
+		"it and the arguments after it are ignored"
+	if events := f.recorded(); !hasEvent(events, told) {
+		t.Fatalf("events %q; want one starting %q", events, told)
+	}
+	if got := creates(f.kube, "services"); len(got) != 1 {
+		t.Errorf("services created: %v, want the Job's", got)
+	}
+	if got := creates(f.kube, "networkpolicies"); len(got) != 0 {
+		t.Errorf("network policies created: %v; --disable-network-policy came before the bad flag", got)
+	}
+
+	if err := f.c.reconcile(context.Background(), "ns/p", syncReq); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range f.recorded() {
+		if strings.Contains(e, "PluginArgumentsIgnored") {
+			t.Errorf("told again on the next sync: %q", e)
+		}
 	}
 }
 

@@ -23,6 +23,20 @@ func (c *Controller) pluginsFor(job *batch.Job, slot int) (plugins.Set, error) {
 	return plugins.ForJob(job, plugins.Env{Slot: slot})
 }
 
+// PluginArgumentsIgnored is the reason of the Warning Event that tells the
+// arguments a plugin skipped, as Volcano skips them (Volcano only logs them).
+const PluginArgumentsIgnored = "PluginArgumentsIgnored"
+
+// reportIgnored tells, in a log line and a Warning Event, the arguments the
+// plugins skipped; once per life of the Job, on the sync that runs their
+// OnJobAdd (set.Ignored leaves out the plugins that have marked the Job).
+func (c *Controller) reportIgnored(key string, job *batch.Job, set plugins.Set) {
+	for _, err := range set.Ignored(job) {
+		c.Log.Warn("job plugin arguments ignored", "job", key, "error", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, PluginArgumentsIgnored, "%v", err)
+	}
+}
+
 // pluginFailed reports a plugin error of the Job at once, in a Warning Event
 // with Volcano's reason PluginError, and returns it, so that the dispatcher
 // retries the request (and after MaxRequeue failures gives up on it, as on

@@ -8,9 +8,11 @@ import (
 	"strings"
 )
 
-// parseArgs parses a plugin's arguments with the flags define declares. Go's flag package is what
-// Volcano parses them with, so "--port=22", "-port=22" and "--port 22" all work; unlike Volcano, a
-// failure is returned, saying which flags the plugin takes.
+// parseArgs parses a plugin's arguments with the flags define declares, as Volcano does: with
+// Go's flag package, so "--port=22", "-port=22" and "--port 22" all work, stopping at the first
+// argument it cannot take. The flags before that argument take effect; it and those after it are
+// ignored, and the others keep their defaults. What was ignored is returned (nil when nothing
+// was): it never stops the plugin, as in Volcano, which only logs it.
 func parseArgs(args []string, define func(*flag.FlagSet)) error {
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -20,12 +22,13 @@ func parseArgs(args []string, define func(*flag.FlagSet)) error {
 	case errors.Is(err, flag.ErrHelp):
 		err = errors.New("help was asked for")
 	case err == nil && fs.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		// The flag package stops at the first argument that is not a flag, without an error.
+		err = fmt.Errorf("%q is not a flag", fs.Arg(0))
 	}
-	if err != nil {
-		return fmt.Errorf("%v; it takes %s", err, flagList(fs))
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%v: it and the arguments after it are ignored (the plugin takes %s)", err, flagList(fs))
 }
 
 // flagList names the flags of fs: "--a=<value>, --b".
@@ -44,18 +47,18 @@ func flagList(fs *flag.FlagSet) string {
 	return strings.Join(names, ", ")
 }
 
-// checkPort refuses a port number outside 1–65535.
-func checkPort(port int) error {
+// checkPort refuses a port number outside 1–65535 given to the flag flagName. Such a port ends
+// up in a container's ports or a Service, which the API server refuses: the plugin would only
+// fail later, on every pod.
+func checkPort(flagName string, port int) error {
 	if port < 1 || port > 65535 {
-		return fmt.Errorf("--port=%d is not a port number (1-65535)", port)
+		return fmt.Errorf("--%s=%d is not a port number (1-65535)", flagName, port)
 	}
 	return nil
 }
 
-// checkTaskName refuses an empty task name given to the flag flagName.
-func checkTaskName(flagName, task string) error {
-	if task == "" {
-		return fmt.Errorf("--%s names no task", flagName)
-	}
-	return nil
-}
+// ignoredArgs is embedded in every plugin: what its parse ignored.
+type ignoredArgs struct{ ignored error }
+
+// Ignored is the error the parse of the plugin's arguments met, nil when all were taken.
+func (a ignoredArgs) Ignored() error { return a.ignored }

@@ -1,8 +1,7 @@
 package plugins
 
 import (
-	"flag"
-
+	"errors"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,11 +16,15 @@ const (
 )
 
 // env sets VK_TASK_INDEX and VC_TASK_INDEX in every container and init container. It takes no
-// arguments.
-type env struct{}
+// arguments; like Volcano, which does not parse them, it ignores any it is given.
+type env struct{ ignoredArgs }
 
 func newEnv(args []string, _ Env) (Plugin, error) {
-	return env{}, parseArgs(args, func(*flag.FlagSet) {})
+	var p env
+	if len(args) > 0 {
+		p.ignored = errors.New("the plugin takes no arguments: they are ignored")
+	}
+	return p, nil
 }
 
 func (env) Name() string { return "env" }

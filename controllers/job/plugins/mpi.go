@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"errors"
 	"flag"
 	"strings"
 
@@ -19,21 +18,19 @@ const EnvMPIHost = "MPI_HOST"
 //
 // Flags: --master (task, default "master"), --worker (task, default "worker"), --port (22).
 type mpi struct {
+	ignoredArgs
 	master, worker string
 	port           int
 }
 
 func newMPI(args []string, _ Env) (Plugin, error) {
 	p := &mpi{}
-	err := parseArgs(args, func(fs *flag.FlagSet) {
+	p.ignored = parseArgs(args, func(fs *flag.FlagSet) {
 		fs.StringVar(&p.master, "master", "master", "name of the master task")
 		fs.StringVar(&p.worker, "worker", "worker", "name of the worker task")
 		fs.IntVar(&p.port, "port", 22, "ssh port to open")
 	})
-	if err == nil {
-		err = errors.Join(checkTaskName("master", p.master), checkTaskName("worker", p.worker), checkPort(p.port))
-	}
-	return p, err
+	return p, checkPort("port", p.port)
 }
 
 func (p *mpi) Name() string { return "mpi" }

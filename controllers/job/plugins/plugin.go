@@ -44,6 +44,9 @@ type Plugin interface {
 	OnJobUpdate(job *batch.Job) (Changes, error)
 	// OnJobDelete returns the objects to delete when job's pods are killed.
 	OnJobDelete(job *batch.Job) (Changes, error)
+	// Ignored is what the parse of the plugin's arguments left out, as Volcano leaves it out:
+	// nil when every argument was taken.
+	Ignored() error
 }
 
 // Env is what plugins need besides the Job.

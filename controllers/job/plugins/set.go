@@ -13,8 +13,10 @@ import (
 // builders makes each plugin ringfire knows from its arguments.
 var builders = map[string]func(args []string, env Env) (Plugin, error){
 	"env":        newEnv,
+	"hcclrank":   newHCCLRank,
 	"mpi":        newMPI,
 	"pytorch":    newPytorch,
+	"ray":        newRay,
 	"ssh":        newSSH,
 	"svc":        newSvc,
 	"tensorflow": newTensorflow,
@@ -23,8 +25,9 @@ var builders = map[string]func(args []string, env Env) (Plugin, error){
 // Names lists the plugins ringfire knows, sorted.
 func Names() []string { return slices.Sorted(maps.Keys(builders)) }
 
-// New is the plugin named name with its arguments parsed. An unknown name or a bad argument is an
-// error that says what is wrong.
+// New is the plugin named name with its arguments parsed. An unknown name, or an argument no pod
+// could be made with, is an error that says what is wrong; arguments Volcano would skip are
+// skipped and told by the plugin's Ignored.
 func New(name string, args []string, env Env) (Plugin, error) {
 	b, ok := builders[name]
 	if !ok {
@@ -41,7 +44,8 @@ func New(name string, args []string, env Env) (Plugin, error) {
 type Set []Plugin
 
 // ForJob builds the plugins of job.spec.plugins. It fails on the first plugin, by name, that is
-// unknown or has a bad argument.
+// unknown or has an argument no pod could be made with (a port number out of range); arguments
+// Volcano would skip are skipped (Set.Ignored says which).
 func ForJob(job *batch.Job, env Env) (Set, error) {
 	var s Set
 	for _, name := range slices.Sorted(maps.Keys(job.Spec.Plugins)) {
@@ -58,9 +62,23 @@ func ForJob(job *batch.Job, env Env) (Set, error) {
 // plugin name's OnJobAdd has run: "plugin-<name>", whose value is the name.
 func ControlledKey(name string) string { return "plugin-" + name }
 
-// marked tells whether job carries the mark of plugin name.
-func marked(job *batch.Job, name string) bool {
+// Marked tells whether job carries the mark of plugin name: its OnJobAdd has run in this life
+// of the Job (since the last full kill).
+func Marked(job *batch.Job, name string) bool {
 	return job.Status.ControlledResources[ControlledKey(name)] == name
+}
+
+// Ignored lists what the plugins' parses left out of their arguments, each error naming its
+// plugin; only for the plugins that have not marked job yet, so that a caller reporting them on
+// the sync that runs OnJobAdd reports them once per life of the Job.
+func (s Set) Ignored(job *batch.Job) []error {
+	var out []error
+	for _, p := range s {
+		if err := p.Ignored(); err != nil && !Marked(job, p.Name()) {
+			out = append(out, fmt.Errorf("plugin %s: %w", p.Name(), err))
+		}
+	}
+	return out
 }
 
 // OnPodCreate lets every plugin change pod, a new pod of job.
@@ -80,7 +98,7 @@ func (s Set) OnJobAdd(job *batch.Job) (Changes, error) {
 	var all Changes
 	var done []string
 	for _, p := range s {
-		if marked(job, p.Name()) {
+		if Marked(job, p.Name()) {
 			continue
 		}
 		c, err := p.OnJobAdd(job)
@@ -118,7 +136,7 @@ func (s Set) OnJobDelete(job *batch.Job) (Changes, error) {
 	var all Changes
 	var done []string
 	for _, p := range s {
-		if !marked(job, p.Name()) {
+		if !Marked(job, p.Name()) {
 			continue
 		}
 		c, err := p.OnJobDelete(job)

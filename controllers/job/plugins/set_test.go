@@ -15,6 +15,7 @@ func allPlugins() *batch.Job {
 	job := testJob(task("master", 1), task("worker", 2))
 	job.Spec.Plugins = map[string][]string{
 		"tensorflow": {"--ps=master"}, "svc": nil, "ssh": nil, "env": nil, "pytorch": nil, "mpi": {"--port=2222"},
+		"ray": {"--head=master", "--headContainer=main", "--workerContainer=main"}, "hcclrank": nil,
 	}
 	return job
 }
@@ -28,7 +29,7 @@ func TestForJob(t *testing.T) {
 	for _, p := range set {
 		order = append(order, p.Name())
 	}
-	equal(t, "order", order, []string{"env", "mpi", "pytorch", "ssh", "svc", "tensorflow"})
+	equal(t, "order", order, []string{"env", "hcclrank", "mpi", "pytorch", "ray", "ssh", "svc", "tensorflow"})
 
 	if set, err := ForJob(testJob(task("a", 1)), Env{}); err != nil || len(set) != 0 {
 		t.Errorf("a Job without plugins: %v, %v", set, err)
@@ -36,10 +37,36 @@ func TestForJob(t *testing.T) {
 
 	job := allPlugins()
 	job.Spec.Plugins["zzz"] = nil
-	job.Spec.Plugins["svc"] = []string{"--bogus"}
+	job.Spec.Plugins["mpi"] = []string{"--port=0"}
 	_, err = ForJob(job, Env{})
-	if err == nil || !strings.HasPrefix(err.Error(), "plugin svc: flag provided but not defined: -bogus") {
-		t.Errorf("error %v, want the first bad plugin by name (svc)", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "plugin mpi: --port=0 is not a port number") {
+		t.Errorf("error %v, want the first bad plugin by name (mpi)", err)
+	}
+}
+
+// Arguments a plugin skips are told once per life of the Job: until its OnJobAdd has marked it.
+func TestSetIgnored(t *testing.T) {
+	job := allPlugins()
+	job.Spec.Plugins["svc"] = []string{"--bogus"}
+	job.Spec.Plugins["env"] = []string{"x"}
+	set, err := ForJob(job, Env{Slot: testSlot, NewSSHKey: fixedKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, err := range set.Ignored(job) {
+		got = append(got, err.Error())
+	}
+	equal(t, "ignored", got, []string{
+		"plugin env: the plugin takes no arguments: they are ignored",
+		"plugin svc: flag provided but not defined: -bogus: it and the arguments after it are ignored " +
+			"(the plugin takes --disable-network-policy, --inject-hosts-env, --publish-not-ready-addresses)",
+	})
+	if _, err := set.OnJobAdd(job); err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Ignored(job); len(got) != 0 {
+		t.Errorf("ignored after OnJobAdd: %v", got)
 	}
 }
 
@@ -66,6 +93,9 @@ func TestSetPodIsDeterministic(t *testing.T) {
 			t.Errorf("no %s in the master's container", name)
 		}
 	}
+	if first.Annotations[HCCLRankAnnotation] != "0" || len(first.Spec.Containers[0].Command) != 3 {
+		t.Errorf("hcclrank annotation %q, command %q", first.Annotations[HCCLRankAnnotation], first.Spec.Containers[0].Command)
+	}
 	if got := len(first.Spec.Volumes); got != 2 {
 		t.Errorf("%d volumes, want the ssh Secret and the hosts ConfigMap", got)
 	}
@@ -81,7 +111,9 @@ func TestSetMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "created", names(c.Create), []string{"Secret ns/train-ssh", "Service ns/train", "NetworkPolicy ns/train"})
+	equal(t, "created", names(c.Create), []string{
+		"Service ns/train-head-svc", "Secret ns/train-ssh", "Service ns/train", "NetworkPolicy ns/train",
+	})
 	equal(t, "applied", names(c.Apply), []string{"ConfigMap ns/train-svc"})
 	for _, o := range append(c.Create, c.Apply...) {
 		owned(t, o, job)
@@ -106,7 +138,7 @@ func TestSetMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	equal(t, "deleted", names(c.Delete), []string{
-		"Secret ns/train-ssh", "ConfigMap ns/train-svc", "Service ns/train", "NetworkPolicy ns/train",
+		"Service ns/train-head-svc", "Secret ns/train-ssh", "ConfigMap ns/train-svc", "Service ns/train", "NetworkPolicy ns/train",
 	})
 	equal(t, "marks after delete", job.Status.ControlledResources, map[string]string{"volume-pvc-data": "data"})
 	if c, _ := set.OnJobDelete(job); len(c.Delete) != 0 {

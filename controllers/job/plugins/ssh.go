@@ -20,6 +20,7 @@ import (
 // The ssh plugin's defaults and the files of its Secret.
 const (
 	DefaultSSHPath    = "/root/.ssh"
+	DefaultSSHPort    = 22
 	sshPrivateKeyFile = "id_rsa"
 	sshPublicKeyFile  = "id_rsa.pub"
 	sshAuthorizedKeys = "authorized_keys"
@@ -56,36 +57,44 @@ func RSAKeyPair() (KeyPair, error) {
 }
 
 // sshPlugin lets the pods of a Job log in to each other: a Secret <job>-ssh with a key pair,
-// authorized_keys (its public key) and an ssh config naming every host, mounted in every container
-// at the key path with mode 0600.
+// authorized_keys (its public key) and an ssh config naming every host and the port, mounted in
+// every container at the key path: with mode 0600 at /root/.ssh, 0644 elsewhere (so that a
+// user other than root can read the files, which are owned by root).
 //
-// Flags: --ssh-key-file-path (default /root/.ssh), --ssh-private-key and --ssh-public-key (a key
-// pair of the user's instead of a new one; both or neither). --no-root, which older Volcano
-// releases took, is accepted and changes nothing, as in Volcano's current release, which no
-// longer defines it and carries on without it.
+// Flags: --ssh-key-file-path (default /root/.ssh), --ssh-port (22; a number outside 1–65535
+// falls back to 22, as in Volcano), --ssh-private-key and --ssh-public-key (a key pair of the
+// user's: the private key decides, as in Volcano; a public key alone is ignored and a pair is
+// made). --no-root, which older Volcano releases took, is unknown to Volcano's current release
+// and to ringfire alike: it and what follows it are ignored.
 type sshPlugin struct {
+	ignoredArgs
 	env        Env
 	path       string
+	port       int
 	privateKey string
 	publicKey  string
 }
 
 func newSSH(args []string, env Env) (Plugin, error) {
 	p := &sshPlugin{env: env}
-	err := parseArgs(args, func(fs *flag.FlagSet) {
+	p.ignored = parseArgs(args, func(fs *flag.FlagSet) {
 		fs.StringVar(&p.path, "ssh-key-file-path", DefaultSSHPath, "directory the keys are mounted at")
+		fs.IntVar(&p.port, "ssh-port", DefaultSSHPort, "port of the hosts in the ssh config")
 		fs.StringVar(&p.privateKey, "ssh-private-key", "", "the user's private key")
 		fs.StringVar(&p.publicKey, "ssh-public-key", "", "the user's public key")
-		fs.Bool("no-root", false, "accepted for older Job specs; changes nothing")
 	})
-	switch {
-	case err != nil:
-	case p.path == "":
-		err = errors.New("--ssh-key-file-path is empty")
-	case (p.privateKey == "") != (p.publicKey == ""):
-		err = errors.New("--ssh-private-key and --ssh-public-key go together")
+	if checkPort("ssh-port", p.port) != nil {
+		p.ignored = errors.Join(p.ignored, fmt.Errorf("--ssh-port=%d is not a port number: 22 is used", p.port))
+		p.port = DefaultSSHPort
 	}
-	return p, err
+	if p.privateKey == "" && p.publicKey != "" {
+		p.ignored = errors.Join(p.ignored, errors.New("--ssh-public-key without --ssh-private-key is ignored: a new key pair is made"))
+	}
+	if p.path == "" {
+		// A volume mount needs a path: every pod would be refused.
+		return p, errors.New("--ssh-key-file-path is empty")
+	}
+	return p, nil
 }
 
 func (p *sshPlugin) Name() string { return "ssh" }
@@ -96,6 +105,9 @@ func sshSecretName(job *batch.Job) string { return job.Name + "-ssh" }
 func (p *sshPlugin) OnPodCreate(pod *corev1.Pod, job *batch.Job) error {
 	name := sshSecretName(job)
 	mode := int32(0o600)
+	if p.path != DefaultSSHPath {
+		mode = 0o644
+	}
 	var items []corev1.KeyToPath
 	for _, file := range []string{sshPrivateKeyFile, sshPublicKeyFile, sshAuthorizedKeys, sshConfigFile} {
 		items = append(items, corev1.KeyToPath{Key: file, Path: sshSecretDir + "/" + file})
@@ -129,7 +141,7 @@ func (p *sshPlugin) OnJobAdd(job *batch.Job) (Changes, error) {
 			sshPrivateKeyFile: keys.PrivateKey,
 			sshPublicKeyFile:  keys.PublicKey,
 			sshAuthorizedKeys: keys.PublicKey,
-			sshConfigFile:     []byte(SSHConfig(job)),
+			sshConfigFile:     []byte(SSHConfig(job, p.port)),
 		},
 	}
 	return Changes{Create: []Object{secret}}, nil
@@ -146,13 +158,13 @@ func (p *sshPlugin) OnJobDelete(job *batch.Job) (Changes, error) {
 }
 
 // SSHConfig is the ssh client config the plugin ships: no host key checks, and a Host entry per
-// pod mapping its hostname to its DNS name in the Job's Service.
-func SSHConfig(job *batch.Job) string {
+// pod mapping its hostname to its DNS name in the Job's Service and to port.
+func SSHConfig(job *batch.Job, port int) string {
 	var b strings.Builder
 	b.WriteString("StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n")
 	for i := range job.Spec.Tasks {
 		for _, h := range taskHosts(job, &job.Spec.Tasks[i]) {
-			fmt.Fprintf(&b, "Host %s\n  HostName %s\n", h.name, h.fqdn())
+			fmt.Fprintf(&b, "Host %s\n  HostName %s\n  Port %d\n", h.name, h.fqdn(), port)
 		}
 	}
 	return b.String()

@@ -15,11 +15,11 @@ func TestSSHConfig(t *testing.T) {
 	fixed.Template.Spec.Hostname = "param"
 	job := testJob(task("master", 1), task("worker", 2), fixed)
 	want := "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n" +
-		"Host train-master-0\n  HostName train-master-0.train\n" +
-		"Host train-worker-0\n  HostName train-worker-0.train\n" +
-		"Host train-worker-1\n  HostName train-worker-1.train\n" +
-		"Host param\n  HostName param.train\n"
-	if got := SSHConfig(job); got != want {
+		"Host train-master-0\n  HostName train-master-0.train\n  Port 2222\n" +
+		"Host train-worker-0\n  HostName train-worker-0.train\n  Port 2222\n" +
+		"Host train-worker-1\n  HostName train-worker-1.train\n  Port 2222\n" +
+		"Host param\n  HostName param.train\n  Port 2222\n"
+	if got := SSHConfig(job, 2222); got != want {
 		t.Errorf("SSHConfig:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -42,8 +42,13 @@ func TestSSHSecret(t *testing.T) {
 		"id_rsa":          []byte("PRIVATE\n"),
 		"id_rsa.pub":      []byte("ssh-rsa PUBLIC\n"),
 		"authorized_keys": []byte("ssh-rsa PUBLIC\n"),
-		"config":          []byte(SSHConfig(job)),
+		"config":          []byte(SSHConfig(job, 22)),
 	})
+
+	c, _ = mustNew(t, "ssh", "--ssh-port=2200").OnJobAdd(job)
+	if got := string(c.Create[0].(*corev1.Secret).Data["config"]); got != SSHConfig(job, 2200) {
+		t.Errorf("config with --ssh-port=2200:\n%s", got)
+	}
 
 	c, err = mustNew(t, "ssh", "--ssh-private-key=MINE", "--ssh-public-key=ssh-rsa OURS").OnJobAdd(job)
 	if err != nil {
@@ -72,16 +77,19 @@ func TestSSHPod(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		path string
+		mode int32
 	}{
-		{nil, "/root/.ssh"},
-		{[]string{"--ssh-key-file-path=/home/mpi/.ssh"}, "/home/mpi/.ssh"},
+		{nil, "/root/.ssh", 0o600},
+		// Elsewhere than root's home the files are readable by all, so a user who is not root can
+		// read them.
+		{[]string{"--ssh-key-file-path=/home/mpi/.ssh"}, "/home/mpi/.ssh", 0o644},
 	} {
 		job := testJob(task("worker", 2))
 		pod := podOf(t, job, "worker", 0)
 		if err := mustNew(t, "ssh", tc.args...).OnPodCreate(pod, job); err != nil {
 			t.Fatal(err)
 		}
-		mode := int32(0o600)
+		mode := tc.mode
 		equal(t, "volumes", pod.Spec.Volumes, []corev1.Volume{{Name: "train-ssh", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: "train-ssh", DefaultMode: &mode, Items: []corev1.KeyToPath{
 				{Key: "id_rsa", Path: ".ssh/id_rsa"},

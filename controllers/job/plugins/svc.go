@@ -26,6 +26,7 @@ const HostsMountPath = "/etc/volcano"
 // --disable-network-policy, --inject-hosts-env (default true; false leaves the VC_<TASK>_HOSTS
 // and VC_<TASK>_NUM variables out of the pods, the hosts file is mounted all the same).
 type svc struct {
+	ignoredArgs
 	env                      Env
 	publishNotReadyAddresses bool
 	disableNetworkPolicy     bool
@@ -34,13 +35,13 @@ type svc struct {
 
 func newSvc(args []string, env Env) (Plugin, error) {
 	p := &svc{env: env}
-	err := parseArgs(args, func(fs *flag.FlagSet) {
+	p.ignored = parseArgs(args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&p.publishNotReadyAddresses, "publish-not-ready-addresses", false,
 			"list pods in the Service before they are ready")
 		fs.BoolVar(&p.disableNetworkPolicy, "disable-network-policy", false, "create no NetworkPolicy")
 		fs.BoolVar(&p.injectHostsEnv, "inject-hosts-env", true, "export VC_<TASK>_HOSTS and VC_<TASK>_NUM in the pods")
 	})
-	return p, err
+	return p, nil
 }
 
 func (p *svc) Name() string { return "svc" }

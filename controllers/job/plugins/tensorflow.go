@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -19,26 +18,24 @@ const EnvTFConfig = "TF_CONFIG"
 // with one replica runs stand-alone and gets nothing.
 //
 // Flags: --ps, --worker, --chief, --evaluator (the task of each role, named as the role by
-// default), --port (2222).
+// default), --port (2222). The port is only written into TF_CONFIG, so, as in Volcano, any
+// number is taken.
 type tensorflow struct {
+	ignoredArgs
 	ps, worker, chief, evaluator string
 	port                         int
 }
 
 func newTensorflow(args []string, _ Env) (Plugin, error) {
 	p := &tensorflow{}
-	err := parseArgs(args, func(fs *flag.FlagSet) {
+	p.ignored = parseArgs(args, func(fs *flag.FlagSet) {
 		fs.StringVar(&p.ps, "ps", "ps", "name of the parameter server task")
 		fs.StringVar(&p.worker, "worker", "worker", "name of the worker task")
 		fs.StringVar(&p.chief, "chief", "chief", "name of the chief task")
 		fs.StringVar(&p.evaluator, "evaluator", "evaluator", "name of the evaluator task")
 		fs.IntVar(&p.port, "port", 2222, "port of every server")
 	})
-	if err == nil {
-		err = errors.Join(checkTaskName("ps", p.ps), checkTaskName("worker", p.worker),
-			checkTaskName("chief", p.chief), checkTaskName("evaluator", p.evaluator), checkPort(p.port))
-	}
-	return p, err
+	return p, nil
 }
 
 func (p *tensorflow) Name() string { return "tensorflow" }

@@ -20,6 +20,8 @@
 //
 // Decide is Plan followed by Settle, for when the counts after the act are known (tests, dry
 // runs). Defaults is the mutating webhook Volcano runs on create, which ringfire does not have.
+// TaskFailed is the rule by which a pod's change raises the TaskFailed event: the restarts of
+// the task's live pods, added up, reach its maxRetry.
 //
 // # Where ringfire differs from Volcano, and why
 //
