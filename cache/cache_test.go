@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/cache"
@@ -40,6 +41,29 @@ func pod(slot, i int) *corev1.Pod {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// createOwner creates the Job that pod(slot, i) names as its owner, and returns its UID.
+func createOwner(ctx context.Context, t *testing.T, vc vcclient.Interface, slot int) types.UID {
+	t.Helper()
+	job := &batchv1alpha1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", slot), Namespace: "default"},
+		Spec: batchv1alpha1.JobSpec{Tasks: []batchv1alpha1.TaskSpec{{
+			Name: "worker", Replicas: 1,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.invalid/x"}}}},
+		}}},
+	}
+	got, err := vc.BatchV1alpha1().Jobs("default").Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.UID
+}
+
+// ownedBy sets the UID of p's owner Job.
+func ownedBy(p *corev1.Pod, uid types.UID) *corev1.Pod {
+	p.OwnerReferences[0].UID = uid
+	return p
+}
 
 // slotsIn returns the slots of the pods in the cache, sorted and distinct.
 func slotsIn(c *cache.Cache) []int {
@@ -73,16 +97,22 @@ func TestShardedBySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := cl.Clientset()
+	vc := vcclient.NewForConfigOrDie(cl.RESTConfig())
+	// The pods' owner Jobs exist: the garbage collector deletes a pod whose owner does not, as
+	// soon as it has discovered the Job kind.
+	owners := map[int]types.UID{}
+	for slot := range 6 {
+		owners[slot] = createOwner(ctx, t, vc, slot)
+	}
 	for slot := range 6 {
 		for i := range 2 {
-			if _, err := kube.CoreV1().Pods("default").Create(ctx, pod(slot, i), metav1.CreateOptions{}); err != nil {
+			if _, err := kube.CoreV1().Pods("default").Create(ctx, ownedBy(pod(slot, i), owners[slot]), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	var adds atomic.Int64
 	ready := make(chan []int, 4)
-	vc := vcclient.NewForConfigOrDie(cl.RESTConfig())
 	c := cache.New(cache.Config{
 		Kube: kube, Volcano: vc,
 		SlotsReady: func(slots []int) { ready <- slots },
@@ -133,7 +163,7 @@ func TestShardedBySlot(t *testing.T) {
 	eventually(t, "the shrunk reflector listed its kept slot again", func() bool {
 		return c.Owned(cache.Pods).Listings()-lists == 2
 	})
-	for _, p := range []*corev1.Pod{pod(1, 7), pod(2, 7)} {
+	for _, p := range []*corev1.Pod{ownedBy(pod(1, 7), owners[1]), ownedBy(pod(2, 7), owners[2])} {
 		if _, err := kube.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -175,7 +175,7 @@ func (c *Controller) defaulted(job *batch.Job) *batch.Job {
 }
 
 // missingReference names a Queue or PriorityClass the Job needs that does
-// not exist, or returns "".
+// not exist, or a queue it may not start on (queueProblem), or returns "".
 func (c *Controller) missingReference(job *batch.Job) string {
 	queue := job.Spec.Queue
 	if queue == "" {
@@ -183,6 +183,9 @@ func (c *Controller) missingReference(job *batch.Job) string {
 	}
 	if _, err := c.cfg.Cache.Queues().Lister().Get(queue); err != nil {
 		return fmt.Sprintf("queue %q does not exist: create it, or set spec.queue to an existing one", queue)
+	}
+	if problem := c.queueProblem(job, queue); problem != "" {
+		return problem
 	}
 	names := []string{job.Spec.PriorityClassName}
 	for _, t := range job.Spec.Tasks {

@@ -72,6 +72,7 @@ type Controller struct {
 	written  cache.Written[*scheduling.Queue]
 	pace     *pacer
 	taken    kit.Commands
+	reported reported
 }
 
 // request is what the dispatcher carries for a queue key.
@@ -122,6 +123,11 @@ func New(cfg Config) (*Controller, error) {
 		}
 	}
 	c.queues, c.queueInf = shared.Queues.Lister(), shared.Queues.Informer()
+	if _, ok := c.queueInf.GetIndexer().GetIndexers()[ByParent]; !ok {
+		if err := c.queueInf.AddIndexers(toolscache.Indexers{ByParent: parentIndex}); err != nil {
+			return nil, fmt.Errorf("queue controller: queue index: %w", err)
+		}
+	}
 	c.cmdInf, c.pgInf = shared.Commands.Informer(), shared.PodGroups
 	if err := c.register(); err != nil {
 		return nil, fmt.Errorf("queue controller: %w", err)
@@ -163,8 +169,8 @@ func (c *Controller) register() error {
 		h   toolscache.ResourceEventHandler
 	}{
 		{c.queueInf, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    c.onQueue,
-			UpdateFunc: func(_, obj any) { c.onQueue(obj) },
+			AddFunc:    c.onQueueAdd,
+			UpdateFunc: c.onQueueUpdate,
 			DeleteFunc: c.onQueueDelete,
 		}},
 		{c.pgInf, toolscache.ResourceEventHandlerFuncs{
@@ -185,20 +191,53 @@ func (c *Controller) register() error {
 	return nil
 }
 
-func (c *Controller) onQueue(obj any) {
-	if q, ok := obj.(*scheduling.Queue); ok {
+// onQueueAdd syncs a new queue, its parent (which now has a child) and its children (whose
+// parent now exists).
+func (c *Controller) onQueueAdd(obj any) {
+	if q, ok := queueOf(obj); ok {
 		c.Disp.Enqueue(q.Name, request{})
+		if p := ParentOf(q); p != "" {
+			c.Disp.Enqueue(p, request{})
+		}
+		c.enqueueChildren(q.Name)
 	}
 }
 
+// onQueueUpdate syncs the queue; its children when its state changed (they follow it); its
+// old and new parents when it moved (their has-children label).
+func (c *Controller) onQueueUpdate(old, obj any) {
+	oldQ, ok1 := queueOf(old)
+	q, ok2 := queueOf(obj)
+	if !ok1 || !ok2 {
+		return
+	}
+	c.Disp.Enqueue(q.Name, request{})
+	if oldQ.Status.State != q.Status.State {
+		c.enqueueChildren(q.Name)
+	}
+	if from, to := ParentOf(oldQ), ParentOf(q); from != to {
+		for _, p := range []string{from, to} {
+			if p != "" {
+				c.Disp.Enqueue(p, request{})
+			}
+		}
+	}
+}
+
+// onQueueDelete forgets the queue, and syncs its parent (which may have lost its last child)
+// and its children (whose parent is gone).
 func (c *Controller) onQueueDelete(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+	q, ok := queueOf(obj)
+	if !ok {
+		return
 	}
-	if q, ok := obj.(*scheduling.Queue); ok {
-		c.written.Forget(q.Name)
-		c.pace.forget(q.Name)
+	c.written.Forget(q.Name)
+	c.pace.forget(q.Name)
+	c.reported.forget(q.Name)
+	if p := ParentOf(q); p != "" {
+		c.Disp.Enqueue(p, request{})
 	}
+	c.enqueueChildren(q.Name)
 }
 
 // onPodGroup syncs the queue of a PodGroup that came or went.

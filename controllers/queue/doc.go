@@ -20,6 +20,29 @@
 //     CloseQueue "Close queue succeed". A request that fails MaxRequeue times is dropped with a
 //     Warning event whose reason is the action, as Volcano records it.
 //
+// # Hierarchical queues
+//
+//   - A queue's parent is spec.parent; an empty one is the root queue, and the controller writes
+//     spec.parent: root into it, as Volcano's does. The root queue (installed with the CRDs,
+//     as Volcano's scheduler creates it) has no parent and is never closed.
+//   - A queue follows its parent (FollowParent): when the parent is Closed or Closing, the queue
+//     closes too (Closed, or Closing while it has PodGroups), marked with the annotation
+//     volcano.sh/closed-by-parent: "true"; so do its own children in turn. When the parent opens
+//     again, the queues it closed open again; one closed by its own Command stays closed.
+//   - OpenQueue on a queue whose parent is Closed or Closing is refused with a Warning event
+//     (reason OpenQueue) "Failed to open queue c because its parent queue p is closed. Open the
+//     parent queue first." An OpenQueue that runs sets the annotation to "false".
+//   - A queue that some queue names as its parent carries the label ringfire.io/has-children:
+//     "true"; a leaf has none. ringfire's admission policies read it: a Job on a labelled queue
+//     is refused, and so is deleting one (deploy/crds). The Job controller also holds a Job
+//     that has not started on a queue with children.
+//   - A queue whose parents loop back to it, and a queue whose parent does not exist (other than
+//     root), get a Warning event (ParentCycle, MissingParent) once per generation; a queue in a
+//     cycle follows no parent (two queues each closed under the other could never open). A
+//     queue naming itself as its parent is refused by the CRD.
+//   - Each queue's owner keeps its own queue only: a queue is synced when its parent changes
+//     state, and a parent when a child comes, goes or moves (the ByParent index).
+//
 // # Where ringfire differs
 //
 //   - The PodGroup counts (pending, running, unknown, inqueue, completed) are written to the
@@ -30,7 +53,14 @@
 //   - Writes are UpdateStatus with the resourceVersion read (Volcano uses server-side apply of
 //     the state alone). The other status fields (allocated, reservation) are written back as
 //     read, so a scheduler's concurrent write makes this one conflict and retry, never lose it.
-//   - Hierarchical queues (spec.parent, closing children with their parent) are not followed.
+//   - OpenQueue under a closed parent is refused at once. Volcano's controller returns an error
+//     and retries the request with backoff (about 160 s over 15 tries) before dropping it with a
+//     Warning event, so a parent opened within that time also opens such a child.
+//   - The closed-by-parent annotation is written only when it changes meaning: Volcano's
+//     controller writes "false" on every queue it opens, annotated or not.
+//   - A cycle of parents is not refused at admission (Volcano's webhook refuses a chain deeper
+//     than its limit, which a cycle is): the controller reports it, and the Job controller holds
+//     Jobs on a queue under a cycle.
 //
 // # Sharding and memory
 //

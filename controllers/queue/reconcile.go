@@ -14,7 +14,8 @@ import (
 )
 
 // reconcile handles one request of the queue name: take its Command, read the queue and count
-// its PodGroups, decide the state, write the status if it changed.
+// its PodGroups, follow its parent, keep its marks (the has-children label, the closed-by-parent
+// annotation, spec.parent), decide the state, write the status if it changed.
 func (c *Controller) reconcile(ctx context.Context, name string, req request) error {
 	action := req.action
 	if req.command != nil {
@@ -38,9 +39,24 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 	if err != nil {
 		return err
 	}
+	parent := c.parent(queue)
 	if why := Refusal(name, action); why != "" {
 		c.Recorder.Event(queue, corev1.EventTypeWarning, string(action), why)
 		action = ""
+	}
+	if action == bus.OpenQueueAction {
+		if why := OpenRefusal(queue, parent); why != "" {
+			c.Recorder.Event(queue, corev1.EventTypeWarning, string(action), why)
+			action = ""
+		}
+	}
+	byParent := false
+	if action == "" {
+		action = FollowParent(queue, parent)
+		byParent = action != ""
+	}
+	if queue, err = c.writeMarks(ctx, queue, c.marks(queue, action, byParent)); err != nil || queue == nil {
+		return err
 	}
 
 	state := NextState(queue.Status.State, action, counts.Total)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,11 +36,16 @@ var crdResource = schema.GroupVersionResource{
 	Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions",
 }
 
-// The admission policies that set a new Job's computed defaults, where the API server serves
-// them (Kubernetes 1.36 and later); elsewhere the Job controller sets them in memory.
+// The admission policies, applied where the API server serves their kind: the
+// MutatingAdmissionPolicy that sets a new Job's computed defaults (Kubernetes 1.36 and later;
+// elsewhere the Job controller sets them in memory), and the ValidatingAdmissionPolicies that
+// refuse what a CRD rule cannot see (Kubernetes 1.30 and later): negative resource quantities,
+// a Job on a queue that has child queues, deleting the root or default queue or a non-leaf one.
 var admissionPolicies = map[string]schema.GroupVersionResource{
-	"MutatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
-	"MutatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
+	"MutatingAdmissionPolicy":          {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
+	"MutatingAdmissionPolicyBinding":   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
+	"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+	"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
 }
 
 // pollInterval is how often Install checks whether the API server serves a new CRD.
@@ -69,13 +75,13 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 			return err
 		}
 	}
-	policies, err := ServesJobDefaults(cfg)
+	served, err := servedPolicies(cfg)
 	if err != nil {
 		return fmt.Errorf("install CRDs: %w", err)
 	}
 	for _, obj := range others {
 		if resource, ok := admissionPolicies[obj.GetKind()]; ok {
-			if !policies {
+			if !served[resource.Resource] {
 				continue
 			}
 			_, err := client.Resource(resource).Apply(ctx, obj.GetName(), obj,
@@ -89,8 +95,51 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 			return err
 		}
 	}
-	if policies {
-		return waitJobDefaults(ctx, client)
+	if served["mutatingadmissionpolicies"] {
+		if err := waitJobDefaults(ctx, client); err != nil {
+			return err
+		}
+	}
+	if served["validatingadmissionpolicies"] {
+		return waitJobResources(ctx, client)
+	}
+	return nil
+}
+
+// probeJob is a Job for a dry-run create, with its one container's requests.
+func probeJob(requests map[string]any) *unstructured.Unstructured {
+	container := map[string]any{"name": "c", "image": "probe.invalid/none"}
+	if requests != nil {
+		container["resources"] = map[string]any{"requests": requests}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+		"metadata": map[string]any{"generateName": "ringfire-policy-probe-", "namespace": "default"},
+		"spec": map[string]any{"tasks": []any{map[string]any{
+			"replicas": int64(1),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{container}}},
+		}}},
+	}}
+}
+
+var jobsResource = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
+
+// waitJobResources waits until the API server enforces the Job resources policy, which it loads
+// a moment after the policy is written: a dry-run create of a Job that asks for -1 CPU is
+// refused.
+func waitJobResources(ctx context.Context, client dynamic.Interface) error {
+	probe := probeJob(map[string]any{"cpu": "-1"})
+	var last string
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := client.Resource(jobsResource).Namespace("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "ringfire-job-resources") {
+			return true, nil
+		}
+		last = fmt.Sprintf("a Job asking for -1 CPU is not refused by the policy yet (%v)", err)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the Job resources policy: %w (last: %s)", err, last)
 	}
 	return nil
 }
@@ -99,17 +148,8 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 // a moment after the policy is written: a dry-run create of a Job whose task leaves
 // minAvailable unset comes back with it set.
 func waitJobDefaults(ctx context.Context, client dynamic.Interface) error {
-	probe := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-		"metadata": map[string]any{"generateName": "ringfire-defaults-probe-", "namespace": "default"},
-		"spec": map[string]any{"tasks": []any{map[string]any{
-			"replicas": int64(1),
-			"template": map[string]any{"spec": map[string]any{"containers": []any{
-				map[string]any{"name": "c", "image": "probe.invalid/none"},
-			}}},
-		}}},
-	}}
-	jobs := client.Resource(schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"})
+	probe := probeJob(nil)
+	jobs := client.Resource(jobsResource)
 	var last string
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		got, err := jobs.Namespace("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -132,26 +172,32 @@ func waitJobDefaults(ctx context.Context, client dynamic.Interface) error {
 // ServesJobDefaults reports whether the API server serves MutatingAdmissionPolicies
 // (admissionregistration.k8s.io/v1), which Install uses to set a new Job's computed defaults.
 func ServesJobDefaults(cfg *rest.Config) (bool, error) {
+	served, err := servedPolicies(cfg)
+	return served["mutatingadmissionpolicies"], err
+}
+
+// servedPolicies are the resources of admissionregistration.k8s.io/v1 the API server serves.
+func servedPolicies(cfg *rest.Config) (map[string]bool, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	list, err := dc.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("discover admissionregistration.k8s.io/v1: %w", err)
+		return nil, fmt.Errorf("discover admissionregistration.k8s.io/v1: %w", err)
 	}
+	served := map[string]bool{}
 	for _, r := range list.APIResources {
-		if r.Name == "mutatingadmissionpolicies" {
-			return true, nil
-		}
+		served[r.Name] = true
 	}
-	return false, nil
+	return served, nil
 }
 
-// load parses the embedded manifests into the CRDs and the other objects (the default Queue).
+// load parses the embedded manifests into the CRDs and the other objects (the default and root
+// Queues, the admission policies and their bindings).
 func load() (crds, others []*unstructured.Unstructured, err error) {
 	entries, err := manifests.ReadDir(".")
 	if err != nil {

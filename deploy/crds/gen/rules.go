@@ -20,8 +20,10 @@ import (
 //
 // Left unchecked, because CEL cannot express them or they depend on other objects: pod
 // template validity, the task dependency graph being acyclic, job, task and pod names fitting a
-// DNS label together, mpi master and worker tasks existing, the queue existing, being open and
-// having no child queues, which fields an update may change, and deleting the default Queue.
+// DNS label together, mpi master and worker tasks existing, the queue existing and being open,
+// and which fields an update may change. The ValidatingAdmissionPolicies beside the CRDs refuse
+// negative resource quantities, a Job on a queue that has child queues, and deleting the root,
+// default or a non-leaf Queue.
 
 // Bounds on list sizes. The API server refuses a CRD whose rules it cannot prove cheap, and a
 // rule over a list costs in proportion to the list's longest possible length, so every list a
@@ -224,9 +226,18 @@ func policyListEdits(list string) []edit {
 }
 
 // queueEdits are the edits to the Queue CRD: Volcano's mutating webhook makes a new queue
-// reclaimable, and a Queue created without a spec still gets the defaults of its fields.
+// reclaimable, and a Queue created without a spec still gets the defaults of its fields; its
+// validating webhook refuses a queue that names itself as its parent. (A longer cycle, a missing
+// parent and deleting a queue that has children need the other Queues: the Queue controller
+// reports the first two in Warning events, and deploy/crds/queue-policy.yaml refuses the last.)
 func queueEdits() []edit {
 	return []edit{
+		declareName,
+		{at: "", rules: []rule{{
+			Rule:      `!has(self.spec) || !has(self.spec.parent) || !has(self.metadata.name) || self.spec.parent != self.metadata.name`,
+			Message:   "a queue cannot be its own parent: name another queue in spec.parent, or leave it empty for root",
+			FieldPath: ".spec.parent",
+		}}},
 		{at: "spec", set: map[string]any{"default": map[string]any{}}},
 		{at: "spec.reclaimable", set: map[string]any{"default": true}},
 	}
