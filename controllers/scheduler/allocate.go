@@ -179,6 +179,8 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	}
 	st := c.statement()
 	f := &taskFailures{}
+	var retry []*taskState // tasks of dynamic shapes that found no node
+	var retryWhy []string
 	for _, t := range c.gangOrder(j) {
 		if j.isReady() {
 			break
@@ -187,19 +189,37 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 			f.add(why, 1)
 			continue
 		}
-		node, why := c.findNode(t, st)
-		if node < 0 {
+		why := c.tryPlace(q, j, st, t)
+		switch {
+		case why == "":
+		case c.shapeDynamic[t.shape]:
+			retry, retryWhy = append(retry, t), append(retryWhy, why)
+		default:
 			j.fail(t, why)
 			f.add(why, 1)
-			continue
 		}
-		if ok, d := q.roomFor(t.req); !ok {
-			why := q.fullReason(d, c.ix)
-			j.fail(t, why)
-			f.add(why, 1)
-			continue
+	}
+	// A task kept off every node by its own required pod affinity may find
+	// one once more of its gang is placed (affinity to another task's pods):
+	// such tasks are tried again as long as that places some.
+	for progress := true; progress && len(retry) > 0 && !j.isReady(); {
+		progress = false
+		kept := 0
+		for k, t := range retry {
+			why := retryWhy[k]
+			if !j.isReady() {
+				if why = c.tryPlace(q, j, st, t); why == "" {
+					progress = true
+					continue
+				}
+			}
+			retry[kept], retryWhy[kept] = t, why
+			kept++
 		}
-		c.place(q, j, st, t, node)
+		retry, retryWhy = retry[:kept], retryWhy[:kept]
+	}
+	for _, why := range retryWhy {
+		f.add(why, 1)
 	}
 	if !j.isReady() {
 		placeable := len(st.placed)
@@ -213,6 +233,20 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	if c.unplaced(j) > 0 {
 		heap.Push(&q.jobs, j)
 	}
+}
+
+// tryPlace places t, a task of j, on the node findNode picks if its
+// queue's room allows; else it says why not.
+func (c *cycle) tryPlace(q *queueState, j *jobState, st *statement, t *taskState) string {
+	node, why := c.findNode(t, j, st)
+	if node < 0 {
+		return why
+	}
+	if ok, d := q.roomFor(t.req); !ok {
+		return q.fullReason(d, c.ix)
+	}
+	c.place(q, j, st, t, node)
+	return ""
 }
 
 // gangOrder lists the gang's unplaced tasks: first, per task name, those
@@ -259,13 +293,13 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 			continue
 		}
 		if ok, d := q.roomFor(t.req); !ok {
-			j.fail(t, q.fullReason(d, c.ix))
+			c.remember(j, t, q.fullReason(d, c.ix))
 			continue
 		}
 		st := c.statement()
-		node, why := c.findNode(t, st)
+		node, why := c.findNode(t, j, st)
 		if node < 0 {
-			j.fail(t, why)
+			c.remember(j, t, why)
 			continue
 		}
 		c.place(q, j, st, t, node)
@@ -274,6 +308,14 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 			heap.Push(&q.jobs, j)
 		}
 		return
+	}
+}
+
+// remember has j remember that t's shape found no room, unless the nodes
+// that can take the shape change as its tasks are placed.
+func (c *cycle) remember(j *jobState, t *taskState, why string) {
+	if !c.shapeDynamic[t.shape] {
+		j.fail(t, why)
 	}
 }
 

@@ -87,6 +87,14 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		return nil, nil
 	}
 
+	// Inter-pod affinity looks at the pods on the nodes: at all of them
+	// when a pod to place has a pod (anti-)affinity term, else only at
+	// those that have one (whose terms may select the pods to place).
+	allPods := slices.ContainsFunc(in.unbound, podAffinityOf)
+	if allPods {
+		snap.Pods = make([]PlacedPod, 0, len(in.bound))
+	}
+
 	// Bound pods: node usage, and the placed pods of each PodGroup.
 	boundUIDs := make(map[types.UID]bool, len(in.bound))
 	for _, pod := range in.bound {
@@ -98,6 +106,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		if !podFinished(pod) {
 			if u := usage[pod.Spec.NodeName]; u != nil {
 				u.add(e.task.Requests)
+			}
+			if allPods || podAffinityOf(pod) {
+				snap.Pods = append(snap.Pods, placedPod(pod, pod.Spec.NodeName))
 			}
 		}
 		if job, g := groupOf(pod); job != nil {
@@ -147,6 +158,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 			if u := usage[a.node]; u != nil {
 				u.add(a.requests)
 			}
+			if a.pod != nil && (allPods || podAffinityOf(a.pod)) {
+				snap.Pods = append(snap.Pods, placedPod(a.pod, a.node))
+			}
 			if g := groups[a.group]; g != nil {
 				job := &snap.Jobs[jobs[name{g.pg.Namespace, g.pg.Name}]]
 				job.Bound[a.task]++
@@ -162,6 +176,21 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		snap.Nodes[i].Used = u.list
 	}
 	return &view{snap: snap, groups: groups, pending: pending}
+}
+
+// podAffinityOf reports whether a pod has a pod (anti-)affinity term.
+func podAffinityOf(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && hasPodAffinity(a.PodAffinity, a.PodAntiAffinity)
+}
+
+// placedPod is a pod on node as inter-pod affinity sees it.
+func placedPod(pod *corev1.Pod, node string) PlacedPod {
+	p := PlacedPod{Namespace: pod.Namespace, Node: node, Labels: pod.Labels}
+	if a := pod.Spec.Affinity; a != nil {
+		p.PodAffinity, p.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
+	}
+	return p
 }
 
 // assumeTTL is how long a pod this scheduler bound, which neither pod
