@@ -51,27 +51,45 @@ type interPod struct {
 	classIDs map[string]int32 // see class; 0 is no class
 	key      strings.Builder
 	buf      []int32
+
+	topologies map[string]*topology // by key
+
+	// Node choice (affinityfit.go): the scores of the task being placed,
+	// and a group's room per domain.
+	room      []int64
+	nodeScore []int64
+	scored    []bool
+	touched   []int32
 }
 
-// termCounter counts, per value of each of its terms' topology keys, the
+// topology divides the nodes into the domains of one topology key: the
+// nodes with the same value of the label. Counts are kept per domain.
+type topology struct {
+	of    []int32   // node → its domain, -1 without the label
+	nodes [][]int32 // domain → its nodes
+}
+
+// termCounter counts, per domain of each of its terms' topology keys, the
 // pods on the nodes that match all of its terms: one term of a pending
 // pod's anti-affinity or preferred terms, or all of its required affinity
-// terms together, as kube-scheduler counts them. Only pods on nodes that
-// have the label count.
+// terms together, as kube-scheduler counts them. Pods on nodes without
+// the label do not count.
 type termCounter struct {
 	terms  []*podTerm
-	counts []map[string]int32 // per term: topology value → pods
-	total  int32              // all counts: 0 when no pod counts anywhere
+	topos  []*topology
+	counts []map[int32]int32 // per term: domain → pods
+	total  int32             // all counts: 0 when no pod counts anywhere
 }
 
 // heldTerm is a term the pods on the nodes hold against the pods to come:
 // a required anti-affinity term (weight 0), or a preferred term (its
 // weight, negative for anti-affinity). holders counts its holders per
-// value of its topology key.
+// domain of its topology key.
 type heldTerm struct {
 	term    *podTerm
+	topo    *topology
 	weight  int32
-	holders map[string]int32
+	holders map[int32]int32
 	total   int32
 }
 
@@ -102,6 +120,7 @@ func newInterPod(snap *Snapshot, nodes *nodeSet) *interPod {
 		nodes: nodes, nodeAt: make(map[string]int, len(nodes.nodes)), namespaces: snap.Namespaces,
 		nsCache: map[string]labels.Set{}, termIDs: map[string]*podTerm{},
 		counterIDs: map[string]int32{}, heldIDs: map[string]int32{}, classIDs: map[string]int32{},
+		topologies: map[string]*topology{},
 	}
 	for i, n := range nodes.nodes {
 		p.nodeAt[n.Name] = i
@@ -177,14 +196,13 @@ func (p *interPod) placeSnapshotPods(pods []PlacedPod) {
 		if !ok {
 			continue // a node the snapshot leaves out holds nothing either
 		}
-		nodeLabels := p.nodes.nodes[node].Labels
 		p.buf = p.matchCounters(pod.Namespace, pod.Labels, p.buf[:0])
 		for _, id := range p.buf {
-			p.counters[id].add(nodeLabels, 1)
+			p.counters[id].add(node, 1)
 		}
 		if hasPodAffinity(pod.PodAffinity, pod.PodAntiAffinity) {
 			for _, id := range p.holdTerms(pod.Namespace, pod.Labels, pod.PodAffinity, pod.PodAntiAffinity) {
-				p.held[id].add(nodeLabels, 1)
+				p.held[id].add(node, 1)
 			}
 		}
 	}
@@ -273,47 +291,45 @@ func (p *interPod) class(a *taskAffinity) (id int32, dynamic bool) {
 
 // move counts a task placed on node (delta 1) or taken off it (-1).
 func (p *interPod) move(a *taskAffinity, node int, delta int32) {
-	nodeLabels := p.nodes.nodes[node].Labels
 	for _, id := range a.counted {
-		p.counters[id].add(nodeLabels, delta)
+		p.counters[id].add(node, delta)
 	}
 	for _, id := range a.holds {
-		p.held[id].add(nodeLabels, delta)
+		p.held[id].add(node, delta)
 	}
 }
 
 // reason says why inter-pod affinity keeps the task off node i; "" when
 // it does not.
 func (p *interPod) reason(a *taskAffinity, i int) string {
-	nodeLabels := p.nodes.nodes[i].Labels
-	if a.required >= 0 && !p.affinityHolds(a, nodeLabels) {
+	if a.required >= 0 && !p.affinityHolds(a, i) {
 		return reasonPodAffinity
 	}
 	for _, id := range a.anti {
-		if c := p.counters[id]; c.total > 0 && c.in(0, nodeLabels) > 0 {
+		if c := p.counters[id]; c.total > 0 && c.in(0, i) > 0 {
 			return reasonPodAntiAffinity
 		}
 	}
 	for _, id := range a.heldAnti {
-		if h := p.held[id]; h.total > 0 && h.in(nodeLabels) > 0 {
+		if h := p.held[id]; h.total > 0 && h.in(i) > 0 {
 			return reasonExistingAntiAffinity
 		}
 	}
 	return ""
 }
 
-// affinityHolds: the node has every topology key of the task's required
+// affinityHolds: node i has every topology key of the task's required
 // affinity, and each of its domains there holds a pod matching all the
 // terms; or no pod matches anywhere and the task matches them itself.
-func (p *interPod) affinityHolds(a *taskAffinity, nodeLabels map[string]string) bool {
+func (p *interPod) affinityHolds(a *taskAffinity, i int) bool {
 	c := p.counters[a.required]
 	exist := true
-	for k, t := range c.terms {
-		v, ok := nodeLabels[t.topologyKey]
-		if !ok {
+	for k, topo := range c.topos {
+		d := topo.of[i]
+		if d < 0 {
 			return false
 		}
-		if c.counts[k][v] <= 0 {
+		if c.counts[k][d] <= 0 {
 			exist = false
 		}
 	}
@@ -354,21 +370,85 @@ func (p *interPod) scores(a *taskAffinity) bool {
 	return false
 }
 
-// score is node i's inter-pod affinity score for the task.
-func (p *interPod) score(a *taskAffinity, i int) int64 {
-	nodeLabels := p.nodes.nodes[i].Labels
-	var s int64
+// scoreNodes adds, into nodeScore, the score each preferred term gives the
+// nodes for the task, and lists in touched the nodes it scored (the others
+// score 0); clearScores undoes it.
+func (p *interPod) scoreNodes(a *taskAffinity) {
+	if p.nodeScore == nil {
+		p.nodeScore = make([]int64, len(p.nodes.nodes))
+		p.scored = make([]bool, len(p.nodes.nodes))
+	}
 	for _, w := range a.preferred {
 		if c := p.counters[w.id]; c.total > 0 {
-			s += int64(w.weight) * int64(c.in(0, nodeLabels))
+			p.spread(c.topos[0], c.counts[0], int64(w.weight))
 		}
 	}
 	for _, id := range a.heldPref {
 		if h := p.held[id]; h.total > 0 {
-			s += int64(h.weight) * int64(h.in(nodeLabels))
+			p.spread(h.topo, h.holders, int64(h.weight))
 		}
 	}
-	return s
+}
+
+// spread adds weight per pod counted to the nodes of each domain.
+func (p *interPod) spread(topo *topology, counts map[int32]int32, weight int64) {
+	for d, n := range counts {
+		if n == 0 {
+			continue
+		}
+		for _, i := range topo.nodes[d] {
+			if !p.scored[i] {
+				p.scored[i] = true
+				p.touched = append(p.touched, i)
+			}
+			p.nodeScore[i] += weight * int64(n)
+		}
+	}
+}
+
+func (p *interPod) clearScores() {
+	for _, i := range p.touched {
+		p.nodeScore[i], p.scored[i] = 0, false
+	}
+	p.touched = p.touched[:0]
+}
+
+// topology returns the domains of key, made on first use.
+func (p *interPod) topology(key string) *topology {
+	if topo, ok := p.topologies[key]; ok {
+		return topo
+	}
+	topo := &topology{of: make([]int32, len(p.nodes.nodes))}
+	ids := map[string]int32{}
+	for i, n := range p.nodes.nodes {
+		v, ok := n.Labels[key]
+		if !ok {
+			topo.of[i] = -1
+			continue
+		}
+		d, seen := ids[v]
+		if !seen {
+			d = int32(len(topo.nodes))
+			ids[v] = d
+			topo.nodes = append(topo.nodes, nil)
+		}
+		topo.of[i] = d
+		topo.nodes[d] = append(topo.nodes[d], int32(i))
+	}
+	p.topologies[key] = topo
+	return topo
+}
+
+// requiredNodes appends to buf the nodes in the domains where pods match
+// the task's required affinity (by its first term; reason checks all).
+func (p *interPod) requiredNodes(a *taskAffinity, buf []int32) []int32 {
+	c := p.counters[a.required]
+	for d, n := range c.counts[0] {
+		if n > 0 {
+			buf = append(buf, c.topos[0].nodes[d]...)
+		}
+	}
+	return buf
 }
 
 // firstOfGroup: the task's required affinity is met only because no pod
@@ -378,9 +458,9 @@ func (p *interPod) firstOfGroup(a *taskAffinity) bool {
 	return a.required >= 0 && a.selfMatch && p.counters[a.required].total == 0
 }
 
-// groupKey is the topology key of the task's first required affinity term.
-func (p *interPod) groupKey(a *taskAffinity) string {
-	return p.counters[a.required].terms[0].topologyKey
+// groupTopology is the topology of the task's first required affinity term.
+func (p *interPod) groupTopology(a *taskAffinity) *topology {
+	return p.counters[a.required].topos[0]
 }
 
 // term returns term parsed, once per cycle for equal terms.
@@ -413,9 +493,10 @@ func (p *interPod) counter(ns string, podLabels map[string]string, terms []corev
 	}
 	id := int32(len(p.counters))
 	p.counterIDs[key.String()] = id
-	c := &termCounter{terms: parsed, counts: make([]map[string]int32, len(parsed))}
-	for i := range c.counts {
-		c.counts[i] = map[string]int32{}
+	c := &termCounter{terms: parsed, topos: make([]*topology, len(parsed)), counts: make([]map[int32]int32, len(parsed))}
+	for i, t := range parsed {
+		c.topos[i] = p.topology(t.topologyKey)
+		c.counts[i] = map[int32]int32{}
 	}
 	p.counters = append(p.counters, c)
 	p.counterIx.add(id, c.selectors()...)
@@ -456,7 +537,7 @@ func (p *interPod) heldTerm(ns string, podLabels map[string]string, term *corev1
 	}
 	id := int32(len(p.held))
 	p.heldIDs[key] = id
-	p.held = append(p.held, &heldTerm{term: t, weight: weight, holders: map[string]int32{}})
+	p.held = append(p.held, &heldTerm{term: t, topo: p.topology(t.topologyKey), weight: weight, holders: map[int32]int32{}})
 	p.heldIx.add(id, t.selector)
 	return id
 }
@@ -478,98 +559,37 @@ func (c *termCounter) matches(ns string, nsLabels, podLabels labels.Set) bool {
 	return true
 }
 
-// add counts a matching pod on a node with nodeLabels.
-func (c *termCounter) add(nodeLabels map[string]string, delta int32) {
-	for k, t := range c.terms {
-		if v, ok := nodeLabels[t.topologyKey]; ok {
-			c.counts[k][v] += delta
+// add counts a matching pod on node i (delta 1), or takes it off (-1).
+func (c *termCounter) add(i int, delta int32) {
+	for k, topo := range c.topos {
+		if d := topo.of[i]; d >= 0 {
+			c.counts[k][d] += delta
 			c.total += delta
 		}
 	}
 }
 
-// in is how many matching pods term k counts in the domain of a node with
-// nodeLabels.
-func (c *termCounter) in(k int, nodeLabels map[string]string) int32 {
-	v, ok := nodeLabels[c.terms[k].topologyKey]
-	if !ok {
+// in is how many matching pods term k counts in node i's domain.
+func (c *termCounter) in(k, i int) int32 {
+	d := c.topos[k].of[i]
+	if d < 0 {
 		return 0
 	}
-	return c.counts[k][v]
+	return c.counts[k][d]
 }
 
-func (h *heldTerm) add(nodeLabels map[string]string, delta int32) {
-	if v, ok := nodeLabels[h.term.topologyKey]; ok {
-		h.holders[v] += delta
+func (h *heldTerm) add(i int, delta int32) {
+	if d := h.topo.of[i]; d >= 0 {
+		h.holders[d] += delta
 		h.total += delta
 	}
 }
 
-// in is how many holders are in the domain of a node with nodeLabels.
-func (h *heldTerm) in(nodeLabels map[string]string) int32 {
-	v, ok := nodeLabels[h.term.topologyKey]
-	if !ok {
+// in is how many holders are in node i's domain.
+func (h *heldTerm) in(i int) int32 {
+	d := h.topo.of[i]
+	if d < 0 {
 		return 0
 	}
-	return h.holders[v]
-}
-
-// affinityFit picks the node for a task its inter-pod affinity steers:
-// among the nodes that pass every check, the highest affinity score; then,
-// for the first pod of a group with required affinity to itself, the
-// domain with room for most of the group's pods of its shape in j (best
-// fit would put it on the fullest node that takes one, and leave no room
-// for the rest); then best fit. -1 when no node passes.
-func (c *cycle) affinityFit(t *taskState, j *jobState) int {
-	p, ns, a := c.pods, c.nodes, t.aff
-	eligible := c.signatureOf(t.sig).eligible
-	scored, first := p.scores(a), p.firstOfGroup(a)
-	cands := c.cands[:0]
-	for _, i := range ns.withRoom(t.req, t.dim) {
-		if eligible[i] && ns.fits(int(i), t.req) && p.reason(a, int(i)) == "" {
-			if !scored && !first {
-				return int(i)
-			}
-			cands = append(cands, i)
-		}
-	}
-	c.cands = cands
-	if len(cands) == 0 {
-		return -1
-	}
-	var key string
-	var group int64
-	var room map[string]int64
-	if first {
-		key, group = p.groupKey(a), int64(c.unplacedOfShape(j, t.shape))
-		room = map[string]int64{}
-		for _, i := range cands {
-			room[ns.nodes[i].Labels[key]] += min(ns.room(int(i), t.req), group)
-		}
-	}
-	best, bestScore, bestRoom := -1, int64(0), int64(0)
-	for _, i := range cands {
-		var s, r int64
-		if scored {
-			s = p.score(a, int(i))
-		}
-		if first {
-			r = min(room[ns.nodes[i].Labels[key]], group)
-		}
-		if best < 0 || s > bestScore || (s == bestScore && r > bestRoom) {
-			best, bestScore, bestRoom = int(i), s, r
-		}
-	}
-	return best
-}
-
-// unplacedOfShape counts j's unplaced tasks of a shape.
-func (c *cycle) unplacedOfShape(j *jobState, shape int32) int {
-	n := 0
-	for _, t := range j.tasks {
-		if !t.placed && t.shape == shape {
-			n++
-		}
-	}
-	return n
+	return h.holders[d]
 }
