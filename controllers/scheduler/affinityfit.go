@@ -38,7 +38,7 @@ func (c *cycle) passes(t *taskState, eligible []bool, i int32) bool {
 // past those with a negative score when skipNegative.
 func (c *cycle) firstPassing(t *taskState, skipNegative bool) int {
 	eligible := c.signatureOf(t.sig).eligible
-	for _, i := range c.nodes.withRoom(t.req, t.dim) {
+	for _, i := range c.nodes.withRoom(t.req, int(t.dim)) {
 		if skipNegative && c.pods.nodeScore[i] < 0 {
 			continue
 		}
@@ -53,7 +53,7 @@ func (c *cycle) firstPassing(t *taskState, skipNegative bool) int {
 // the one with the highest score, then first in best-fit order.
 func (c *cycle) bestAmong(t *taskState, nodes []int32, want func(int32) bool) int {
 	eligible := c.signatureOf(t.sig).eligible
-	at := c.nodes.order(t.dim).at
+	at := c.nodes.order(int(t.dim)).at
 	score := c.pods.nodeScore
 	best := int32(-1)
 	for _, i := range nodes {
@@ -88,7 +88,7 @@ func (c *cycle) groupFit(t *taskState, j *jobState) int {
 	p, ns := c.pods, c.nodes
 	eligible := c.signatureOf(t.sig).eligible
 	cands := c.cands[:0]
-	for _, i := range ns.withRoom(t.req, t.dim) {
+	for _, i := range ns.withRoom(t.req, int(t.dim)) {
 		if c.passes(t, eligible, i) {
 			cands = append(cands, i)
 		}

@@ -81,7 +81,7 @@ func (c *cycle) findNode(t *taskState, j *jobState, st *statement) (int, string)
 		if t.aff != nil && c.pods.steers(t.aff) {
 			node = c.affinityFit(t, j)
 		} else {
-			node = c.nodes.bestFit(t.req, t.dim, c.signatureOf(t.sig).eligible)
+			node = c.nodes.bestFit(t.req, int(t.dim), c.signatureOf(t.sig).eligible)
 		}
 	}
 	if node >= 0 {

@@ -93,10 +93,10 @@ type taskState struct {
 	task    *Task
 	req     []int64
 	missing corev1.ResourceName // a requested resource no node offers
+	aff     *taskAffinity       // its part in inter-pod affinity, nil for none
 	sig     int32
 	shape   int32
-	dim     int           // dominant resource, the best-fit order it searches
-	aff     *taskAffinity // its part in inter-pod affinity, nil for none
+	dim     int32 // dominant resource, the best-fit order it searches
 	placed  bool
 }
 
@@ -418,7 +418,7 @@ func (c *cycle) shapeTask(t *taskState, ns string) {
 	}
 	c.keyBuf = shapeKey(c.keyBuf[:0], t.sig, class, t.req, t.missing)
 	t.shape = c.internShape(c.keyBuf, t.req, dynamic)
-	t.dim = c.shapeDim[t.shape]
+	t.dim = int32(c.shapeDim[t.shape])
 }
 
 func shapeKey(buf []byte, sig, class int32, req []int64, missing corev1.ResourceName) []byte {

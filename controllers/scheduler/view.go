@@ -144,6 +144,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 			continue // no PodGroup (yet): nothing to schedule it with
 		}
 		e := pods.get(pod)
+		if job.Pending == nil { // room for a gang's pods at once: most come together
+			job.Pending = make([]Task, 0, max(job.MinMember, 1))
+		}
 		job.Pending = append(job.Pending, *e.task)
 		pending[key] = e
 		g.pending++
