@@ -179,8 +179,9 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	}
 	st := c.statement()
 	f := &taskFailures{}
-	var retry []*taskState // tasks of dynamic shapes that found no node
+	var retry []*taskState // tasks with required pod affinity that found no node
 	var retryWhy []string
+	placedAtRetry := 0 // placements when the first of them failed
 	for _, t := range c.gangOrder(j) {
 		if j.isReady() {
 			break
@@ -192,7 +193,10 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 		why := c.tryPlace(q, j, st, t)
 		switch {
 		case why == "":
-		case c.shapeDynamic[t.shape]:
+		case t.aff != nil && t.aff.required >= 0:
+			if retry == nil {
+				placedAtRetry = len(st.placed)
+			}
 			retry, retryWhy = append(retry, t), append(retryWhy, why)
 		default:
 			j.fail(t, why)
@@ -202,7 +206,7 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	// A task kept off every node by its own required pod affinity may find
 	// one once more of its gang is placed (affinity to another task's pods):
 	// such tasks are tried again as long as that places some.
-	for progress := true; progress && len(retry) > 0 && !j.isReady(); {
+	for progress := len(st.placed) > placedAtRetry; progress && len(retry) > 0 && !j.isReady(); {
 		progress = false
 		kept := 0
 		for k, t := range retry {
@@ -293,13 +297,13 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 			continue
 		}
 		if ok, d := q.roomFor(t.req); !ok {
-			c.remember(j, t, q.fullReason(d, c.ix))
+			j.fail(t, q.fullReason(d, c.ix))
 			continue
 		}
 		st := c.statement()
 		node, why := c.findNode(t, j, st)
 		if node < 0 {
-			c.remember(j, t, why)
+			j.fail(t, why)
 			continue
 		}
 		c.place(q, j, st, t, node)
@@ -311,17 +315,14 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 	}
 }
 
-// remember has j remember that t's shape found no room, unless the nodes
-// that can take the shape change as its tasks are placed.
-func (c *cycle) remember(j *jobState, t *taskState, why string) {
-	if !c.shapeDynamic[t.shape] {
-		j.fail(t, why)
-	}
-}
-
 // fail remembers that tasks of t's shape cannot be placed this cycle: the
-// nodes and the queue's room only shrink once a turn is over.
+// nodes and the queue's room only shrink once a turn is over. Not so for a
+// task with required pod affinity, which more pods placed may let in: its
+// shape is not remembered.
 func (j *jobState) fail(t *taskState, why string) {
+	if t.aff != nil && t.aff.required >= 0 {
+		return
+	}
 	if j.failed == nil {
 		j.failed = map[int32]string{}
 	}

@@ -13,23 +13,10 @@ import (
 // plugins apply kube-scheduler's: where the pods are, as the terms of the
 // pending pods and of the pods on the nodes count them, kept up to date as
 // the cycle places pods and undoes placements, so that a gang's later
-// members see its earlier ones.
-//
-// A node passes for a pod when (kube-scheduler's order and messages):
-//   - every topology key of its required affinity is a label of the node,
-//     and in each of those domains some pod matches all of its terms, or no
-//     pod anywhere does and the pod matches them itself (the first of a
-//     group with affinity to itself);
-//   - no pod its required anti-affinity terms select is in the node's
-//     domain of the term;
-//   - no pod whose required anti-affinity selects it is in the node's
-//     domain of that term (the symmetric check).
-//
-// Preferred terms score a node: the weight of each of the pod's terms per
-// matching pod in the node's domain (negative for anti-affinity), plus the
-// weight of each preferred term of a pod in the node's domain that selects
-// the pod. A cycle without any pod (anti-)affinity term has no interPod
-// and pays nothing for it.
+// members see its earlier ones (affinityfit.go checks and scores nodes
+// with it). Counts are kept per topology domain: a term counts the pods it
+// selects, a held term its holders. A cycle without any pod
+// (anti-)affinity term has no interPod and pays nothing for it.
 
 // interPod is the cycle's inter-pod affinity state.
 type interPod struct {
@@ -299,120 +286,6 @@ func (p *interPod) move(a *taskAffinity, node int, delta int32) {
 	}
 }
 
-// reason says why inter-pod affinity keeps the task off node i; "" when
-// it does not.
-func (p *interPod) reason(a *taskAffinity, i int) string {
-	if a.required >= 0 && !p.affinityHolds(a, i) {
-		return reasonPodAffinity
-	}
-	for _, id := range a.anti {
-		if c := p.counters[id]; c.total > 0 && c.in(0, i) > 0 {
-			return reasonPodAntiAffinity
-		}
-	}
-	for _, id := range a.heldAnti {
-		if h := p.held[id]; h.total > 0 && h.in(i) > 0 {
-			return reasonExistingAntiAffinity
-		}
-	}
-	return ""
-}
-
-// affinityHolds: node i has every topology key of the task's required
-// affinity, and each of its domains there holds a pod matching all the
-// terms; or no pod matches anywhere and the task matches them itself.
-func (p *interPod) affinityHolds(a *taskAffinity, i int) bool {
-	c := p.counters[a.required]
-	exist := true
-	for k, topo := range c.topos {
-		d := topo.of[i]
-		if d < 0 {
-			return false
-		}
-		if c.counts[k][d] <= 0 {
-			exist = false
-		}
-	}
-	return exist || (c.total == 0 && a.selfMatch)
-}
-
-// steers reports whether the task's inter-pod affinity may keep it off
-// some node, or score the nodes, as things stand.
-func (p *interPod) steers(a *taskAffinity) bool {
-	if a.required >= 0 || p.scores(a) {
-		return true
-	}
-	for _, id := range a.anti {
-		if p.counters[id].total > 0 {
-			return true
-		}
-	}
-	for _, id := range a.heldAnti {
-		if p.held[id].total > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// scores reports whether some preferred term may score the nodes apart.
-func (p *interPod) scores(a *taskAffinity) bool {
-	for _, w := range a.preferred {
-		if p.counters[w.id].total > 0 {
-			return true
-		}
-	}
-	for _, id := range a.heldPref {
-		if p.held[id].total > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// scoreNodes adds, into nodeScore, the score each preferred term gives the
-// nodes for the task, and lists in touched the nodes it scored (the others
-// score 0); clearScores undoes it.
-func (p *interPod) scoreNodes(a *taskAffinity) {
-	if p.nodeScore == nil {
-		p.nodeScore = make([]int64, len(p.nodes.nodes))
-		p.scored = make([]bool, len(p.nodes.nodes))
-	}
-	for _, w := range a.preferred {
-		if c := p.counters[w.id]; c.total > 0 {
-			p.spread(c.topos[0], c.counts[0], int64(w.weight))
-		}
-	}
-	for _, id := range a.heldPref {
-		if h := p.held[id]; h.total > 0 {
-			p.spread(h.topo, h.holders, int64(h.weight))
-		}
-	}
-}
-
-// spread adds weight per pod counted to the nodes of each domain.
-func (p *interPod) spread(topo *topology, counts map[int32]int32, weight int64) {
-	for d, n := range counts {
-		if n == 0 {
-			continue
-		}
-		for _, i := range topo.nodes[d] {
-			if !p.scored[i] {
-				p.scored[i] = true
-				p.touched = append(p.touched, i)
-			}
-			p.nodeScore[i] += weight * int64(n)
-		}
-	}
-}
-
-func (p *interPod) clearScores() {
-	for _, i := range p.touched {
-		p.nodeScore[i], p.scored[i] = 0, false
-	}
-	p.touched = p.touched[:0]
-}
-
 // topology returns the domains of key, made on first use.
 func (p *interPod) topology(key string) *topology {
 	if topo, ok := p.topologies[key]; ok {
@@ -437,30 +310,6 @@ func (p *interPod) topology(key string) *topology {
 	}
 	p.topologies[key] = topo
 	return topo
-}
-
-// requiredNodes appends to buf the nodes in the domains where pods match
-// the task's required affinity (by its first term; reason checks all).
-func (p *interPod) requiredNodes(a *taskAffinity, buf []int32) []int32 {
-	c := p.counters[a.required]
-	for d, n := range c.counts[0] {
-		if n > 0 {
-			buf = append(buf, c.topos[0].nodes[d]...)
-		}
-	}
-	return buf
-}
-
-// firstOfGroup: the task's required affinity is met only because no pod
-// matches it yet and the task matches it itself; the group that follows
-// it will have to fit into the domain it goes to.
-func (p *interPod) firstOfGroup(a *taskAffinity) bool {
-	return a.required >= 0 && a.selfMatch && p.counters[a.required].total == 0
-}
-
-// groupTopology is the topology of the task's first required affinity term.
-func (p *interPod) groupTopology(a *taskAffinity) *topology {
-	return p.counters[a.required].topos[0]
 }
 
 // term returns term parsed, once per cycle for equal terms.
