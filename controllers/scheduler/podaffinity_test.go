@@ -186,6 +186,31 @@ func TestInterPodAffinity(t *testing.T) {
 			},
 		},
 		{
+			"a running gang's extra pod joins its pods",
+			func() Snapshot {
+				j := affine(labelled(gang("g", "default", 1, "1", "1Gi"), "app=x"), self)
+				j.Phase, j.MinMember, j.Bound = "Running", 2, map[string]int32{"worker": 2}
+				return snapOf(usedNodes(3, "4", "1"), []PlacedPod{placed("ns", "node-02", "app=x"), placed("ns", "node-02", "app=x")}, j)
+			}(),
+			wantsOn("ns/g", "node-02"),
+		},
+		{
+			"required affinity with two terms needs one pod matching both",
+			snapOf(nodes(3, "4", "16Gi"), []PlacedPod{placed("ns", "node-00", "app=db"), placed("ns", "node-01", "tier=cache"), placed("ns", "node-02", "app=db", "tier=cache")},
+				affine(gang("g", "default", 1, "1", "1Gi"), podTermOf(hostname, "app=db"), podTermOf(hostname, "tier=cache"))),
+			wantsOn("ns/g", "node-02"),
+		},
+		{
+			"anti-affinity by a key a node lacks does not keep pods off it",
+			func() Snapshot {
+				ns := usedNodes(2, "4", "2")
+				ns[0].Labels["rack"] = "r1"
+				return snapOf(ns, []PlacedPod{placed("ns", "node-00", "app=db")},
+					anti(gang("g", "default", 1, "1", "1Gi"), podTermOf("rack", "app=db")))
+			}(),
+			wantsOn("ns/g", "node-01"),
+		},
+		{
 			"a running pod's anti-affinity keeps the pods it selects off its domain",
 			snapOf(usedNodes(2, "4", "2"), []PlacedPod{holding(placed("ns", "node-00", "app=db"), podTermOf(hostname, "app=web"))},
 				labelled(gang("web", "default", 1, "1", "1Gi"), "app=web"),
