@@ -36,7 +36,7 @@ type cycle struct {
 	shapeDim    []int // the shape's dominant resource
 	// shapeDynamic: the nodes that can take a task of the shape change as
 	// tasks of the shape are placed (its own required pod (anti-)affinity):
-	// no shortcut applies to it.
+	// no capacity bound applies to it.
 	shapeDynamic []bool
 
 	// pods is the cycle's inter-pod affinity; nil when no pod has a pod

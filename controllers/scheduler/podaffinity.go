@@ -252,7 +252,7 @@ func (p *interPod) matchCounters(ns string, podLabels map[string]string, buf []i
 // take it (its required terms, and the held anti-affinity terms that select
 // it), so that tasks of one shape are interchangeable; 0 for none. dynamic
 // says that the nodes that can take it change as pods of its own shape are
-// placed, which voids the cycle's shortcuts for it.
+// placed, which voids the cycle's capacity bounds for it.
 func (p *interPod) class(a *taskAffinity) (id int32, dynamic bool) {
 	if a == nil || (a.required < 0 && len(a.anti) == 0 && len(a.heldAnti) == 0) {
 		return 0, false
