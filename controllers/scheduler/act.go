@@ -45,7 +45,7 @@ func (s *shift) bind(v *view, bindings []Binding) int {
 	now := time.Now()
 	for _, b := range bound {
 		e := v.pending[b.Pod]
-		s.assumed[b.Pod] = &assumedPod{uid: e.pod.UID, node: b.Node, group: b.PodGroup,
+		s.assumed[b.Pod] = &assumedPod{pod: e.pod, uid: e.pod.UID, node: b.Node, group: b.PodGroup,
 			task: e.task.Name, requests: e.task.Requests, at: now}
 	}
 	c.metrics.podsBound.Add(float64(len(bound)))

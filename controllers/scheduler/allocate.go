@@ -179,6 +179,9 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	}
 	st := c.statement()
 	f := &taskFailures{}
+	var retry []*taskState // tasks with required pod affinity that found no node
+	var retryWhy []string
+	placedAtRetry := 0 // placements when the first of them failed
 	for _, t := range c.gangOrder(j) {
 		if j.isReady() {
 			break
@@ -187,19 +190,40 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 			f.add(why, 1)
 			continue
 		}
-		node, why := c.findNode(t, st)
-		if node < 0 {
+		why := c.tryPlace(q, j, st, t)
+		switch {
+		case why == "":
+		case t.aff != nil && t.aff.required >= 0:
+			if retry == nil {
+				placedAtRetry = len(st.placed)
+			}
+			retry, retryWhy = append(retry, t), append(retryWhy, why)
+		default:
 			j.fail(t, why)
 			f.add(why, 1)
-			continue
 		}
-		if ok, d := q.roomFor(t.req); !ok {
-			why := q.fullReason(d, c.ix)
-			j.fail(t, why)
-			f.add(why, 1)
-			continue
+	}
+	// A task kept off every node by its own required pod affinity may find
+	// one once more of its gang is placed (affinity to another task's pods):
+	// such tasks are tried again as long as that places some.
+	for progress := len(st.placed) > placedAtRetry; progress && len(retry) > 0 && !j.isReady(); {
+		progress = false
+		kept := 0
+		for k, t := range retry {
+			why := retryWhy[k]
+			if !j.isReady() {
+				if why = c.tryPlace(q, j, st, t); why == "" {
+					progress = true
+					continue
+				}
+			}
+			retry[kept], retryWhy[kept] = t, why
+			kept++
 		}
-		c.place(q, j, st, t, node)
+		retry, retryWhy = retry[:kept], retryWhy[:kept]
+	}
+	for _, why := range retryWhy {
+		f.add(why, 1)
 	}
 	if !j.isReady() {
 		placeable := len(st.placed)
@@ -213,6 +237,20 @@ func (c *cycle) gangTurn(q *queueState, j *jobState) {
 	if c.unplaced(j) > 0 {
 		heap.Push(&q.jobs, j)
 	}
+}
+
+// tryPlace places t, a task of j, on the node findNode picks if its
+// queue's room allows; else it says why not.
+func (c *cycle) tryPlace(q *queueState, j *jobState, st *statement, t *taskState) string {
+	node, why := c.findNode(t, j, st)
+	if node < 0 {
+		return why
+	}
+	if ok, d := q.roomFor(t.req); !ok {
+		return q.fullReason(d, c.ix)
+	}
+	c.place(q, j, st, t, node)
+	return ""
 }
 
 // gangOrder lists the gang's unplaced tasks: first, per task name, those
@@ -263,7 +301,7 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 			continue
 		}
 		st := c.statement()
-		node, why := c.findNode(t, st)
+		node, why := c.findNode(t, j, st)
 		if node < 0 {
 			j.fail(t, why)
 			continue
@@ -278,8 +316,13 @@ func (c *cycle) extraTurn(q *queueState, j *jobState) {
 }
 
 // fail remembers that tasks of t's shape cannot be placed this cycle: the
-// nodes and the queue's room only shrink once a turn is over.
+// nodes and the queue's room only shrink once a turn is over. Not so for a
+// task with required pod affinity, which more pods placed may let in: its
+// shape is not remembered.
 func (j *jobState) fail(t *taskState, why string) {
+	if t.aff != nil && t.aff.required >= 0 {
+		return
+	}
 	if j.failed == nil {
 		j.failed = map[int32]string{}
 	}

@@ -71,12 +71,47 @@ func benchSnapshot(workerCPU int) Snapshot {
 	return snap
 }
 
+// benchAffinitySnapshot is benchSnapshot(2) with inter-pod affinity: 10,000
+// running pods of 100 services on the CPU nodes, 5% of them keeping the
+// pods of another service off their node; of the gangs, 10% want their
+// pods together on one node, 10% one per node, 5% prefer them apart.
+func benchAffinitySnapshot() Snapshot {
+	snap := benchSnapshot(2)
+	for i := range 10000 {
+		p := PlacedPod{Namespace: "ns", Node: fmt.Sprintf("cpu-%04d", i%900), Labels: map[string]string{"app": fmt.Sprintf("svc-%d", i%100)}}
+		if i%20 == 0 {
+			p.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+				podTermOf(corev1.LabelHostname, fmt.Sprintf("app=svc-%d", (i+1)%100)),
+			}}
+		}
+		snap.Pods = append(snap.Pods, p)
+	}
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		own := podTermOf(corev1.LabelHostname, "app="+j.Name)
+		for k := range j.Pending {
+			t := &j.Pending[k]
+			t.Labels = map[string]string{"app": j.Name}
+			switch i % 20 {
+			case 0, 1:
+				t.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{own}}
+			case 2, 3:
+				t.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{own}}
+			case 4:
+				t.PodAntiAffinity = &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 10, PodAffinityTerm: own}}}
+			}
+		}
+	}
+	return snap
+}
+
 // BenchmarkAllocate times whole cycles:
 //   - fits: every gang fits, 10,000 pods bound per cycle;
 //   - oversubscribed: the CPU pods ask 140% of the CPU nodes; each queue is
 //     held to its deserved share and a third of the gangs wait;
 //   - backlogged: the cycle after oversubscribed, with its bindings applied:
-//     nothing more fits and every waiting gang is turned down again.
+//     nothing more fits and every waiting gang is turned down again;
+//   - affinity: fits with inter-pod affinity (benchAffinitySnapshot).
 //
 // Each iteration runs Allocate on the same snapshot; cycle-p50-ms and
 // cycle-p99-ms are over the iterations, pods-bound/s is pods bound over
@@ -91,6 +126,7 @@ func BenchmarkAllocate(b *testing.B) {
 		{"fits", benchSnapshot(2)},
 		{"oversubscribed", benchSnapshot(4)},
 		{"backlogged", backlog},
+		{"affinity", benchAffinitySnapshot()},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -70,15 +70,19 @@ func (c *cycle) rejectFast(q *queueState, j *jobState) bool {
 	return true
 }
 
-// findNode picks the node for t, or says why there is none. st holds the
-// placements made so far in this turn.
-func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
+// findNode picks the node for t, a task of j, or says why there is none.
+// st holds the placements made so far in this turn.
+func (c *cycle) findNode(t *taskState, j *jobState, st *statement) (int, string) {
 	if limit := c.capacity[t.shape]; limit >= 0 && st.count(t.shape) >= limit && !c.exhaustive {
 		return -1, c.capacityWhy[t.shape]
 	}
 	node := -1
 	if t.missing == "" {
-		node = c.nodes.bestFit(t.req, t.dim, c.signatureOf(t.sig).eligible)
+		if t.aff != nil && c.pods.steers(t.aff) {
+			node = c.affinityFit(t, j)
+		} else {
+			node = c.nodes.bestFit(t.req, int(t.dim), c.signatureOf(t.sig).eligible)
+		}
 	}
 	if node >= 0 {
 		return node, ""
@@ -86,8 +90,9 @@ func (c *cycle) findNode(t *taskState, st *statement) (int, string) {
 	why := c.fitError(t)
 	// With nothing but tasks of this shape placed in this turn, the cluster
 	// as it was before the turn holds exactly that many of them: identical
-	// tasks fill each node up to its own limit whatever the order.
-	if st.only == t.shape || st.only == -1 {
+	// tasks fill each node up to its own limit whatever the order. Not so
+	// when placing them changes which nodes can take them.
+	if !c.shapeDynamic[t.shape] && (st.only == t.shape || st.only == -1) {
 		if n := st.count(t.shape); c.capacity[t.shape] < 0 || n < c.capacity[t.shape] {
 			c.capacity[t.shape] = n
 			c.capacityWhy[t.shape] = why

@@ -34,6 +34,14 @@ type cycle struct {
 	capacity    []int
 	capacityWhy []string
 	shapeDim    []int // the shape's dominant resource
+	// shapeDynamic: the nodes that can take a task of the shape change as
+	// tasks of the shape are placed (its own required pod (anti-)affinity):
+	// no capacity bound applies to it.
+	shapeDynamic []bool
+
+	// pods is the cycle's inter-pod affinity; nil when no pod has a pod
+	// (anti-)affinity term.
+	pods *interPod
 
 	bindings []Binding
 	stats    Stats
@@ -43,6 +51,7 @@ type cycle struct {
 	keyBuf  []byte
 	stmt    statement
 	order   []*taskState
+	cands   []int32
 
 	// exhaustive turns the shortcuts (capacity bounds, failed shapes, fast
 	// rejects) off; tests use it to show they change no outcome.
@@ -84,9 +93,10 @@ type taskState struct {
 	task    *Task
 	req     []int64
 	missing corev1.ResourceName // a requested resource no node offers
+	aff     *taskAffinity       // its part in inter-pod affinity, nil for none
 	sig     int32
 	shape   int32
-	dim     int // dominant resource, the best-fit order it searches
+	dim     int32 // dominant resource, the best-fit order it searches
 	placed  bool
 }
 
@@ -102,6 +112,7 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 	}
 	c.stats.Nodes = len(snap.Nodes)
 	c.stats.Jobs = len(snap.Jobs)
+	c.pods = newInterPod(&snap, c.nodes)
 	total := floats(c.nodes.total)
 	queueSpec := map[string]*Queue{}
 	for i := range snap.Queues {
@@ -131,6 +142,16 @@ func newCycle(snap Snapshot, opts Options) *cycle {
 		c.addJob(&snap.Jobs[at], j, a, queueSpec, total)
 		c.jobs = append(c.jobs, j)
 	}
+	// Shapes come once every task's pod (anti-)affinity terms are known:
+	// those of others that select a task are part of its shape.
+	if c.pods != nil {
+		c.pods.placeSnapshotPods(snap.Pods)
+	}
+	for _, j := range c.jobs {
+		for _, t := range j.tasks {
+			c.shapeTask(t, j.job.Namespace)
+		}
+	}
 	slices.SortFunc(c.queues, func(x, y *queueState) int { return strings.Compare(x.name, y.name) })
 	deserve(c.queues, total)
 	return c
@@ -147,9 +168,9 @@ func (c *cycle) addJob(job *Job, j *jobState, a *arena, queueSpec map[string]*Qu
 		ts.missing = c.ix.vector(t.Requests, ts.req)
 		ts.req[dimPods] = 1
 		ts.sig = c.internSignature(t)
-		c.keyBuf = shapeKey(c.keyBuf[:0], ts.sig, ts.req, ts.missing)
-		ts.shape = c.internShape(c.keyBuf, ts.req)
-		ts.dim = c.shapeDim[ts.shape]
+		if c.pods != nil {
+			ts.aff = c.pods.addTask(t, job.Namespace)
+		}
 		c.tasks = append(c.tasks, ts)
 		j.tasks[k] = &c.tasks[len(c.tasks)-1]
 	}
@@ -386,15 +407,30 @@ func (c *cycle) signatureOf(id int32) *signature {
 	return s
 }
 
-func shapeKey(buf []byte, sig int32, req []int64, missing corev1.ResourceName) []byte {
+// shapeTask gives a task of a job of namespace ns its part in inter-pod
+// affinity and its shape: tasks of one shape are interchangeable.
+func (c *cycle) shapeTask(t *taskState, ns string) {
+	var class int32
+	dynamic := false
+	if c.pods != nil {
+		t.aff = c.pods.join(t.task, ns, t.aff)
+		class, dynamic = c.pods.class(t.aff)
+	}
+	c.keyBuf = shapeKey(c.keyBuf[:0], t.sig, class, t.req, t.missing)
+	t.shape = c.internShape(c.keyBuf, t.req, dynamic)
+	t.dim = int32(c.shapeDim[t.shape])
+}
+
+func shapeKey(buf []byte, sig, class int32, req []int64, missing corev1.ResourceName) []byte {
 	buf = binary.AppendVarint(buf, int64(sig))
+	buf = binary.AppendVarint(buf, int64(class))
 	for _, x := range req {
 		buf = binary.AppendVarint(buf, x)
 	}
 	return append(buf, missing...)
 }
 
-func (c *cycle) internShape(key []byte, req []int64) int32 {
+func (c *cycle) internShape(key []byte, req []int64, dynamic bool) int32 {
 	if id, ok := c.shapeIDs[string(key)]; ok {
 		return id
 	}
@@ -403,5 +439,6 @@ func (c *cycle) internShape(key []byte, req []int64) int32 {
 	c.capacity = append(c.capacity, -1)
 	c.capacityWhy = append(c.capacityWhy, "")
 	c.shapeDim = append(c.shapeDim, c.nodes.dominant(req))
+	c.shapeDynamic = append(c.shapeDynamic, dynamic)
 	return id
 }

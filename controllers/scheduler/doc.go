@@ -22,8 +22,11 @@
 //     (allocated/deserved), and within it to the first job by priority,
 //     then age. A gang places its pending pods tentatively, best fit on
 //     each pod's dominant resource (nodes.go), checking node selector,
-//     required node affinity, taints and unschedulable (predicates.go) and
-//     the queue's deserved room. Once minMember pods (and every task's
+//     required node affinity, taints and unschedulable (predicates.go),
+//     inter-pod affinity and anti-affinity with the gang's own tentative
+//     placements counted (podaffinity.go, affinityfit.go: required terms
+//     filter, preferred ones score ahead of best fit) and the queue's
+//     deserved room. Once minMember pods (and every task's
 //     minTaskMember) are placed, the placements are committed as bindings;
 //     if not, they are undone, hold nothing, and the PodGroup gets an
 //     Unschedulable condition that says why (messages.go). A job already

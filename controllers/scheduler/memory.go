@@ -16,6 +16,7 @@ import (
 type assumedPods map[string]*assumedPod
 
 type assumedPod struct {
+	pod      *corev1.Pod // as it was bound, for inter-pod affinity
 	uid      types.UID
 	node     string
 	group    string // namespace/name of its PodGroup

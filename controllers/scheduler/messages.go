@@ -45,13 +45,21 @@ func (c *cycle) fitError(t *taskState) string {
 			continue
 		}
 		free := c.nodes.freeOf(i)
+		short := false
 		for d, x := range t.req {
 			if x > free[d] {
 				h[insufficient(c.ix.names[d])]++
+				short = true
 			}
 		}
 		if t.missing != "" {
 			h[insufficient(t.missing)]++
+			short = true
+		}
+		if !short && t.aff != nil {
+			if r := c.pods.reason(t.aff, i); r != "" {
+				h[r]++
+			}
 		}
 	}
 	if len(h) == 0 {

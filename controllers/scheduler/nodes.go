@@ -141,17 +141,35 @@ func (ns *nodeSet) compare(d int, a, b int32) int {
 // bestFit returns the node for req under the best-fit rule among the nodes
 // eligible[i], or -1 when none has room.
 func (ns *nodeSet) bestFit(req []int64, dim int, eligible []bool) int {
-	o := ns.order(dim)
-	need := req[dim]
-	start := sort.Search(len(o.seq), func(p int) bool {
-		return ns.free[int(o.seq[p])*ns.r+dim] >= need
-	})
-	for _, i := range o.seq[start:] {
+	for _, i := range ns.withRoom(req, dim) {
 		if eligible[i] && ns.fits(int(i), req) {
 			return int(i)
 		}
 	}
 	return -1
+}
+
+// withRoom is the nodes with at least req's amount of dimension dim free,
+// in best-fit order (least free first).
+func (ns *nodeSet) withRoom(req []int64, dim int) []int32 {
+	o := ns.order(dim)
+	need := req[dim]
+	start := sort.Search(len(o.seq), func(p int) bool {
+		return ns.free[int(o.seq[p])*ns.r+dim] >= need
+	})
+	return o.seq[start:]
+}
+
+// room is how many pods asking req node i has room for.
+func (ns *nodeSet) room(i int, req []int64) int64 {
+	f := ns.freeOf(i)
+	n := int64(math.MaxInt64)
+	for d, x := range req {
+		if x > 0 {
+			n = min(n, f[d]/x)
+		}
+	}
+	return n
 }
 
 // take subtracts req from node i; give adds it back.

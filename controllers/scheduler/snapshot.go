@@ -13,6 +13,23 @@ type Snapshot struct {
 	Nodes  []Node
 	Queues []Queue
 	Jobs   []Job
+	// Pods are the pods on the nodes that inter-pod affinity looks at: those
+	// not finished. When no pending task has a pod (anti-)affinity term, the
+	// pods without one may be left out: they change nothing then.
+	Pods []PlacedPod
+	// Namespaces are the labels of namespaces, for the namespaceSelector of
+	// pod (anti-)affinity terms. A namespace missing here has only the
+	// kubernetes.io/metadata.name label.
+	Namespaces map[string]map[string]string
+}
+
+// PlacedPod is a pod on a node, as inter-pod affinity sees it.
+type PlacedPod struct {
+	Namespace       string
+	Node            string
+	Labels          map[string]string
+	PodAffinity     *corev1.PodAffinity
+	PodAntiAffinity *corev1.PodAntiAffinity
 }
 
 // Node is a node as the scheduler sees it.
@@ -81,6 +98,12 @@ type Task struct {
 	// node affinity; nil places no constraint.
 	Affinity    *corev1.NodeSelector
 	Tolerations []corev1.Toleration
+	// Labels are the pod's labels, which pod (anti-)affinity terms select.
+	Labels map[string]string
+	// PodAffinity and PodAntiAffinity are the pod's inter-pod affinity; nil
+	// places no constraint. Its namespace is its job's.
+	PodAffinity     *corev1.PodAffinity
+	PodAntiAffinity *corev1.PodAntiAffinity
 }
 
 // JobKey is the namespace/name that names a job in a Result.
@@ -97,9 +120,13 @@ func TaskFromPod(pod *corev1.Pod) Task {
 		Requests:     PodRequests(pod),
 		NodeSelector: pod.Spec.NodeSelector,
 		Tolerations:  pod.Spec.Tolerations,
+		Labels:       pod.Labels,
 	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-		t.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if a := pod.Spec.Affinity; a != nil {
+		if a.NodeAffinity != nil {
+			t.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+		t.PodAffinity, t.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
 	}
 	return t
 }

@@ -60,6 +60,9 @@ func (st *statement) add(shape int32) {
 
 func (c *cycle) place(q *queueState, j *jobState, st *statement, t *taskState, node int) {
 	c.nodes.take(node, t.req)
+	if t.aff != nil {
+		c.pods.move(t.aff, node, 1)
+	}
 	q.add(t.req, 1)
 	t.placed = true
 	j.placed++
@@ -87,6 +90,9 @@ func (c *cycle) discard(q *queueState, j *jobState, st *statement) {
 	for i := len(st.placed) - 1; i >= 0; i-- {
 		p := st.placed[i]
 		c.nodes.give(p.node, p.task.req)
+		if p.task.aff != nil {
+			c.pods.move(p.task.aff, p.node, -1)
+		}
 		q.add(p.task.req, -1)
 		p.task.placed = false
 		j.placed--

@@ -87,6 +87,14 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		return nil, nil
 	}
 
+	// Inter-pod affinity looks at the pods on the nodes: at all of them
+	// when a pod to place has a pod (anti-)affinity term, else only at
+	// those that have one (whose terms may select the pods to place).
+	allPods := slices.ContainsFunc(in.unbound, podAffinityOf)
+	if allPods {
+		snap.Pods = make([]PlacedPod, 0, len(in.bound))
+	}
+
 	// Bound pods: node usage, and the placed pods of each PodGroup.
 	boundUIDs := make(map[types.UID]bool, len(in.bound))
 	for _, pod := range in.bound {
@@ -98,6 +106,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		if !podFinished(pod) {
 			if u := usage[pod.Spec.NodeName]; u != nil {
 				u.add(e.task.Requests)
+			}
+			if allPods || podAffinityOf(pod) {
+				snap.Pods = append(snap.Pods, placedPod(pod, pod.Spec.NodeName))
 			}
 		}
 		if job, g := groupOf(pod); job != nil {
@@ -133,6 +144,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 			continue // no PodGroup (yet): nothing to schedule it with
 		}
 		e := pods.get(pod)
+		if job.Pending == nil { // room for a gang's pods at once: most come together
+			job.Pending = make([]Task, 0, max(job.MinMember, 1))
+		}
 		job.Pending = append(job.Pending, *e.task)
 		pending[key] = e
 		g.pending++
@@ -146,6 +160,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		default:
 			if u := usage[a.node]; u != nil {
 				u.add(a.requests)
+			}
+			if a.pod != nil && (allPods || podAffinityOf(a.pod)) {
+				snap.Pods = append(snap.Pods, placedPod(a.pod, a.node))
 			}
 			if g := groups[a.group]; g != nil {
 				job := &snap.Jobs[jobs[name{g.pg.Namespace, g.pg.Name}]]
@@ -162,6 +179,21 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		snap.Nodes[i].Used = u.list
 	}
 	return &view{snap: snap, groups: groups, pending: pending}
+}
+
+// podAffinityOf reports whether a pod has a pod (anti-)affinity term.
+func podAffinityOf(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && hasPodAffinity(a.PodAffinity, a.PodAntiAffinity)
+}
+
+// placedPod is a pod on node as inter-pod affinity sees it.
+func placedPod(pod *corev1.Pod, node string) PlacedPod {
+	p := PlacedPod{Namespace: pod.Namespace, Node: node, Labels: pod.Labels}
+	if a := pod.Spec.Affinity; a != nil {
+		p.PodAffinity, p.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
+	}
+	return p
 }
 
 // assumeTTL is how long a pod this scheduler bound, which neither pod

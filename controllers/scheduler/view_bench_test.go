@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,12 +39,28 @@ func benchInputs() inputs {
 
 // BenchmarkBuildView times turning the informers' objects into a cycle's
 // Snapshot, the part of a cycle the controller adds to Allocate: steady
-// (the pods seen before, their derived tasks reused) and cold (a shift's
-// first cycle).
+// (the pods seen before, their derived tasks reused), cold (a shift's
+// first cycle), and steady with one pending pod with pod affinity (every
+// bound pod is then listed for inter-pod affinity).
 func BenchmarkBuildView(b *testing.B) {
 	in := benchInputs()
 	now := time.Now()
 	b.Run("steady", func(b *testing.B) {
+		pods := newPodCache()
+		buildView(in, assumedPods{}, &pods, now)
+		b.ReportAllocs()
+		for b.Loop() {
+			buildView(in, assumedPods{}, &pods, now)
+		}
+	})
+	b.Run("steady-affinity", func(b *testing.B) {
+		in := benchInputs()
+		in.unbound = slices.Clone(in.unbound)
+		p := in.unbound[0].DeepCopy()
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{podTermOf(corev1.LabelHostname, "app=x")},
+		}}
+		in.unbound[0] = p
 		pods := newPodCache()
 		buildView(in, assumedPods{}, &pods, now)
 		b.ReportAllocs()

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -266,6 +268,68 @@ func TestNextStatus(t *testing.T) {
 			}
 			if len(pg.Status.Conditions) != len(tc.old.Conditions) {
 				t.Error("nextStatus changed the PodGroup it read")
+			}
+		})
+	}
+}
+
+// Inter-pod affinity sees the pods on the nodes that have not finished,
+// assumed ones included: all of them when a pod to place has a pod
+// (anti-)affinity term, else only those that have one.
+func TestBuildViewPodsForAffinity(t *testing.T) {
+	now := time.Now()
+	holds := func(p *corev1.Pod) *corev1.Pod {
+		p.Labels = map[string]string{"app": "db"}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{podTermOf(corev1.LabelHostname, "app=web")},
+		}}
+		return p
+	}
+	plain := onNode(kubePod("ns", "b", "w", 0, "1"), "n1", corev1.PodRunning)
+	holder := holds(onNode(kubePod("ns", "b", "w", 1, "1"), "n1", corev1.PodRunning))
+	finished := holds(onNode(kubePod("ns", "b", "w", 2, "1"), "n1", corev1.PodSucceeded))
+	justBound := kubePod("ns", "b", "w", 3, "1")
+	assumed := func() assumedPods {
+		return assumedPods{"ns/b-w-3": {pod: justBound, uid: justBound.UID, node: "n1", group: "ns/b", task: "w", requests: PodRequests(justBound), at: now}}
+	}
+	affine := kubePod("ns", "a", "w", 0, "1")
+	affine.Labels = map[string]string{"app": "web"}
+	affine.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{podTermOf(corev1.LabelHostname, "app=db")},
+	}}
+	for _, tc := range []struct {
+		name    string
+		pending *corev1.Pod
+		want    []string // the pods' nodes and labels
+	}{
+		{"no pod to place has a term", kubePod("ns", "a", "w", 0, "1"), []string{"n1 map[app:db]"}},
+		{"a pod to place has one", affine, []string{"n1 map[]", "n1 map[]", "n1 map[app:db]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := inputs{
+				nodes:   []*corev1.Node{kubeNode("n1", "8")},
+				bound:   []*corev1.Pod{plain, holder, finished},
+				unbound: []*corev1.Pod{tc.pending},
+				podGroups: []*vcv1beta1.PodGroup{
+					podGroupObj("ns", "a", "default", 1, "1", vcv1beta1.PodGroupInqueue),
+					podGroupObj("ns", "b", "default", 1, "1", vcv1beta1.PodGroupRunning),
+				},
+				queues: []*vcv1beta1.Queue{queueObj("default", 1)},
+				served: []string{"volcano"},
+			}
+			pods := newPodCache()
+			v := buildView(in, assumed(), &pods, now)
+			var got []string
+			for _, p := range v.snap.Pods {
+				got = append(got, fmt.Sprintf("%s %v", p.Node, p.Labels))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("pods %v, want %v", got, tc.want)
+			}
+			task := v.snap.Jobs[0].Pending[0]
+			if task.Labels["app"] != tc.pending.Labels["app"] || (task.PodAffinity != nil) != (tc.pending.Spec.Affinity != nil) {
+				t.Errorf("task %+v does not carry the pod's labels and pod affinity", task)
 			}
 		})
 	}
