@@ -58,6 +58,13 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		})
 		usage[n.Name] = &nodeUsage{list: corev1.ResourceList{}}
 	}
+	if len(in.namespaces) > 0 {
+		// The informer's label maps, shared read-only for the cycle.
+		snap.Namespaces = make(map[string]map[string]string, len(in.namespaces))
+		for _, ns := range in.namespaces {
+			snap.Namespaces[ns.Name] = ns.Labels
+		}
+	}
 	for _, q := range in.queues {
 		snap.Queues = append(snap.Queues, Queue{
 			Name: q.Name, Weight: q.Spec.Weight, Capability: q.Spec.Capability, State: q.Status.State,

@@ -27,13 +27,14 @@ type watch struct {
 	factories []factory
 	synced    []toolscache.InformerSynced
 
-	nodes     corelisters.NodeLister
-	classes   schedulinglisters.PriorityClassLister
-	bound     corelisters.PodLister
-	unbound   []corelisters.PodLister
-	podGroups vclisters.PodGroupLister
-	queues    vclisters.QueueLister
-	served    []string // the scheduler names of unbound
+	nodes      corelisters.NodeLister
+	namespaces corelisters.NamespaceLister
+	classes    schedulinglisters.PriorityClassLister
+	bound      corelisters.PodLister
+	unbound    []corelisters.PodLister
+	podGroups  vclisters.PodGroupLister
+	queues     vclisters.QueueLister
+	served     []string // the scheduler names of unbound
 }
 
 type factory interface {
@@ -43,13 +44,14 @@ type factory interface {
 
 // inputs is what one cycle reads from the informers.
 type inputs struct {
-	nodes     []*corev1.Node
-	bound     []*corev1.Pod // pods with a node
-	unbound   []*corev1.Pod // pods of the served names without one
-	podGroups []*vcv1beta1.PodGroup
-	queues    []*vcv1beta1.Queue
-	classes   []*schedulingv1.PriorityClass
-	served    []string
+	nodes      []*corev1.Node
+	namespaces []*corev1.Namespace // their labels, for namespaceSelector in pod affinity
+	bound      []*corev1.Pod       // pods with a node
+	unbound    []*corev1.Pod       // pods of the served names without one
+	podGroups  []*vcv1beta1.PodGroup
+	queues     []*vcv1beta1.Queue
+	classes    []*schedulingv1.PriorityClass
+	served     []string
 }
 
 // newWatch builds the informers; poke is called on every event that may let
@@ -68,8 +70,11 @@ func newWatch(cfg Config, poke func()) *watch {
 		},
 	})
 	classes := kube.Scheduling().V1().PriorityClasses()
-	w.nodes, w.classes = nodes.Lister(), classes.Lister()
-	w.synced = append(w.synced, nodes.Informer().HasSynced, classes.Informer().HasSynced)
+	// Namespaces change no placement but through the namespaceSelector of
+	// an affinity term, which the next periodic cycle reads: no poke.
+	namespaces := kube.Core().V1().Namespaces()
+	w.nodes, w.classes, w.namespaces = nodes.Lister(), classes.Lister(), namespaces.Lister()
+	w.synced = append(w.synced, nodes.Informer().HasSynced, classes.Informer().HasSynced, namespaces.Informer().HasSynced)
 
 	bound := podFactory(cfg, fields.OneTermNotEqualSelector("spec.nodeName", ""))
 	boundPods := bound.Core().V1().Pods()
@@ -172,6 +177,7 @@ func (w *watch) read() inputs {
 	in := inputs{served: w.served}
 	in.nodes, _ = w.nodes.List(labels.Everything())
 	in.classes, _ = w.classes.List(labels.Everything())
+	in.namespaces, _ = w.namespaces.List(labels.Everything())
 	in.bound, _ = w.bound.List(labels.Everything())
 	for _, l := range w.unbound {
 		pods, _ := l.List(labels.Everything())

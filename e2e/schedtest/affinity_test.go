@@ -1,6 +1,7 @@
 package schedtest
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -33,6 +35,7 @@ func TestPodAffinity(t *testing.T) {
 		{"a gang with required affinity to itself lands on one node", gangTogether},
 		{"required anti-affinity spreads a gang one per node, or leaves it waiting", gangApart},
 		{"preferred affinity is honoured when it can be", preferredAffinity},
+		{"a namespaceSelector picks namespaces by their labels", namespaceSelector},
 	} {
 		if !t.Run(tc.name, func(t *testing.T) { tc.run(t, s) }) {
 			break
@@ -181,4 +184,34 @@ func preferredAffinity(t *testing.T, s *stack.Stack) {
 	}
 	t.Logf("spread on %v", on)
 	deleteJobs(t, s, filler.Name, anchor.Name, near.Name, spread.Name)
+}
+
+// namespaceSelector: a pod's required affinity to pods of the namespaces
+// labelled team=batch follows the anchor there, which only a scheduler that
+// reads namespaces' labels can do (their name alone does not match).
+func namespaceSelector(t *testing.T, s *stack.Stack) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	patch := []byte(`{"metadata":{"labels":{"team":"batch"}}}`)
+	if _, err := s.Kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	names := s.Cluster.NodeNames()
+	slices.Sort(names)
+	anchor := job("team-anchor", "default", 1, "500m", forever)
+	anchor.Spec.Tasks[0].Template.Labels = map[string]string{"app": "team-anchor"}
+	anchor.Spec.Tasks[0].Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: names[1]}
+	anchor = vcjob.Create(t, s.Volcano, anchor)
+	waitBound(t, s, anchor.Name, 1)
+
+	term := toApp("team-anchor")
+	term.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "batch"}}
+	follower := vcjob.Create(t, s.Volcano, affineJob("team-follower", 2, &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term},
+	}}))
+	on := waitBound(t, s, follower.Name, 2)
+	if on[0] != names[1] || on[1] != names[1] {
+		t.Errorf("the pods with affinity to the anchor's namespace by label are bound on %v, want %s", on, names[1])
+	}
+	deleteJobs(t, s, anchor.Name, follower.Name)
 }
