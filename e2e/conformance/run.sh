@@ -22,7 +22,8 @@
 # default ../shared/volcano/crds): the vc-scheduler and volcano modes add those the cluster
 # lacks (JobFlow, Numatopology, ...), which Volcano's programs wait for.
 #
-# $CONFORMANCE_SKIP is a Ginkgo skip regexp; $CONFORMANCE_FOCUS narrows the run;
+# $CONFORMANCE_SKIP is a Ginkgo skip regexp; $CONFORMANCE_FOCUS narrows the run, and
+# $CONFORMANCE_FOCUS_<suite> (e.g. CONFORMANCE_FOCUS_cronjob) narrows one suite's;
 # $CONFORMANCE_FLAKE_ATTEMPTS retries a failed spec (Ginkgo's flake attempts; the report
 # still names it); $CONFORMANCE_TIMEOUT bounds each suite (default 60m); $CONFORMANCE_PORT is the first
 # replica's port (default 18080). Reports and logs go to $CONFORMANCE_OUT/MODE (default
@@ -136,7 +137,9 @@ for mode in "${modes[@]}"; do
 		log "$mode: running $suite"
 		args=(-ginkgo.v -ginkgo.no-color -ginkgo.json-report "$dir/$suite.json" -test.timeout "$timeout")
 		[[ -n "$skip" ]] && args+=(-ginkgo.skip "$skip")
-		[[ -n "$focus" ]] && args+=(-ginkgo.focus "$focus")
+		suite_focus="CONFORMANCE_FOCUS_$suite"
+		suite_focus="${!suite_focus:-$focus}"
+		[[ -n "$suite_focus" ]] && args+=(-ginkgo.focus "$suite_focus")
 		[[ -n "$attempts" ]] && args+=(-ginkgo.flake-attempts "$attempts")
 		if ! (cd "$dir" && PATH="$bin:$PATH" VC_BIN="$bin" KUBECONFIG="$kubeconfig" "$bin/$suite.test" "${args[@]}" >"$dir/$suite.log" 2>&1); then
 			status=1
