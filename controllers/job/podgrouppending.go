@@ -1,0 +1,99 @@
+package job
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
+)
+
+// Volcano's job controller, on every sync of a Job, looks at the latest true
+// condition of its PodGroup and, unless it is Scheduled, records a Warning
+// PodGroupPending on the Job: "PodGroup <namespace>:<job> unschedulable,
+// reason: <the condition's message>". It leaves the repeats to client-go's
+// correlator, which folds them into the count of one Event, each repeat
+// still a PATCH. ringfire records it once per story instead: when the
+// condition appears, and again only when its type, reason or wording
+// (kit.Wording) changes, not with every amount in it that moves; a story
+// that ends and comes back is told again.
+
+// pendingCondition is the PodGroup's latest true condition (by transition
+// time, the first of equals), if it is not Scheduled: why the scheduler has
+// not started the gang.
+func pendingCondition(pg *scheduling.PodGroup) *scheduling.PodGroupCondition {
+	if pg == nil {
+		return nil
+	}
+	var latest *scheduling.PodGroupCondition
+	for i := range pg.Status.Conditions {
+		c := &pg.Status.Conditions[i]
+		if c.Status == corev1.ConditionTrue && (latest == nil || c.LastTransitionTime.After(latest.LastTransitionTime.Time)) {
+			latest = c
+		}
+	}
+	if latest == nil || latest.Type == scheduling.PodGroupScheduled {
+		return nil
+	}
+	return latest
+}
+
+// pendingStory is what a PodGroupPending Event tells of c, without the
+// amounts: two conditions of the same story are told once. Empty for none.
+func pendingStory(c *scheduling.PodGroupCondition) string {
+	if c == nil {
+		return ""
+	}
+	return string(c.Type) + "\x00" + c.Reason + "\x00" + kit.Wording(c.Message)
+}
+
+// podGroupPendingMessage is the message of the PodGroupPending Event, as
+// Volcano words it (it names the Job, not the PodGroup).
+func podGroupPendingMessage(job *batch.Job, c *scheduling.PodGroupCondition) string {
+	return fmt.Sprintf("PodGroup %s:%s %s, reason: %s", job.Namespace, job.Name, strings.ToLower(string(c.Type)), c.Message)
+}
+
+// announcePodGroup records PodGroupPending on the Job if its PodGroup tells
+// a story not told yet.
+func (c *Controller) announcePodGroup(key string, job *batch.Job, pg *scheduling.PodGroup) {
+	cond := pendingCondition(pg)
+	if c.told.change(key, pendingStory(cond)) {
+		c.Recorder.Event(job, corev1.EventTypeWarning, string(batch.PodGroupPending), podGroupPendingMessage(job, cond))
+	}
+}
+
+// told remembers, per Job key, the PodGroupPending story recorded last.
+type told struct {
+	mu    sync.Mutex
+	byKey map[string]string
+}
+
+// change records story as the Job's and reports whether it is a new one to
+// tell; an empty story (nothing pending) is never told, and lets the next
+// story be told even if it is the last one again.
+func (t *told) change(key, story string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if story == "" {
+		delete(t.byKey, key)
+		return false
+	}
+	if t.byKey[key] == story {
+		return false
+	}
+	if t.byKey == nil {
+		t.byKey = map[string]string{}
+	}
+	t.byKey[key] = story
+	return true
+}
+
+func (t *told) forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.byKey, key)
+}
