@@ -69,58 +69,121 @@ func TestActionEvents(t *testing.T) {
 // Volcano's Warning PodGroupPending, naming the Job, once per story: not
 // again on the next sync, nor when only the amounts in the message move;
 // again when the wording changes, and when the condition went and came back.
+// A condition that the gang has too few pods is told only if the Job, having
+// made what it can, really has too few (the one-pod Job "short" here, whose
+// second task waits on dependsOn), not while the scheduler has yet to see
+// the pods the Job made ("a" here).
 func TestPodGroupPendingIsToldOncePerStory(t *testing.T) {
 	ctx := context.Background()
-	job := testJob("a", task("w", 2))
-	job.Status.State.Phase = batch.Pending
-	f := newFixture(t, nil, job)
-	pg := f.podGroupOf(job)
-	pg.Status.Phase = scheduling.PodGroupInqueue
-	at := metav1.Now()
-	withCondition := func(conds ...scheduling.PodGroupCondition) {
-		p := pg.DeepCopy()
-		p.Status.Conditions = conds
-		f.cacheOwned(t, cache.PodGroups, p)
-	}
-	unschedulable := func(msg string) scheduling.PodGroupCondition {
-		return scheduling.PodGroupCondition{Type: scheduling.PodGroupUnschedulableType, Status: corev1.ConditionTrue,
-			Reason: scheduling.NotEnoughPodsReason, Message: msg, LastTransitionTime: at}
-	}
-	scheduled := scheduling.PodGroupCondition{Type: scheduling.PodGroupScheduled, Status: corev1.ConditionTrue,
-		LastTransitionTime: metav1.NewTime(at.Add(time.Second))}
-	const told = "Warning PodGroupPending PodGroup ns:a unschedulable, reason: "
-	for _, step := range []struct {
-		name  string
-		conds []scheduling.PodGroupCondition
-		want  []string
-	}{
-		{"no condition", nil, nil},
-		{"unschedulable", []scheduling.PodGroupCondition{unschedulable("Not enough valid tasks for gang-scheduling, valid: 1, min: 2")},
-			[]string{told + "Not enough valid tasks for gang-scheduling, valid: 1, min: 2"}},
-		{"the same again", []scheduling.PodGroupCondition{unschedulable("Not enough valid tasks for gang-scheduling, valid: 1, min: 2")}, nil},
-		{"other amounts", []scheduling.PodGroupCondition{unschedulable("Not enough valid tasks for gang-scheduling, valid: 0, min: 2")}, nil},
-		{"other wording", []scheduling.PodGroupCondition{unschedulable("queue q is Closed")}, []string{told + "queue q is Closed"}},
-		{"scheduled later than unschedulable", []scheduling.PodGroupCondition{unschedulable("queue q is Closed"), scheduled}, nil},
-		{"unschedulable back", []scheduling.PodGroupCondition{unschedulable("queue q is Closed")}, []string{told + "queue q is Closed"}},
-		{"not true", []scheduling.PodGroupCondition{func() scheduling.PodGroupCondition {
-			c := unschedulable("x")
-			c.Status = corev1.ConditionFalse
-			return c
-		}()}, nil},
-	} {
-		withCondition(step.conds...)
-		if err := f.c.reconcile(ctx, "ns/a", syncReq); err != nil {
-			t.Fatal(err)
+	b := task("b", 1)
+	b.DependsOn = &batch.DependsOn{Name: []string{"w"}}
+	for _, job := range []*batch.Job{testJob("a", task("w", 2)), testJob("short", task("w", 1), b)} {
+		job.Status.State.Phase = batch.Pending
+		f := newFixture(t, nil, job)
+		pg := f.podGroupOf(job)
+		pg.Status.Phase = scheduling.PodGroupInqueue
+		at := metav1.Now()
+		unschedulable := func(reason, msg string) scheduling.PodGroupCondition {
+			return scheduling.PodGroupCondition{Type: scheduling.PodGroupUnschedulableType, Status: corev1.ConditionTrue,
+				Reason: reason, Message: msg, LastTransitionTime: at}
 		}
-		var got []string
-		for _, e := range f.recorded() {
-			if strings.Contains(e, "PodGroupPending") {
-				got = append(got, e)
+		overused := func(msg string) scheduling.PodGroupCondition {
+			return unschedulable(scheduling.NotEnoughResourcesReason, msg)
+		}
+		scheduled := scheduling.PodGroupCondition{Type: scheduling.PodGroupScheduled, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(at.Add(time.Second))}
+		told := "Warning PodGroupPending PodGroup ns:" + job.Name + " unschedulable, reason: "
+		tooFew := "Not enough valid tasks for gang-scheduling, valid: 0, min: 2"
+		var toldTooFew []string
+		if job.Name == "short" {
+			toldTooFew = []string{told + tooFew}
+		}
+		for _, step := range []struct {
+			name  string
+			conds []scheduling.PodGroupCondition
+			want  []string
+		}{
+			{"no condition", nil, nil},
+			{"overused", []scheduling.PodGroupCondition{overused("cpu idle 4, minResources 8")},
+				[]string{told + "cpu idle 4, minResources 8"}},
+			{"the same again", []scheduling.PodGroupCondition{overused("cpu idle 4, minResources 8")}, nil},
+			{"other amounts", []scheduling.PodGroupCondition{overused("cpu idle 3, minResources 8")}, nil},
+			{"other wording", []scheduling.PodGroupCondition{overused("queue q is Closed")}, []string{told + "queue q is Closed"}},
+			{"scheduled later than unschedulable", []scheduling.PodGroupCondition{overused("queue q is Closed"), scheduled}, nil},
+			{"unschedulable back", []scheduling.PodGroupCondition{overused("queue q is Closed")}, []string{told + "queue q is Closed"}},
+			{"not true", []scheduling.PodGroupCondition{func() scheduling.PodGroupCondition {
+				c := overused("x")
+				c.Status = corev1.ConditionFalse
+				return c
+			}()}, nil},
+			{"too few pods", []scheduling.PodGroupCondition{unschedulable(scheduling.NotEnoughPodsReason, tooFew)}, toldTooFew},
+		} {
+			p := pg.DeepCopy()
+			p.Status.Conditions = step.conds
+			f.cacheOwned(t, cache.PodGroups, p)
+			if err := f.c.reconcile(ctx, keyOf(job), syncReq); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range f.recorded() {
+				if strings.Contains(e, "PodGroupPending") {
+					got = append(got, e)
+				}
+			}
+			if !slices.Equal(got, step.want) {
+				t.Fatalf("%s, %s: events %q, want %q", job.Name, step.name, got, step.want)
 			}
 		}
-		if !slices.Equal(got, step.want) {
-			t.Fatalf("%s: events %q, want %q", step.name, got, step.want)
+	}
+}
+
+// The Job is short of pods when those pending, running or succeeded (the
+// ones being created count as pending) are fewer than minAvailable, or than
+// a task's minAvailable when the scheduler enforces those (minAvailable at
+// least their sum).
+func TestPodsShort(t *testing.T) {
+	n := func(v int32) *int32 { return &v }
+	withMin := func(ts batch.TaskSpec, m *int32) batch.TaskSpec { ts.MinAvailable = m; return ts }
+	have := func(byTask map[string][]corev1.PodPhase) podCounts {
+		var pc podCounts
+		for name, phases := range byTask {
+			for _, p := range phases {
+				pc.add(name, p)
+			}
 		}
+		return pc
+	}
+	const (
+		pend = corev1.PodPending
+		run  = corev1.PodRunning
+		done = corev1.PodSucceeded
+		fail = corev1.PodFailed
+	)
+	for _, tc := range []struct {
+		name         string
+		minAvailable int32
+		tasks        []batch.TaskSpec
+		pods         map[string][]corev1.PodPhase
+		want         bool
+	}{
+		{"all made", 2, []batch.TaskSpec{task("w", 2)}, map[string][]corev1.PodPhase{"w": {pend, run}}, false},
+		{"one made of two", 2, []batch.TaskSpec{task("w", 2)}, map[string][]corev1.PodPhase{"w": {pend}}, true},
+		{"a failed pod does not count", 2, []batch.TaskSpec{task("w", 2)}, map[string][]corev1.PodPhase{"w": {done, fail}}, true},
+		{"enough overall, a task short of its enforced minimum", 2,
+			[]batch.TaskSpec{withMin(task("a", 2), n(1)), withMin(task("b", 1), n(1))},
+			map[string][]corev1.PodPhase{"a": {pend, pend}}, true},
+		{"enough overall, task minimums not enforced", 2,
+			[]batch.TaskSpec{task("a", 2), task("b", 1)},
+			map[string][]corev1.PodPhase{"a": {pend, pend}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testJob("s", tc.tasks...)
+			job.Spec.MinAvailable = tc.minAvailable
+			state.Defaults(job)
+			if got := podsShort(job, have(tc.pods)); got != tc.want {
+				t.Fatalf("podsShort = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/ringfire/ringfire/controllers/job/build"
 	"github.com/ringfire/ringfire/controllers/kit"
 )
 
@@ -58,12 +59,57 @@ func podGroupPendingMessage(job *batch.Job, c *scheduling.PodGroupCondition) str
 }
 
 // announcePodGroup records PodGroupPending on the Job if its PodGroup tells
-// a story not told yet.
-func (c *Controller) announcePodGroup(key string, job *batch.Job, pg *scheduling.PodGroup) {
+// a story not told yet. counts are the Job's pods after its sync, those
+// being created counted as pending.
+func (c *Controller) announcePodGroup(key string, job *batch.Job, pg *scheduling.PodGroup, counts podCounts) {
 	cond := pendingCondition(pg)
+	if cond != nil && tooFewPods(cond) && !podsShort(job, counts) {
+		cond = nil // the scheduler has not seen the pods the Job made yet
+	}
 	if c.told.change(key, pendingStory(cond)) {
 		c.Recorder.Event(job, corev1.EventTypeWarning, string(batch.PodGroupPending), podGroupPendingMessage(job, cond))
 	}
+}
+
+// tooFewPods reports whether the condition says the gang has too few pods
+// (ringfire's scheduler's reasons NotEnoughTasks and NotEnoughPodsOfTask). It
+// says so too while the Job's pods are being made, and until it looks again
+// after they are, which Volcano's scheduler does not write: that is no story
+// to tell, unless the Job is really short of pods (podsShort).
+func tooFewPods(c *scheduling.PodGroupCondition) bool {
+	return c.Reason == scheduling.NotEnoughPodsReason || c.Reason == scheduling.NotEnoughPodsOfTaskReason
+}
+
+// podsShort reports whether the Job, having made every pod it can for now,
+// still has fewer than its gang needs before any of them is placed:
+// minAvailable pods that are pending, running or succeeded, or, when
+// minAvailable is at least the tasks' minAvailable summed (then the
+// scheduler enforces those), a task's minAvailable of its own. A Job whose
+// tasks wait on dependsOn can be (gangProblem).
+func podsShort(job *batch.Job, counts podCounts) bool {
+	live := func(ts batch.TaskState) int32 {
+		return ts.Phase[corev1.PodPending] + ts.Phase[corev1.PodRunning] + ts.Phase[corev1.PodSucceeded]
+	}
+	var all, sum int32
+	for _, ts := range counts.tasks {
+		all += live(ts)
+	}
+	if all < job.Spec.MinAvailable {
+		return true
+	}
+	for i := range job.Spec.Tasks {
+		sum += build.MinTaskMember(&job.Spec.Tasks[i])
+	}
+	if job.Spec.MinAvailable < sum {
+		return false
+	}
+	for i := range job.Spec.Tasks {
+		t := &job.Spec.Tasks[i]
+		if live(counts.tasks[t.Name]) < build.MinTaskMember(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // told remembers, per Job key, the PodGroupPending story recorded last.

@@ -103,9 +103,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		if problem := c.missingReference(job); problem != "" {
 			return c.waitFor(ctx, key, job, problem)
 		}
-		c.announcePodGroup(key, job, info.PodGroup)
 		counts, err = c.sync(ctx, key, work, info)
 		if err == nil {
+			c.announcePodGroup(key, job, info.PodGroup, counts)
 			step, counts, err = c.endNow(ctx, key, work, info, step, spec, counts, req.Request)
 		}
 	default:
