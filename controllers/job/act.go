@@ -224,11 +224,11 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 	}
 	admitted, err := c.syncPodGroup(ctx, key, job, info, slot)
 	if err != nil {
-		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "PodGroup: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "Failed to create PodGroup, err: %v", err)
 		return podCounts{}, err
 	}
 	if err := c.syncPVCs(ctx, key, job, slot); err != nil {
-		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PVCError), "PVC: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PVCError), "Failed to create PVC, err: %v", err)
 		return podCounts{}, err
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,6 +69,8 @@ type Controller struct {
 	wakes   wakeups
 	// taken remembers the Commands this replica took.
 	taken kit.Commands
+	// told remembers the PodGroupPending story last recorded per Job.
+	told told
 }
 
 // request is what the dispatcher carries for a Job key.
@@ -106,7 +107,6 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, metrics: m}
 	c.pacer.window = max(cfg.StatusCoalesce, 0)
-	c.delays.byKey = map[string]map[string]uint64{}
 	handler := c.reconcile
 	if cfg.Observe != nil {
 		handler = func(ctx context.Context, key string, req request) error {
@@ -209,6 +209,7 @@ func (c *Controller) onJobDelete(obj any) {
 		c.delays.forget(keyOf(job))
 		c.written.Forget(keyOf(job))
 		c.pacer.forget(keyOf(job))
+		c.told.forget(keyOf(job))
 		c.woken(keyOf(job), true)
 	}
 }
@@ -245,23 +246,39 @@ func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
 	}}, true
 }
 
+// onPodAdd raises PodPending for a pod that enters the cache pending (one just created), as
+// Volcano does: a PodPending policy's timeout runs from there, and the pod's later changes
+// while it stays pending do not start it again. Volcano raises PodPending for every pod it
+// adds, running ones too (after its own restart, whose list adds them all); ringfire raises
+// OutOfSync for a pod that is not pending, whose PodPending timeout no PodRunning would end.
+// The pods of a slot's first list are left to SlotsReady.
 func (c *Controller) onPodAdd(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	if key, req, ok := podRequest(pod, bus.OutOfSyncEvent); ok && c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
+	event := bus.OutOfSyncEvent
+	if pending(pod) {
+		event = bus.PodPendingEvent
+	}
+	if key, req, ok := podRequest(pod, event); ok && c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
 		c.Disp.Enqueue(key, req)
 	}
+}
+
+// pending reports whether the pod has not started: phase Pending, or none yet.
+func pending(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodPending || pod.Status.Phase == ""
 }
 
 // onPodUpdate turns a pod's change into Volcano's events: PodFailed with the
 // exit code, TaskCompleted when the task's last pod succeeded, PodRunning when
 // it starts running, TaskFailed when the task's live pods have restarted
-// maxRetry times (state.TaskFailed), PodPending otherwise while pending; and
-// cancels delayed actions of a pod that recovered. The order is Volcano's, as
-// its controller shows it: a pod that starts running raises PodRunning even
-// when the task has failed; its next change raises TaskFailed.
+// maxRetry times (state.TaskFailed), OutOfSync otherwise (PodPending is the
+// add's); and cancels the postponed action of a pod that moved on (cancels).
+// The order is Volcano's, as its controller shows it: a pod that starts
+// running raises PodRunning even when the task has failed; its next change
+// raises TaskFailed.
 func (c *Controller) onPodUpdate(old, new any) {
 	oldPod, ok1 := old.(*corev1.Pod)
 	newPod, ok2 := new.(*corev1.Pod)
@@ -287,7 +304,6 @@ func (c *Controller) onPodUpdate(old, new any) {
 			event = bus.TaskCompletedEvent
 		}
 	case corev1.PodPending:
-		event = bus.PodPendingEvent
 		if c.taskFailed(newPod) {
 			event = bus.TaskFailedEvent
 		}
@@ -302,9 +318,7 @@ func (c *Controller) onPodUpdate(old, new any) {
 	if !ok {
 		return
 	}
-	if event != bus.PodPendingEvent {
-		c.delays.cancelPod(key, newPod.Name) // the pod moved on: its pending timeout no longer applies
-	}
+	c.delays.cancelPod(key, newPod.Name, event, pending(newPod))
 	req.ExitCode = exitCode
 	c.Disp.Enqueue(key, req)
 }
@@ -318,6 +332,7 @@ func (c *Controller) onPodDelete(obj any) {
 		return
 	}
 	if key, req, ok := podRequest(pod, bus.PodEvictedEvent); ok {
+		c.delays.cancelPod(key, pod.Name, bus.PodEvictedEvent, false)
 		c.Disp.Enqueue(key, req)
 	}
 }
@@ -392,10 +407,17 @@ func (c *Controller) onPodGroupAdd(obj any) {
 	c.Disp.Enqueue(key, request{Request: state.Request{Event: event}})
 }
 
+// onPodGroupUpdate looks at the Job of a PodGroup whose phase changed, as Volcano does, or
+// whose condition tells a new story of why it waits (pendingStory), which the Job reports in a
+// PodGroupPending Event: the scheduler may write that without a change of phase.
 func (c *Controller) onPodGroupUpdate(old, new any) {
 	oldPG, ok1 := old.(*scheduling.PodGroup)
 	newPG, ok2 := new.(*scheduling.PodGroup)
-	if !ok1 || !ok2 || oldPG.Status.Phase == newPG.Status.Phase {
+	if !ok1 || !ok2 {
+		return
+	}
+	if oldPG.Status.Phase == newPG.Status.Phase &&
+		pendingStory(pendingCondition(oldPG)) == pendingStory(pendingCondition(newPG)) {
 		return
 	}
 	key, ok := cache.JobKey(newPG)
@@ -438,50 +460,6 @@ func describe(req request) string {
 }
 
 func keyOf(job *batch.Job) string { return job.Namespace + "/" + job.Name }
-
-// delays tracks the actions policy timeouts postponed, so that a pod that
-// recovers, or a later action, cancels them.
-type delays struct {
-	mu    sync.Mutex
-	next  uint64
-	byKey map[string]map[string]uint64 // key → scope (pod name or "") → token
-}
-
-func (d *delays) add(key, scope string) uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.next++
-	if d.byKey[key] == nil {
-		d.byKey[key] = map[string]uint64{}
-	}
-	d.byKey[key][scope] = d.next
-	return d.next
-}
-
-// take reports whether token is still pending for key, and consumes it.
-func (d *delays) take(key string, token uint64) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for scope, t := range d.byKey[key] {
-		if t == token {
-			delete(d.byKey[key], scope)
-			return true
-		}
-	}
-	return false
-}
-
-func (d *delays) cancelPod(key, pod string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.byKey[key], pod)
-}
-
-func (d *delays) forget(key string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.byKey, key)
-}
 
 // guard is checked right before every write.
 func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

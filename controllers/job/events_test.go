@@ -80,8 +80,14 @@ func TestPodEventsMakeVolcanosRequests(t *testing.T) {
 		fire   func(c *Controller)
 		want   []enqueued
 	}{
-		{name: "pod added: OutOfSync with its task, version and Job UID",
+		{name: "pending pod added: PodPending with its task, version and Job UID, as Volcano raises",
 			fire: func(c *Controller) { c.onPodAdd(w0) },
+			want: []enqueued{podReq(bus.PodPendingEvent, "w", "a-w-0")}},
+		{name: "pod of no phase yet added: PodPending",
+			fire: func(c *Controller) { c.onPodAdd(changed(w0, inPhase(""))) },
+			want: []enqueued{podReq(bus.PodPendingEvent, "w", "a-w-0")}},
+		{name: "running pod added (a relist): OutOfSync, no PodPending timeout to start",
+			fire: func(c *Controller) { c.onPodAdd(w0running) },
 			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
 		{name: "pod of no controller added: none",
 			fire: func(c *Controller) { c.onPodAdd(orphan) }},
@@ -99,11 +105,11 @@ func TestPodEventsMakeVolcanosRequests(t *testing.T) {
 				c.onPodUpdate(w0running, changed(w0running, func(p *corev1.Pod) { p.Labels["x"] = "y" }))
 			},
 			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
-		{name: "still Pending, something changed: PodPending",
+		{name: "still Pending, something changed: OutOfSync, as in Volcano (PodPending is the add's)",
 			fire: func(c *Controller) {
 				c.onPodUpdate(w0, changed(w0, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }))
 			},
-			want: []enqueued{podReq(bus.PodPendingEvent, "w", "a-w-0")}},
+			want: []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-0")}},
 		// TaskFailed: the task's live pods restarted maxRetry times (testJob leaves it 0, which stands for 3).
 		{name: "Running, its container restarted maxRetry times: TaskFailed",
 			fire: func(c *Controller) { c.onPodUpdate(w0running, changed(w0running, restarts(3))) },
@@ -296,27 +302,45 @@ func TestJobAndCommandEventsMakeVolcanosRequests(t *testing.T) {
 	}
 }
 
-// A pod that moves on (runs, fails, succeeds, goes) cancels the action a
-// policy timeout postponed for it; one still Pending keeps it, and another
-// pod's move keeps it too.
+// A pod's change cancels the action a policy timeout postponed for it as
+// Volcano's rule says (cancels): a PodPending timeout ends when the pod is no
+// longer pending (it runs, fails, succeeds, goes), not when a pending pod
+// changes otherwise; a PodFailed or PodEvicted timeout ends when the pod runs
+// again. Another pod's change keeps it.
 func TestPodThatMovesOnCancelsItsPostponedAction(t *testing.T) {
 	job := eventJob()
 	w0, w1 := podOf(job, "w", 0, corev1.PodPending), podOf(job, "w", 1, corev1.PodPending)
+	w0failed := changed(w0, exited(1))
+	runs := func(c *Controller) { c.onPodUpdate(w0, changed(w0, inPhase(corev1.PodRunning))) }
 	for _, tc := range []struct {
-		name  string
-		fire  func(c *Controller)
-		keeps bool
+		name    string
+		started bus.Event
+		fire    func(c *Controller)
+		keeps   bool
 	}{
-		{"it runs", func(c *Controller) { c.onPodUpdate(w0, changed(w0, inPhase(corev1.PodRunning))) }, false},
-		{"it fails", func(c *Controller) { c.onPodUpdate(w0, changed(w0, exited(1))) }, false},
-		{"still Pending", func(c *Controller) {
+		{"pending, it runs", bus.PodPendingEvent, runs, false},
+		{"pending, it fails", bus.PodPendingEvent, func(c *Controller) { c.onPodUpdate(w0, w0failed) }, false},
+		{"pending, it succeeds", bus.PodPendingEvent, func(c *Controller) {
+			c.onPodUpdate(w0, changed(w0, inPhase(corev1.PodSucceeded)))
+		}, false},
+		{"pending, it is deleted", bus.PodPendingEvent, func(c *Controller) { c.onPodDelete(w0) }, false},
+		{"pending, still Pending with a node", bus.PodPendingEvent, func(c *Controller) {
 			c.onPodUpdate(w0, changed(w0, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }))
 		}, true},
-		{"another pod runs", func(c *Controller) { c.onPodUpdate(w1, changed(w1, inPhase(corev1.PodRunning))) }, true},
+		{"pending, another pod runs", bus.PodPendingEvent, func(c *Controller) {
+			c.onPodUpdate(w1, changed(w1, inPhase(corev1.PodRunning)))
+		}, true},
+		{"failed, it runs again", bus.PodFailedEvent, runs, false},
+		{"failed, changed again while failed", bus.PodFailedEvent, func(c *Controller) {
+			c.onPodUpdate(w0failed, changed(w0failed, func(p *corev1.Pod) { p.ResourceVersion = "3" }))
+		}, true},
+		{"failed, it is deleted", bus.PodFailedEvent, func(c *Controller) { c.onPodDelete(w0failed) }, true},
+		{"evicted, it runs again", bus.PodEvictedEvent, runs, false},
+		{"task failed, it runs", bus.TaskFailedEvent, runs, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil, eventJob())
-			token := f.c.delays.add("ns/a", "a-w-0")
+			token := f.c.delays.add("ns/a", "a-w-0", tc.started)
 			f.requestsOf(t, func() { tc.fire(f.c) })
 			if kept := f.c.delays.take("ns/a", token); kept != tc.keeps {
 				t.Fatalf("postponed action still pending: %v, want %v", kept, tc.keeps)

@@ -21,6 +21,10 @@ import (
 // PriorityClass is looked at again.
 const recheckMissing = 15 * time.Second
 
+// ReasonInvalidReference is the reason, in status.state and in a Warning
+// Event, of a Job waiting for a Queue or PriorityClass (missingReference).
+const ReasonInvalidReference = "InvalidReference"
+
 // reconcile handles one request for the Job at key: fetch, default, choose
 // the action, act on the pods, write the status.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
@@ -62,15 +66,19 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		}
 	case choice.Timeout > 0:
 		delayed := req
-		delayed.Action, delayed.delay = choice.Action, c.delays.add(key, req.PodName)
+		delayed.Action, delayed.delay = choice.Action, c.delays.add(key, req.PodName, req.Event)
 		c.Disp.EnqueueAfter(key, delayed, choice.Timeout)
-		c.Log.Debug("policy action postponed by its timeout", "job", key, "action", choice.Action, "timeout", choice.Timeout)
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Execute action %s after %s", choice.Action, choice.Timeout)
 		return nil
 	}
 	action := choice.Action
 	if action != bus.SyncJobAction {
 		c.delays.forget(key) // an action ran: timed ones of this job are moot
-		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s", action)
+		if req.delay == 0 {
+			// Volcano's words, trailing space included; a postponed action was told
+			// when it was postponed, and is not told again when it runs.
+			c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s ", action)
+		}
 	}
 
 	spec := state.SpecOf(job)
@@ -97,6 +105,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		}
 		counts, err = c.sync(ctx, key, work, info)
 		if err == nil {
+			c.announcePodGroup(key, job, info.PodGroup, counts)
 			step, counts, err = c.endNow(ctx, key, work, info, step, spec, counts, req.Request)
 		}
 	default:
@@ -209,13 +218,13 @@ func (c *Controller) waitFor(ctx context.Context, key string, job *batch.Job, pr
 	if job.Status.State.Message == problem {
 		return nil
 	}
-	c.Recorder.Event(job, corev1.EventTypeWarning, "InvalidReference", problem)
+	c.Recorder.Event(job, corev1.EventTypeWarning, ReasonInvalidReference, problem)
 	updated := job.DeepCopy()
 	if updated.Status.State.Phase == "" {
 		updated.Status.State.Phase = batch.Pending
 		updated.Status.State.LastTransitionTime = metav1.Now()
 	}
-	updated.Status.State.Reason, updated.Status.State.Message = "InvalidReference", problem
+	updated.Status.State.Reason, updated.Status.State.Message = ReasonInvalidReference, problem
 	return c.updateStatus(ctx, key, job, updated)
 }
 
@@ -294,6 +303,9 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 	} else if set && phase == current && st.State.Reason != "" {
 		st.State.Reason, st.State.Message = "", "" // a reason from a wait is over
 	}
+	if step.Sync {
+		st.State.Reason, st.State.Message = heldState(st.State.Phase, st.State.Reason, st.State.Message, gangProblem(job))
+	}
 	if start := runningSince(st); start != nil && (phase == batch.Running || finished(phase)) {
 		end := now.Time
 		if finished(phase) {
@@ -325,6 +337,10 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 		return err
 	}
 	c.pacer.wrote(key, time.Now())
+	if st.State.Reason == ReasonMinAvailableUnreachable && st.State.Message != job.Status.State.Message {
+		// Told once per Job: the message stays in its status while it waits.
+		c.Recorder.Event(job, corev1.EventTypeWarning, ReasonMinAvailableUnreachable, st.State.Message)
+	}
 	kind := "phase"
 	if countsOnly {
 		kind = "counts"

@@ -1,5 +1,6 @@
 // Package kit holds what every ringfire controller would otherwise repeat:
-// Volcano's default scheduler name, and taking Commands (Commands). Metrics
+// Volcano's default scheduler name, taking Commands (Commands), and the wording of a
+// message that an Event tells again only when it changes (Wording). Metrics
 // are registered all or none through internal/promreg.
 package kit
 
