@@ -1,10 +1,10 @@
 package scheduler
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // podGroupEvent is an Event the scheduler records on a PodGroup.
@@ -29,7 +29,7 @@ type podGroupEvent struct {
 func podGroupEvents(old, pg *vcv1beta1.PodGroup) []podGroupEvent {
 	if c := conditionIn(pg.Status.Conditions, vcv1beta1.PodGroupUnschedulableType); c != nil {
 		prev := conditionIn(old.Status.Conditions, vcv1beta1.PodGroupUnschedulableType)
-		if prev == nil || prev.Reason != c.Reason || messageWording(prev.Message) != messageWording(c.Message) {
+		if prev == nil || prev.Reason != c.Reason || kit.Wording(prev.Message) != kit.Wording(c.Message) {
 			return []podGroupEvent{{corev1.EventTypeWarning, string(vcv1beta1.PodGroupUnschedulableType), c.Message}}
 		}
 		return nil
@@ -50,23 +50,4 @@ func (s *shift) announce(old, pg *vcv1beta1.PodGroup) {
 	for _, e := range podGroupEvents(old, pg) {
 		s.recorder.Event(pg, e.kind, e.reason, e.message)
 	}
-}
-
-// messageWording is a message with every number in it replaced by '#': two
-// messages of the same wording tell the same story with other amounts.
-func messageWording(msg string) string {
-	var b strings.Builder
-	inNumber := false
-	for _, r := range msg {
-		if r >= '0' && r <= '9' || inNumber && r == '.' {
-			if !inNumber {
-				b.WriteByte('#')
-			}
-			inNumber = true
-			continue
-		}
-		inNumber = false
-		b.WriteRune(r)
-	}
-	return b.String()
 }

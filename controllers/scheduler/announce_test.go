@@ -7,26 +7,6 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
-func TestMessageWording(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		same bool
-	}{
-		{"resource in cluster is overused: cpu idle 15200m (overcommit 1.2), reserved by admitted gangs 19, minResources 40",
-			"resource in cluster is overused: cpu idle 14400m (overcommit 1.2), reserved by admitted gangs 3, minResources 40", true},
-		{"1/8 tasks in gang unschedulable: pod group is not ready, 0 bound, 7 placeable, 8 minAvailable; 1 task: 0/3 nodes are unavailable: 3 Insufficient cpu",
-			"2/8 tasks in gang unschedulable: pod group is not ready, 0 bound, 6 placeable, 8 minAvailable; 2 tasks: 0/3 nodes are unavailable: 3 Insufficient cpu", false}, // task, tasks
-		{"6/8 tasks in gang unschedulable: pod group is not ready, 0 bound, 2 placeable, 8 minAvailable; 6 tasks: 0/4 nodes are unavailable: 4 Insufficient cpu",
-			"6/8 tasks in gang unschedulable: pod group is not ready, 0 bound, 2 placeable, 8 minAvailable; 6 tasks: 0/4 nodes are unavailable: 4 Insufficient memory", false},
-		{"queue q is Closed: it admits and places nothing new", "queue q is Closing: it admits and places nothing new", false},
-		{"resource in cluster is overused: cpu idle 4", "queue resource quota insufficient: queue capped capability cpu 6", false},
-	} {
-		if got := messageWording(tc.a) == messageWording(tc.b); got != tc.same {
-			t.Errorf("same wording %v, want %v:\n%s\n%s", got, tc.same, tc.a, tc.b)
-		}
-	}
-}
-
 func TestPodGroupEvents(t *testing.T) {
 	pg := func(phase vcv1beta1.PodGroupPhase, reason, msg string) *vcv1beta1.PodGroup {
 		p := &vcv1beta1.PodGroup{Status: vcv1beta1.PodGroupStatus{Phase: phase}}
