@@ -226,21 +226,108 @@ func policyListEdits(list string) []edit {
 }
 
 // queueEdits are the edits to the Queue CRD: Volcano's mutating webhook makes a new queue
-// reclaimable, and a Queue created without a spec still gets the defaults of its fields; its
-// validating webhook refuses a queue that names itself as its parent. (A longer cycle, a missing
-// parent and deleting a queue that has children need the other Queues: the Queue controller
-// reports the first two in Warning events, and deploy/crds/queue-policy.yaml refuses the last.)
+// reclaimable, and a Queue created without a spec still gets the defaults of its fields. Its
+// validating webhook refuses a queue that names itself as its parent, resource quantities that
+// are negative (or not whole for a resource counted in units), a guarantee above the deserved
+// amount or a deserved amount above the capability, and a change to the root queue's
+// resources. (What needs the other Queues is left to the admission policies beside the CRDs and
+// to the Queue controller: see docs/jobs.md, "Admission policies".)
 func queueEdits() []edit {
-	return []edit{
+	edits := []edit{
 		declareName,
 		{at: "", rules: []rule{{
 			Rule:      `!has(self.spec) || !has(self.spec.parent) || !has(self.metadata.name) || self.spec.parent != self.metadata.name`,
 			Message:   "a queue cannot be its own parent: name another queue in spec.parent, or leave it empty for root",
 			FieldPath: ".spec.parent",
+		}, {
+			// Volcano's --enable-root-queue-protection, on by default. (A transition rule: it
+			// runs on updates only.)
+			Rule: `!has(self.metadata.name) || self.metadata.name != 'root' || ` +
+				resourcesUnchanged("capability") + ` && ` + resourcesUnchanged("deserved") + ` && ` + resourcesUnchanged("guarantee.resource"),
+			Message:   "root queue's resource attributes (capability, deserved, guarantee) cannot be modified",
+			FieldPath: ".spec",
 		}}},
 		{at: "spec", set: map[string]any{"default": map[string]any{}}},
 		{at: "spec.reclaimable", set: map[string]any{"default": true}},
+		{at: "spec", rules: []rule{{
+			Rule:    `!has(self.guarantee) || !has(self.guarantee.resource) || self.guarantee.resource.all(k, ` + guaranteeFits + `)`,
+			Message: "deserved must name every resource of guarantee.resource, at least as much of it",
+			MessageExpression: `self.guarantee.resource.filter(k, !(` + guaranteeFits + `)).map(k, 'deserved[' + k + ']' + ` +
+				`(has(self.deserved) && k in self.deserved ? '=' + string(self.deserved[k]) : ' (missing)') + ` +
+				`' must be >= guarantee[' + k + ']=' + string(self.guarantee.resource[k]))[0]`,
+			FieldPath: ".deserved",
+		}, {
+			Rule:    `!has(self.deserved) || !has(self.capability) || self.deserved.all(k, ` + deservedFits + `)`,
+			Message: "deserved must not exceed capability for any resource both name",
+			MessageExpression: `self.deserved.filter(k, !(` + deservedFits + `)).map(k, 'deserved[' + k + ']=' + ` +
+				`string(self.deserved[k]) + ' must be <= capability[' + k + ']=' + string(self.capability[k]))[0]`,
+			FieldPath: ".deserved",
+		}}},
 	}
+	for _, field := range []string{"capability", "deserved", "guarantee.resource"} {
+		edits = append(edits, quantityMapEdit("spec."+field, field))
+	}
+	return edits
+}
+
+// maxQueueResources bounds the resources one of a queue's lists (capability, deserved,
+// guarantee) names, so that the rules over them are cheap to prove.
+const maxQueueResources = 64
+
+// maxQuantityLength bounds a quantity written as a string ("500m", "64Gi").
+const maxQuantityLength = 64
+
+// guaranteeFits and deservedFits hold, in the rules at a queue's spec, for the resource k of
+// guarantee.resource and of deserved.
+const (
+	guaranteeFits = `has(self.deserved) && k in self.deserved && ` +
+		`quantity(string(self.deserved[k])).compareTo(quantity(string(self.guarantee.resource[k]))) >= 0`
+	deservedFits = `!(k in self.capability) || ` +
+		`quantity(string(self.deserved[k])).compareTo(quantity(string(self.capability[k]))) <= 0`
+)
+
+// integerResources are the resources Kubernetes counts in whole units, besides extended
+// resources (a name with a domain outside kubernetes.io, nvidia.com/gpu): its validation of a
+// quantity of one, which Volcano's webhook applies to a queue's, refuses a fraction.
+var integerResources = []string{
+	"pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+	"persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
+}
+
+// quantityMapEdit checks the quantities of a queue's resource list at path (named field in
+// messages) as Kubernetes validates a resource quantity: not negative, and whole for a resource
+// counted in units.
+func quantityMapEdit(path, field string) edit {
+	negative := `quantity(string(self[k])).isLessThan(quantity('0'))`
+	integer := `k in ` + celList(integerResources) + ` || k.contains('/') && !k.contains('kubernetes.io/') && ` +
+		`!k.startsWith('requests.') && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')`
+	fraction := `(` + integer + `) && !quantity(string(self[k])).isInteger()`
+	return edit{at: path, set: map[string]any{"maxProperties": maxQueueResources}, values: map[string]any{"maxLength": maxQuantityLength}, rules: []rule{{
+		Rule:              `!self.exists(k, ` + negative + `)`,
+		Message:           field + ": resource quantities must be greater than or equal to 0",
+		MessageExpression: `self.filter(k, ` + negative + `).map(k, '` + field + `[' + k + ']=' + string(self[k]) + ': must be greater than or equal to 0')[0]`,
+	}, {
+		Rule:              `!self.exists(k, ` + fraction + `)`,
+		Message:           field + ": a resource counted in units (pods, extended resources such as nvidia.com/gpu) must be a whole number",
+		MessageExpression: `self.filter(k, ` + fraction + `).map(k, '` + field + `[' + k + ']=' + string(self[k]) + ': must be an integer')[0]`,
+	}}}
+}
+
+// resourcesUnchanged is a transition rule at a Queue's root: the resource list at spec.path is
+// as it was.
+func resourcesUnchanged(path string) string {
+	has := func(obj string) string {
+		parts := strings.Split(path, ".")
+		var checks []string
+		for i := range parts {
+			checks = append(checks, fmt.Sprintf("has(%s.spec.%s)", obj, strings.Join(parts[:i+1], ".")))
+		}
+		return `has(` + obj + `.spec) && ` + strings.Join(checks, " && ")
+	}
+	value := func(obj string) string {
+		return fmt.Sprintf("(%s ? %s.spec.%s : {})", has(obj), obj, path)
+	}
+	return value("self") + " == " + value("oldSelf")
 }
 
 // podGroupEdits are the edits to the PodGroup CRD: a PodGroup created without a spec still

@@ -26,9 +26,11 @@ type rule struct {
 // A path names properties separated by dots; a trailing [] steps into a list's items. "" is
 // the root of the object, "spec.tasks[].policies[]" is one policy of one task.
 type edit struct {
-	at       string
-	rules    []rule
-	set      map[string]any
+	at    string
+	rules []rule
+	set   map[string]any
+	// values sets keywords on the schema of a map's values (additionalProperties).
+	values   map[string]any
 	required []string
 	// terse drops the descriptions at and below the node: embedded Kubernetes types (a pod
 	// template) are documented by `kubectl explain pod`, and their descriptions would make the
@@ -49,6 +51,15 @@ func (e edit) apply(root schema) error {
 			return fmt.Errorf("%s: %s is already %v upstream, not %v", e.at, key, old, value)
 		}
 		node[key] = value
+	}
+	if len(e.values) > 0 {
+		values, ok := node["additionalProperties"].(schema)
+		if !ok {
+			return fmt.Errorf("%s: not a map", e.at)
+		}
+		for key, value := range e.values {
+			values[key] = value
+		}
 	}
 	for _, name := range e.required {
 		if _, ok := properties(node)[name]; !ok {
