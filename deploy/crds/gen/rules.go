@@ -20,10 +20,11 @@ import (
 //
 // Left unchecked, because CEL cannot express them or they depend on other objects: pod
 // template validity, the task dependency graph being acyclic, job, task and pod names fitting a
-// DNS label together, mpi master and worker tasks existing, the queue existing and being open,
-// and which fields an update may change. The ValidatingAdmissionPolicies beside the CRDs refuse
-// negative resource quantities, a Job on a queue that has child queues, and deleting the root,
-// default or a non-leaf Queue.
+// DNS label together, mpi master and worker tasks existing, the queue existing, and which fields
+// an update may change. The ValidatingAdmissionPolicies beside the CRDs refuse negative resource
+// quantities, a Job on a queue that has child queues or is not open, a queue under one five deep,
+// bad hierarchy annotations, and deleting the root, default or a non-leaf Queue (docs/jobs.md,
+// "Admission policies", lists what Volcano's webhooks refuse and ringfire does not).
 
 // Bounds on list sizes. The API server refuses a CRD whose rules it cannot prove cheap, and a
 // rule over a list costs in proportion to the list's longest possible length, so every list a
