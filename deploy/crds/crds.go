@@ -58,7 +58,9 @@ const pollInterval = 100 * time.Millisecond
 // Install applies the CRDs by server-side apply (taking over fields another manager set),
 // waits until the API server serves them, then creates the root and default Queues unless they
 // exist (an operator's changes to them survive a reinstall), applies the admission policies the
-// API server serves and waits until it enforces them all. Install is idempotent; ctx bounds it.
+// API server serves and waits until it enforces them: on a first install, all of them (see
+// installOrder); on a reinstall that adds one, the probed ones, the new one following a moment
+// later. Install is idempotent; ctx bounds it.
 func Install(ctx context.Context, cfg *rest.Config) error {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -118,7 +120,8 @@ var probePolicies = map[string]bool{"ringfire-job-defaults": true, "ringfire-job
 // installOrder is the order Install writes objects in: Queues first, then every policy, then
 // every binding, each probed policy and binding last of its kind. The API server enforces
 // policies from its caches of policies and of bindings, each filled in the order of writes: once
-// a probe shows the last policy with the last binding enforced, every other one is too.
+// a probe shows the last policy written with the last binding written enforced, every other one
+// is too. (A probed policy that was there before proves nothing of one written now.)
 func installOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	stage := func(obj *unstructured.Unstructured) int {
 		switch kind := obj.GetKind(); {

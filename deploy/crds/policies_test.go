@@ -152,7 +152,7 @@ func TestAdmissionPolicies(t *testing.T) {
 	t.Run("job on a queue that is not open", func(t *testing.T) { jobOnClosedQueue(ctx, t, vc) })
 	t.Run("queue resources", func(t *testing.T) { queueResources(ctx, t, vc, dyn) })
 	t.Run("queue depth", func(t *testing.T) { queueDepth(ctx, t, vc) })
-	t.Run("queue hierarchy annotations", func(t *testing.T) { hierarchyAnnotations(ctx, t, dyn) })
+	t.Run("queue hierarchy annotations", func(t *testing.T) { hierarchyAnnotations(ctx, t, dyn, c.RESTConfig()) })
 	t.Run("queue defaults", func(t *testing.T) { queueDefaults(ctx, t, dyn) })
 }
 

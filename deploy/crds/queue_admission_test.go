@@ -12,11 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/controllers/queue"
+	"github.com/ringfire/ringfire/deploy/crds"
 )
 
 var queues = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
@@ -177,7 +181,7 @@ func queueDepth(ctx context.Context, t *testing.T, vc versioned.Interface) {
 
 // hierarchyAnnotations: the hierarchy annotations need as many weights as path parts, each a
 // number above 0.
-func hierarchyAnnotations(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+func hierarchyAnnotations(ctx context.Context, t *testing.T, dyn dynamic.Interface, cfg *rest.Config) {
 	rows := []struct {
 		hierarchy, weights string
 		want               string // "" to be accepted
@@ -188,6 +192,18 @@ func hierarchyAnnotations(ctx context.Context, t *testing.T, dyn dynamic.Interfa
 		{"sci", "", `"" in the volcano.sh/hierarchy-weights "" is invalid number`},
 		{"root/sci", "1/2.5", ""},
 	}
+	// A queue stored before the policy, with weights that break it, can still be written
+	// otherwise, but not given other bad weights.
+	old := newQueue("annotated-before", nil, map[string]any{"volcano.sh/hierarchy": "root/a", "volcano.sh/hierarchy-weights": "1/0"})
+	createUnchecked(ctx, t, dyn, cfg, old)
+	labelled := `{"metadata":{"labels":{"team":"a"}}}`
+	if _, err := dyn.Resource(queues).Patch(ctx, "annotated-before", types.MergePatchType, []byte(labelled), metav1.PatchOptions{}); err != nil {
+		t.Errorf("a label on a queue whose weights break the policy: %v", err)
+	}
+	reweighted := `{"metadata":{"annotations":{"volcano.sh/hierarchy-weights":"1/-1"}}}`
+	_, err := dyn.Resource(queues).Patch(ctx, "annotated-before", types.MergePatchType, []byte(reweighted), metav1.PatchOptions{})
+	checkInvalid(t, err, "-1 in the volcano.sh/hierarchy-weights")
+
 	for _, r := range rows {
 		t.Run(r.hierarchy+" "+r.weights, func(t *testing.T) {
 			annotations := map[string]any{"volcano.sh/hierarchy": r.hierarchy}
@@ -263,4 +279,36 @@ func equalJSON(a, b map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// createUnchecked creates obj, a Queue, past ringfire-queue-annotations, as if it was stored
+// before the policy: it deletes the policy's binding, creates obj once the API server no longer
+// enforces it, and installs the binding again.
+func createUnchecked(ctx context.Context, t *testing.T, dyn dynamic.Interface, cfg *rest.Config, obj *unstructured.Unstructured) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	if err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "ringfire-queue-annotations", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for range 300 { // the API server drops the binding a moment after its delete
+		if _, err = dyn.Resource(queues).Create(ctx, obj, metav1.CreateOptions{}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("create %s past the policy: %v", obj.GetName(), err)
+	}
+	if err := crds.Install(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	bad := newQueue("probe", nil, map[string]any{"volcano.sh/hierarchy": "root", "volcano.sh/hierarchy-weights": "0"})
+	for range 300 { // the binding is back a moment after Install rewrote it
+		if _, err = dyn.Resource(queues).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("ringfire-queue-annotations is not enforced again after Install")
 }
