@@ -125,6 +125,8 @@ func queueResources(ctx context.Context, t *testing.T, vc versioned.Interface, d
 		})
 	}
 
+	storedBefore(ctx, t, dyn)
+
 	root, err := vc.SchedulingV1beta1().Queues().Get(ctx, queue.RootQueue, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +313,69 @@ func createUnchecked(ctx context.Context, t *testing.T, dyn dynamic.Interface, c
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("ringfire-queue-annotations is not enforced again after Install")
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// storedBefore: a queue whose guarantee is above its deserved, stored before the Queue CRD had
+// its rules (here: while its spec rules are taken out), keeps it through an update that leaves
+// its resources alone (the Queue controller writes spec.parent), but not through one that
+// changes them.
+func storedBefore(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+	crds := dyn.Resource(crdResource)
+	const name = "queues.scheduling.volcano.sh"
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	spec := []string{"schema", "openAPIV3Schema", "properties", "spec", "x-kubernetes-validations"}
+	rules, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), spec...)
+	unstructured.RemoveNestedField(versions[0].(map[string]any), spec...)
+	if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	old := newQueue("stored-before", map[string]any{
+		"deserved": map[string]any{"cpu": "1"}, "guarantee": map[string]any{"resource": map[string]any{"cpu": "2"}},
+	}, nil)
+	for range 300 { // the API server takes the new schema a moment later
+		if _, err = dyn.Resource(queues).Create(ctx, old, metav1.CreateOptions{}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("create a queue past the rules: %v", err)
+	}
+
+	crd, err = crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if err := unstructured.SetNestedSlice(versions[0].(map[string]any), rules, spec...); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reguaranteed := `{"spec":{"guarantee":{"resource":{"cpu":"3"}}}}`
+	for range 300 {
+		_, err = dyn.Resource(queues).Patch(ctx, "stored-before", types.MergePatchType, []byte(reguaranteed), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	checkInvalid(t, err, "deserved[cpu]=1 must be >= guarantee[cpu]=3")
+	parented := `{"spec":{"parent":"root"}}`
+	if _, err := dyn.Resource(queues).Patch(ctx, "stored-before", types.MergePatchType, []byte(parented), metav1.PatchOptions{}); err != nil {
+		t.Errorf("spec.parent of a queue stored before the rules: %v", err)
+	}
 }

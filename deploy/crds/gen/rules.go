@@ -243,23 +243,30 @@ func queueEdits() []edit {
 		}, {
 			// Volcano's --enable-root-queue-protection, on by default. (A transition rule: it
 			// runs on updates only.)
-			Rule: `!has(self.metadata.name) || self.metadata.name != 'root' || ` +
-				resourcesUnchanged("capability") + ` && ` + resourcesUnchanged("deserved") + ` && ` + resourcesUnchanged("guarantee.resource"),
+			Rule: `!has(self.metadata.name) || self.metadata.name != 'root' || !has(self.spec) || !has(oldSelf.spec) || ` +
+				sameResources("self.spec", "oldSelf.spec"),
 			Message:   "root queue's resource attributes (capability, deserved, guarantee) cannot be modified",
 			FieldPath: ".spec",
 		}}},
 		{at: "spec", set: map[string]any{"default": map[string]any{}}},
 		{at: "spec.reclaimable", set: map[string]any{"default": true}},
+		// The two rules below hold a queue's resources against each other; a queue stored before
+		// them keeps its resources through an update that leaves them as they are (the Queue
+		// controller writes spec.parent), as a rule over one field is kept by the API server.
 		{at: "spec", rules: []rule{{
-			Rule:    `!has(self.guarantee) || !has(self.guarantee.resource) || self.guarantee.resource.all(k, ` + guaranteeFits + `)`,
-			Message: "deserved must name every resource of guarantee.resource, at least as much of it",
+			Rule: `oldSelf.hasValue() && ` + sameResources("self", "oldSelf.value()") + ` || ` +
+				`!has(self.guarantee) || !has(self.guarantee.resource) || self.guarantee.resource.all(k, ` + guaranteeFits + `)`,
+			OptionalOldSelf: true,
+			Message:         "deserved must name every resource of guarantee.resource, at least as much of it",
 			MessageExpression: `self.guarantee.resource.filter(k, !(` + guaranteeFits + `)).map(k, 'deserved[' + k + ']' + ` +
 				`(has(self.deserved) && k in self.deserved ? '=' + string(self.deserved[k]) : ' (missing)') + ` +
 				`' must be >= guarantee[' + k + ']=' + string(self.guarantee.resource[k]))[0]`,
 			FieldPath: ".deserved",
 		}, {
-			Rule:    `!has(self.deserved) || !has(self.capability) || self.deserved.all(k, ` + deservedFits + `)`,
-			Message: "deserved must not exceed capability for any resource both name",
+			Rule: `oldSelf.hasValue() && ` + sameResources("self", "oldSelf.value()") + ` || ` +
+				`!has(self.deserved) || !has(self.capability) || self.deserved.all(k, ` + deservedFits + `)`,
+			OptionalOldSelf: true,
+			Message:         "deserved must not exceed capability for any resource both name",
 			MessageExpression: `self.deserved.filter(k, !(` + deservedFits + `)).map(k, 'deserved[' + k + ']=' + ` +
 				`string(self.deserved[k]) + ' must be <= capability[' + k + ']=' + string(self.capability[k]))[0]`,
 			FieldPath: ".deserved",
@@ -314,21 +321,22 @@ func quantityMapEdit(path, field string) edit {
 	}}}
 }
 
-// resourcesUnchanged is a transition rule at a Queue's root: the resource list at spec.path is
-// as it was.
-func resourcesUnchanged(path string) string {
-	has := func(obj string) string {
+// sameResources is a CEL expression that is true when the queue specs spec and old have the same
+// capability, deserved and guarantee.resource (absent and empty alike).
+func sameResources(spec, old string) string {
+	value := func(obj, path string) string {
 		parts := strings.Split(path, ".")
 		var checks []string
 		for i := range parts {
-			checks = append(checks, fmt.Sprintf("has(%s.spec.%s)", obj, strings.Join(parts[:i+1], ".")))
+			checks = append(checks, fmt.Sprintf("has(%s.%s)", obj, strings.Join(parts[:i+1], ".")))
 		}
-		return `has(` + obj + `.spec) && ` + strings.Join(checks, " && ")
+		return fmt.Sprintf("(%s ? %s.%s : {})", strings.Join(checks, " && "), obj, path)
 	}
-	value := func(obj string) string {
-		return fmt.Sprintf("(%s ? %s.spec.%s : {})", has(obj), obj, path)
+	var same []string
+	for _, path := range []string{"capability", "deserved", "guarantee.resource"} {
+		same = append(same, value(spec, path)+" == "+value(old, path))
 	}
-	return value("self") + " == " + value("oldSelf")
+	return "(" + strings.Join(same, " && ") + ")"
 }
 
 // podGroupEdits are the edits to the PodGroup CRD: a PodGroup created without a spec still

@@ -9,7 +9,8 @@ import (
 // an edit changes it in place.
 type schema = map[string]any
 
-// A rule is one entry of x-kubernetes-validations: a CEL expression over self that must hold,
+// A rule is one entry of x-kubernetes-validations: a CEL expression over self (and oldSelf on an
+// update) that must hold,
 // the message the API server returns when it does not, and optionally the field (relative to
 // self) that the error names, and a CEL expression for a message naming the culprit (the API
 // server falls back to message if it fails).
@@ -18,6 +19,9 @@ type rule struct {
 	Message           string `json:"message"`
 	MessageExpression string `json:"messageExpression,omitempty"`
 	FieldPath         string `json:"fieldPath,omitempty"`
+	// OptionalOldSelf makes oldSelf an optional, so that a rule that reads it (a transition
+	// rule) runs on create too, where oldSelf has no value.
+	OptionalOldSelf bool `json:"optionalOldSelf,omitempty"`
 }
 
 // An edit changes the schema node at a path: it adds validation rules, sets keywords
