@@ -119,40 +119,43 @@ func TestControllerCycleAndMissingParent(t *testing.T) {
 // state is Open again: the admission policy reads the state of labelled queues, so it never
 // misses a closed one.
 func TestControllerNotOpenLabel(t *testing.T) {
-	vc, _ := start(t, newQueue("q", scheduling.QueueStateOpen), newPodGroup("pg", "q", scheduling.PodGroupRunning))
 	var mu sync.Mutex
 	var wrong []string
-	stored := func() *scheduling.Queue {
-		obj, err := vc.Tracker().Get(scheduling.SchemeGroupVersion.WithResource("queues"), "", "q")
-		if err != nil {
-			return &scheduling.Queue{}
-		}
-		return obj.(*scheduling.Queue)
+	report := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		wrong = append(wrong, fmt.Sprintf(format, args...))
 	}
-	vc.PrependReactor("update", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		u, ok := a.(k8stesting.UpdateAction)
-		if !ok || u.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		next := u.GetObject().(*scheduling.Queue).Status.State
-		if TakesNoJobs(next) && stored().Labels[NotOpenLabel] != "true" {
-			mu.Lock()
-			wrong = append(wrong, fmt.Sprintf("state %s written before the label", next))
-			mu.Unlock()
-		}
-		return false, nil, nil
-	})
-	vc.PrependReactor("patch", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p, ok := a.(k8stesting.PatchAction)
-		if ok && strings.Contains(string(p.GetPatch()), `"`+NotOpenLabel+`":null`) {
-			if st := stored().Status.State; st != scheduling.QueueStateOpen {
-				mu.Lock()
-				wrong = append(wrong, fmt.Sprintf("label removed while the state is %s", st))
-				mu.Unlock()
+	check := func(vc *vcfake.Clientset) {
+		stored := func() *scheduling.Queue {
+			obj, err := vc.Tracker().Get(scheduling.SchemeGroupVersion.WithResource("queues"), "", "q")
+			if err != nil {
+				return &scheduling.Queue{}
 			}
+			return obj.(*scheduling.Queue)
 		}
-		return false, nil, nil
-	})
+		vc.PrependReactor("update", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			u, ok := a.(k8stesting.UpdateAction)
+			if !ok || u.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			next := u.GetObject().(*scheduling.Queue).Status.State
+			if TakesNoJobs(next) && stored().Labels[NotOpenLabel] != "true" {
+				report("state %s written before the label", next)
+			}
+			return false, nil, nil
+		})
+		vc.PrependReactor("patch", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			p, ok := a.(k8stesting.PatchAction)
+			if ok && strings.Contains(string(p.GetPatch()), `"`+NotOpenLabel+`":null`) {
+				if st := stored().Status.State; st != scheduling.QueueStateOpen {
+					report("label removed while the state is %s", st)
+				}
+			}
+			return false, nil, nil
+		})
+	}
+	vc, _ := startWith(t, check, newQueue("q", scheduling.QueueStateOpen), newPodGroup("pg", "q", scheduling.PodGroupRunning))
 	label := func() string { return getQueue(vc, "q").Labels[NotOpenLabel] }
 
 	issue(t, vc, newCommand("close-q", "q", bus.CloseQueueAction))
