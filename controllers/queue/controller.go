@@ -191,20 +191,21 @@ func (c *Controller) register() error {
 	return nil
 }
 
-// onQueueAdd syncs a new queue, its parent (which now has a child) and its children (whose
-// parent now exists).
+// onQueueAdd syncs a new queue, its parent (which now has a child) and the queues below it
+// (whose parent now exists, and whose depth is now known).
 func (c *Controller) onQueueAdd(obj any) {
 	if q, ok := queueOf(obj); ok {
 		c.Disp.Enqueue(q.Name, request{})
 		if p := ParentOf(q); p != "" {
 			c.Disp.Enqueue(p, request{})
 		}
-		c.enqueueChildren(q.Name)
+		c.enqueueSubtree(q.Name)
 	}
 }
 
 // onQueueUpdate syncs the queue; its children when its state changed (they follow it); its
-// old and new parents when it moved (their has-children label).
+// old and new parents when it moved (their has-children label), and the queues below it (their
+// depth).
 func (c *Controller) onQueueUpdate(old, obj any) {
 	oldQ, ok1 := queueOf(old)
 	q, ok2 := queueOf(obj)
@@ -221,11 +222,12 @@ func (c *Controller) onQueueUpdate(old, obj any) {
 				c.Disp.Enqueue(p, request{})
 			}
 		}
+		c.enqueueSubtree(q.Name)
 	}
 }
 
 // onQueueDelete forgets the queue, and syncs its parent (which may have lost its last child)
-// and its children (whose parent is gone).
+// and the queues below it (whose parent is gone).
 func (c *Controller) onQueueDelete(obj any) {
 	q, ok := queueOf(obj)
 	if !ok {
@@ -237,7 +239,7 @@ func (c *Controller) onQueueDelete(obj any) {
 	if p := ParentOf(q); p != "" {
 		c.Disp.Enqueue(p, request{})
 	}
-	c.enqueueChildren(q.Name)
+	c.enqueueSubtree(q.Name)
 }
 
 // onPodGroup syncs the queue of a PodGroup that came or went.

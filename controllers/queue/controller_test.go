@@ -44,6 +44,13 @@ func newCommand(name, queue string, action bus.Action) *bus.Command {
 // start runs a controller over fake clients holding objs until the test ends.
 func start(t *testing.T, objs ...any) (*vcfake.Clientset, *kubefake.Clientset) {
 	t.Helper()
+	return startWith(t, nil, objs...)
+}
+
+// startWith is start with setup run on the Volcano client before the controller starts (the
+// fake's reactors may not be added once it is in use).
+func startWith(t *testing.T, setup func(*vcfake.Clientset), objs ...any) (*vcfake.Clientset, *kubefake.Clientset) {
+	t.Helper()
 	vc := vcfake.NewSimpleClientset()
 	for _, o := range objs {
 		var err error
@@ -58,6 +65,9 @@ func start(t *testing.T, objs ...any) (*vcfake.Clientset, *kubefake.Clientset) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if setup != nil {
+		setup(vc)
 	}
 	kube := kubefake.NewSimpleClientset()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,10 +32,18 @@
 //   - OpenQueue on a queue whose parent is Closed or Closing is refused with a Warning event
 //     (reason OpenQueue) "Failed to open queue c because its parent queue p is closed. Open the
 //     parent queue first." An OpenQueue that runs sets the annotation to "false".
-//   - A queue that some queue names as its parent carries the label ringfire.io/has-children:
-//     "true"; a leaf has none. ringfire's admission policies read it: a Job on a labelled queue
-//     is refused, and so is deleting one (deploy/crds). The Job controller also holds a Job
-//     that has not started on a queue with children.
+//   - ringfire.io/has-children: "true" on a queue that some queue names as its parent; a leaf has
+//     none. This label and the two below are read by ringfire's admission policies (deploy/crds),
+//     which take the labelled Queues as their parameters. A Job on a labelled queue is refused,
+//     and so is deleting one. The Job controller also holds a Job that has not started on a
+//     queue with children.
+//   - ringfire.io/not-open: "true" on a queue whose state is not Open (Closed, Closing, Unknown).
+//     A Job on a labelled queue that is not Open is refused, as Volcano's webhook refuses it. The
+//     label is written before the state leaves Open and removed in the sync after the state is
+//     Open again, so the policy, which reads the labelled queue's state, misses no closed queue.
+//   - ringfire.io/at-max-depth: "true" on a queue MaxDepth (5) queues below root, or in a cycle
+//     of parents. A queue naming it as its parent is refused: it would be deeper than Volcano's
+//     webhook allows. A queue that comes, goes or moves resyncs every queue below it.
 //   - A queue whose parents loop back to it, and a queue whose parent does not exist (other than
 //     root), get a Warning event (ParentCycle, MissingParent) once per generation; a queue in a
 //     cycle follows no parent (two queues each closed under the other could never open). A
@@ -58,9 +66,12 @@
 //     Warning event, so a parent opened within that time also opens such a child.
 //   - The closed-by-parent annotation is written only when it changes meaning: Volcano's
 //     controller writes "false" on every queue it opens, annotated or not.
-//   - A cycle of parents is not refused at admission (Volcano's webhook refuses a chain deeper
-//     than its limit, which a cycle is): the controller reports it, and the Job controller holds
-//     Jobs on a queue under a cycle.
+//   - The update that closes a cycle of parents is not refused at admission: refusing it needs
+//     the new parent's ancestors, which no admission policy can read at a reasonable cost
+//     (docs/jobs.md, "Admission policies"). Volcano's webhook lets it through too (its depth walk
+//     reads the stored parents, where the cycle is not closed yet). The controller reports it
+//     (ParentCycle), the Job controller holds Jobs on a queue under a cycle, and, as in Volcano,
+//     no queue can then be put under a queue of the cycle (ringfire.io/at-max-depth).
 //
 // # Sharding and memory
 //

@@ -2,10 +2,15 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
@@ -107,5 +112,111 @@ func TestControllerCycleAndMissingParent(t *testing.T) {
 	eventually(t, "the orphan follows its new parent", func() (bool, string) {
 		q := getQueue(vc, "orphan")
 		return q.Status.State == scheduling.QueueStateClosed && ClosedByParent(q), string(q.Status.State)
+	})
+}
+
+// A queue is labelled not-open before its state leaves Open, and loses the label only once its
+// state is Open again: the admission policy reads the state of labelled queues, so it never
+// misses a closed one.
+func TestControllerNotOpenLabel(t *testing.T) {
+	var mu sync.Mutex
+	var wrong []string
+	report := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		wrong = append(wrong, fmt.Sprintf(format, args...))
+	}
+	check := func(vc *vcfake.Clientset) {
+		stored := func() *scheduling.Queue {
+			obj, err := vc.Tracker().Get(scheduling.SchemeGroupVersion.WithResource("queues"), "", "q")
+			if err != nil {
+				return &scheduling.Queue{}
+			}
+			return obj.(*scheduling.Queue)
+		}
+		vc.PrependReactor("update", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			u, ok := a.(k8stesting.UpdateAction)
+			if !ok || u.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			next := u.GetObject().(*scheduling.Queue).Status.State
+			if TakesNoJobs(next) && stored().Labels[NotOpenLabel] != "true" {
+				report("state %s written before the label", next)
+			}
+			return false, nil, nil
+		})
+		vc.PrependReactor("patch", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			p, ok := a.(k8stesting.PatchAction)
+			if ok && strings.Contains(string(p.GetPatch()), `"`+NotOpenLabel+`":null`) {
+				if st := stored().Status.State; st != scheduling.QueueStateOpen {
+					report("label removed while the state is %s", st)
+				}
+			}
+			return false, nil, nil
+		})
+	}
+	vc, _ := startWith(t, check, newQueue("q", scheduling.QueueStateOpen), newPodGroup("pg", "q", scheduling.PodGroupRunning))
+	label := func() string { return getQueue(vc, "q").Labels[NotOpenLabel] }
+
+	issue(t, vc, newCommand("close-q", "q", bus.CloseQueueAction))
+	eventually(t, "Closing and labelled", func() (bool, string) {
+		q := getQueue(vc, "q")
+		return q.Status.State == scheduling.QueueStateClosing && label() == "true", string(q.Status.State) + " " + label()
+	})
+	if err := vc.SchedulingV1beta1().PodGroups("ns").Delete(context.Background(), "pg", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Closed and labelled", func() (bool, string) {
+		st := queueStatus(vc, "q").State
+		return st == scheduling.QueueStateClosed && label() == "true", string(st) + " " + label()
+	})
+	issue(t, vc, newCommand("open-q", "q", bus.OpenQueueAction))
+	eventually(t, "Open and unlabelled", func() (bool, string) {
+		st := queueStatus(vc, "q").State
+		return st == scheduling.QueueStateOpen && label() == "", string(st) + " " + label()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		t.Errorf("out of order: %v", wrong)
+	}
+}
+
+// Queues MaxDepth below root or deeper, and queues in a cycle, are labelled at-max-depth; a
+// subtree that moves up loses the label.
+func TestControllerAtMaxDepthLabel(t *testing.T) {
+	objs := []any{newQueue("root", scheduling.QueueStateOpen)}
+	parent := ""
+	for i := 1; i <= MaxDepth+1; i++ {
+		name := fmt.Sprintf("l%d", i)
+		objs = append(objs, child(name, parent, scheduling.QueueStateOpen, ""))
+		parent = name
+	}
+	objs = append(objs, child("x", "y", scheduling.QueueStateOpen, ""), child("y", "x", scheduling.QueueStateOpen, ""))
+	vc, _ := start(t, objs...)
+	labelled := func() string {
+		var names []string
+		list, _ := vc.SchedulingV1beta1().Queues().List(context.Background(), metav1.ListOptions{})
+		for _, q := range list.Items {
+			if q.Labels[AtMaxDepthLabel] == "true" {
+				names = append(names, q.Name)
+			}
+		}
+		sort.Strings(names)
+		return strings.Join(names, " ")
+	}
+	eventually(t, "the deepest queues and the cycle labelled", func() (bool, string) {
+		got := labelled()
+		return got == fmt.Sprintf("l%d l%d x y", MaxDepth, MaxDepth+1), got
+	})
+
+	l3 := getQueue(vc, "l3")
+	l3.Spec.Parent = "root"
+	if _, err := vc.SchedulingV1beta1().Queues().Update(context.Background(), l3, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the subtree moved up is unlabelled", func() (bool, string) {
+		got := labelled()
+		return got == "x y", got
 	})
 }

@@ -106,6 +106,43 @@ func TestCycle(t *testing.T) {
 	}
 }
 
+func TestDepth(t *testing.T) {
+	queues := map[string]*scheduling.Queue{}
+	for _, q := range []*scheduling.Queue{
+		child("root", "", "", ""), child("top", "", "", ""), child("mid", "top", "", ""), child("low", "mid", "", ""),
+		child("x", "y", "", ""), child("y", "x", "", ""), child("under", "x", "", ""), child("orphan", "gone", "", ""),
+	} {
+		queues[q.Name] = q
+	}
+	get := func(n string) (*scheduling.Queue, bool) { q, ok := queues[n]; return q, ok }
+	rows := []struct {
+		name   string
+		depth  int
+		cyclic bool
+	}{
+		{"root", 0, false}, {"top", 1, false}, {"mid", 2, false}, {"low", 3, false},
+		{"x", 2, true}, {"under", 3, true},
+		{"orphan", 2, false}, // itself and the missing parent
+		{"absent", 1, false},
+	}
+	for _, r := range rows {
+		if depth, cyclic := Depth(r.name, get); depth != r.depth || cyclic != r.cyclic {
+			t.Errorf("Depth(%s) = %d, %v; want %d, %v", r.name, depth, cyclic, r.depth, r.cyclic)
+		}
+	}
+}
+
+func TestTakesNoJobs(t *testing.T) {
+	for state, want := range map[scheduling.QueueState]bool{
+		"": false, scheduling.QueueStateOpen: false,
+		scheduling.QueueStateClosed: true, scheduling.QueueStateClosing: true, scheduling.QueueStateUnknown: true,
+	} {
+		if got := TakesNoJobs(state); got != want {
+			t.Errorf("TakesNoJobs(%q) = %v, want %v", state, got, want)
+		}
+	}
+}
+
 func TestMarksPatch(t *testing.T) {
 	q := func(parent string, labels, annotations map[string]string) *scheduling.Queue {
 		return &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7", Labels: labels, Annotations: annotations},
@@ -126,6 +163,14 @@ func TestMarksPatch(t *testing.T) {
 		{"closed by parent", q("p", nil, nil), Marks{ClosedByParent: "true"},
 			`{"metadata":{"annotations":{"volcano.sh/closed-by-parent":"true"},"resourceVersion":"7"}}`},
 		{"annotation already there", q("p", nil, map[string]string{ClosedByParentAnnotation: "true"}), Marks{ClosedByParent: "true"}, ""},
+		{"closing queue", q("p", nil, nil), Marks{NotOpen: true},
+			`{"metadata":{"labels":{"ringfire.io/not-open":"true"},"resourceVersion":"7"}}`},
+		{"open again", q("p", map[string]string{NotOpenLabel: "true", "team": "a"}, nil), Marks{},
+			`{"metadata":{"labels":{"ringfire.io/not-open":null},"resourceVersion":"7"}}`},
+		{"too deep for a child", q("p", nil, nil), Marks{AtMaxDepth: true, HasChildren: true},
+			`{"metadata":{"labels":{"ringfire.io/at-max-depth":"true","ringfire.io/has-children":"true"},"resourceVersion":"7"}}`},
+		{"all labels kept", q("p", map[string]string{NotOpenLabel: "true", AtMaxDepthLabel: "true", HasChildrenLabel: "true"}, nil),
+			Marks{NotOpen: true, AtMaxDepth: true, HasChildren: true}, ""},
 		{"empty parent becomes root", q("", nil, nil), Marks{},
 			`{"metadata":{"resourceVersion":"7"},"spec":{"parent":"root"}}`},
 	}

@@ -8,8 +8,9 @@ import (
 
 // Marks is what the controller keeps on a queue outside its status.
 type Marks struct {
-	// HasChildren sets or removes HasChildrenLabel.
-	HasChildren bool
+	// HasChildren, NotOpen and AtMaxDepth set or remove HasChildrenLabel, NotOpenLabel and
+	// AtMaxDepthLabel.
+	HasChildren, NotOpen, AtMaxDepth bool
 	// ClosedByParent, when not empty, is the value ClosedByParentAnnotation must have;
 	// empty leaves the annotation as it is.
 	ClosedByParent string
@@ -20,12 +21,20 @@ type Marks struct {
 // patch carries the queue's resourceVersion, so that it fails on a stale view.
 func MarksPatch(queue *scheduling.Queue, marks Marks) []byte {
 	metadata := map[string]any{}
-	_, labelled := queue.Labels[HasChildrenLabel]
-	switch {
-	case marks.HasChildren && queue.Labels[HasChildrenLabel] != "true":
-		metadata["labels"] = map[string]any{HasChildrenLabel: "true"}
-	case !marks.HasChildren && labelled:
-		metadata["labels"] = map[string]any{HasChildrenLabel: nil}
+	labels := map[string]any{}
+	for key, want := range map[string]bool{
+		HasChildrenLabel: marks.HasChildren, NotOpenLabel: marks.NotOpen, AtMaxDepthLabel: marks.AtMaxDepth,
+	} {
+		value, labelled := queue.Labels[key]
+		switch {
+		case want && value != "true":
+			labels[key] = "true"
+		case !want && labelled:
+			labels[key] = nil
+		}
+	}
+	if len(labels) > 0 {
+		metadata["labels"] = labels
 	}
 	if marks.ClosedByParent != "" && queue.Annotations[ClosedByParentAnnotation] != marks.ClosedByParent {
 		metadata["annotations"] = map[string]any{ClosedByParentAnnotation: marks.ClosedByParent}

@@ -47,6 +47,30 @@ func (c *Controller) enqueueChildren(name string) {
 	}
 }
 
+// enqueueSubtree syncs every queue below name: their depth changed (name came, went or moved).
+// Each queue is visited once, so a cycle of parents ends the walk.
+func (c *Controller) enqueueSubtree(name string) {
+	seen := map[string]bool{name: true}
+	next := []string{name}
+	for len(next) > 0 {
+		parent := next[0]
+		next = next[1:]
+		for _, child := range c.children(parent) {
+			if !seen[child] {
+				seen[child] = true
+				c.Disp.Enqueue(child, request{})
+				next = append(next, child)
+			}
+		}
+	}
+}
+
+// getQueue reads the named queue from the cache.
+func (c *Controller) getQueue(name string) (*scheduling.Queue, bool) {
+	q, err := c.queues.Get(name)
+	return q, err == nil
+}
+
 // parent returns the parent of queue from the cache, or nil when it has none, the parent does
 // not exist, or the queue's parents loop back to it (a queue in a cycle follows none: two
 // queues each closed under the other could never open). A missing parent other than the root
@@ -56,10 +80,7 @@ func (c *Controller) parent(queue *scheduling.Queue) *scheduling.Queue {
 	if name == "" {
 		return nil
 	}
-	get := func(n string) (*scheduling.Queue, bool) {
-		q, err := c.queues.Get(n)
-		return q, err == nil
-	}
+	get := c.getQueue
 	if loop := Cycle(queue.Name, get); len(loop) > 0 && loop[0] == queue.Name {
 		c.reportOnce(queue, "ParentCycle", fmt.Sprintf(
 			"the parents of queue %s form a cycle (%s): it follows no parent and takes no Job until spec.parent is fixed",
@@ -78,9 +99,15 @@ func (c *Controller) parent(queue *scheduling.Queue) *scheduling.Queue {
 }
 
 // marks are what queue's metadata must carry once action (taken because of its parent when
-// byParent) runs.
-func (c *Controller) marks(queue *scheduling.Queue, action bus.Action, byParent bool) Marks {
-	m := Marks{HasChildren: len(c.children(queue.Name)) > 0}
+// byParent) runs and moves it to state next. The not-open label stays until both the stored
+// state and next are Open: it comes off in the sync that follows the write of Open.
+func (c *Controller) marks(queue *scheduling.Queue, action bus.Action, byParent bool, next scheduling.QueueState) Marks {
+	depth, cyclic := Depth(queue.Name, c.getQueue)
+	m := Marks{
+		HasChildren: len(c.children(queue.Name)) > 0,
+		NotOpen:     TakesNoJobs(queue.Status.State) || TakesNoJobs(next),
+		AtMaxDepth:  cyclic || depth >= MaxDepth,
+	}
 	switch {
 	case action == bus.CloseQueueAction && byParent:
 		m.ClosedByParent = "true"

@@ -14,8 +14,11 @@ import (
 )
 
 // reconcile handles one request of the queue name: take its Command, read the queue and count
-// its PodGroups, follow its parent, keep its marks (the has-children label, the closed-by-parent
-// annotation, spec.parent), decide the state, write the status if it changed.
+// its PodGroups, follow its parent, decide the state, keep its marks (the has-children,
+// not-open and at-max-depth labels, the closed-by-parent annotation, spec.parent), write the
+// status if it changed. The marks are written first: a queue about to close is labelled
+// not-open before its state says Closed, so that the admission policy never sees a closed
+// queue without the label.
 func (c *Controller) reconcile(ctx context.Context, name string, req request) error {
 	action := req.action
 	if req.command != nil {
@@ -55,11 +58,10 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 		action = FollowParent(queue, parent)
 		byParent = action != ""
 	}
-	if queue, err = c.writeMarks(ctx, queue, c.marks(queue, action, byParent)); err != nil || queue == nil {
+	state := NextState(queue.Status.State, action, counts.Total)
+	if queue, err = c.writeMarks(ctx, queue, c.marks(queue, action, byParent, state)); err != nil || queue == nil {
 		return err
 	}
-
-	state := NextState(queue.Status.State, action, counts.Total)
 	status := DesiredStatus(queue.Status, state, counts)
 	if equality.Semantic.DeepEqual(status, queue.Status) {
 		return nil

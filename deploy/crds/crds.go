@@ -9,9 +9,11 @@
 package crds
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,10 +39,12 @@ var crdResource = schema.GroupVersionResource{
 }
 
 // The admission policies, applied where the API server serves their kind: the
-// MutatingAdmissionPolicy that sets a new Job's computed defaults (Kubernetes 1.36 and later;
-// elsewhere the Job controller sets them in memory), and the ValidatingAdmissionPolicies that
-// refuse what a CRD rule cannot see (Kubernetes 1.30 and later): negative resource quantities,
-// a Job on a queue that has child queues, deleting the root or default queue or a non-leaf one.
+// MutatingAdmissionPolicies that set a new Job's computed defaults (elsewhere the Job
+// controller sets them in memory) and a new Queue's (weight 0 made 1, hierarchy annotations
+// rooted), served since Kubernetes 1.36; and the ValidatingAdmissionPolicies that refuse what a
+// CRD rule cannot see (Kubernetes 1.30 and later): negative resource quantities in a Job, a Job
+// on a queue that has child queues or is not open, a queue under one five deep or in a cycle,
+// bad hierarchy annotations, deleting the root or default queue or a non-leaf one.
 var admissionPolicies = map[string]schema.GroupVersionResource{
 	"MutatingAdmissionPolicy":          {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
 	"MutatingAdmissionPolicyBinding":   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
@@ -52,8 +56,11 @@ var admissionPolicies = map[string]schema.GroupVersionResource{
 const pollInterval = 100 * time.Millisecond
 
 // Install applies the CRDs by server-side apply (taking over fields another manager set),
-// waits until the API server serves them, then creates the default Queue unless it exists: an
-// operator's changes to that Queue survive a reinstall. Install is idempotent; ctx bounds it.
+// waits until the API server serves them, then creates the root and default Queues unless they
+// exist (an operator's changes to them survive a reinstall), applies the admission policies the
+// API server serves and waits until it enforces them: on a first install, all of them (see
+// installOrder); on a reinstall that adds one, the probed ones, the new one following a moment
+// later. Install is idempotent; ctx bounds it.
 func Install(ctx context.Context, cfg *rest.Config) error {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -79,7 +86,7 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("install CRDs: %w", err)
 	}
-	for _, obj := range others {
+	for _, obj := range installOrder(others) {
 		if resource, ok := admissionPolicies[obj.GetKind()]; ok {
 			if !served[resource.Resource] {
 				continue
@@ -104,6 +111,42 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 		return waitJobResources(ctx, client)
 	}
 	return nil
+}
+
+// probePolicies are the admission policies whose enforcement Install waits for, by a dry-run
+// probe (waitJobDefaults, waitJobResources).
+var probePolicies = map[string]bool{"ringfire-job-defaults": true, "ringfire-job-resources": true}
+
+// installOrder is the order Install writes objects in: Queues first, then every policy, then
+// every binding, each probed policy and binding last of its kind. The API server enforces
+// policies from its caches of policies and of bindings, each filled in the order of writes: once
+// a probe shows the last policy written with the last binding written enforced, every other one
+// is too. (A probed policy that was there before proves nothing of one written now.)
+func installOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	stage := func(obj *unstructured.Unstructured) int {
+		switch kind := obj.GetKind(); {
+		case admissionPolicies[kind] == schema.GroupVersionResource{}:
+			return 0
+		case strings.HasSuffix(kind, "Binding"):
+			return 2
+		}
+		return 1
+	}
+	ordered := slices.Clone(objs)
+	slices.SortStableFunc(ordered, func(a, b *unstructured.Unstructured) int {
+		if c := cmp.Compare(stage(a), stage(b)); c != 0 {
+			return c
+		}
+		pa, pb := probePolicies[a.GetName()], probePolicies[b.GetName()]
+		switch {
+		case pa && !pb:
+			return 1
+		case pb && !pa:
+			return -1
+		}
+		return 0
+	})
+	return ordered
 }
 
 // probeJob is a Job for a dry-run create, with its one container's requests.

@@ -32,8 +32,8 @@ const namespace = "default"
 // manifest: it stores the object as JSON in an annotation limited to 256 KiB.
 func TestManifestsFitKubectlApply(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
-	if err != nil || len(files) != 16 {
-		t.Fatalf("want 6 CRDs, the default and root Queues, and 4 admission policies with their bindings, found %v (%v)", files, err)
+	if err != nil || len(files) != 23 {
+		t.Fatalf("want 6 CRDs, the default and root Queues, and 7 admission policies with their 8 bindings, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

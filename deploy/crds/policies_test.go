@@ -23,8 +23,10 @@ import (
 
 // TestAdmissionPolicies installs the CRDs and their admission policies into a real API server
 // and checks each refusal that needs more than a CRD rule: negative resource quantities (Volcano
-// refuses them as invalid pods), a Job on a queue that has child queues, deleting the root,
-// default or a non-leaf queue; and a queue naming itself as its parent (a CRD rule).
+// refuses them as invalid pods), a Job on a queue that has child queues or is not open,
+// deleting the root, default or a non-leaf queue, a queue too deep in the hierarchy, bad
+// hierarchy annotations; the Queue rules of the CRD (its own parent, resource quantities and
+// their relations, the root queue's resources); and the defaults a new Queue gets.
 func TestAdmissionPolicies(t *testing.T) {
 	c := cluster.StartForTest(t, cluster.Options{Nodes: -1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -110,12 +112,8 @@ func TestAdmissionPolicies(t *testing.T) {
 		if err := onQueue("parent"); err != nil {
 			t.Fatalf("refused before the parent is marked: %v", err)
 		}
-		mark(ctx, t, vc, "parent", "true")
-		var err error
-		deadline := time.Now().Add(30 * time.Second)
-		for err = onQueue("parent"); err == nil && time.Now().Before(deadline); err = onQueue("parent") {
-			time.Sleep(100 * time.Millisecond) // the API server watches the labelled Queues
-		}
+		mark(ctx, t, vc, "parent", queue.HasChildrenLabel)
+		err := refusedSoon(func() error { return onQueue("parent") })
 		checkInvalid(t, err, "can only submit job to leaf queue, queue `parent` has child queues")
 		if err := onQueue("leaf"); err != nil {
 			t.Errorf("a Job on the leaf queue is refused: %v", err)
@@ -150,6 +148,12 @@ func TestAdmissionPolicies(t *testing.T) {
 		_, err := vc.SchedulingV1beta1().Queues().Create(ctx, q, metav1.CreateOptions{})
 		checkInvalid(t, err, "a queue cannot be its own parent")
 	})
+
+	t.Run("job on a queue that is not open", func(t *testing.T) { jobOnClosedQueue(ctx, t, vc) })
+	t.Run("queue resources", func(t *testing.T) { queueResources(ctx, t, vc, dyn) })
+	t.Run("queue depth", func(t *testing.T) { queueDepth(ctx, t, vc) })
+	t.Run("queue hierarchy annotations", func(t *testing.T) { hierarchyAnnotations(ctx, t, dyn, c.RESTConfig()) })
+	t.Run("queue defaults", func(t *testing.T) { queueDefaults(ctx, t, dyn) })
 }
 
 var jobs = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
@@ -179,8 +183,10 @@ func quantityJob(resource string, value any, limit, init bool) *unstructured.Uns
 	}}
 }
 
-// mark labels the named queue as the Queue controller does when it has children.
-func mark(ctx context.Context, t *testing.T, vc versioned.Interface, name, value string) {
+// mark labels the named queue with key=true, as the Queue controller does (HasChildrenLabel,
+// NotOpenLabel, AtMaxDepthLabel), and waits until the API server's admission sees it: a dry-run
+// probe is refused.
+func mark(ctx context.Context, t *testing.T, vc versioned.Interface, name, key string) {
 	t.Helper()
 	q, err := vc.SchedulingV1beta1().Queues().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -189,8 +195,20 @@ func mark(ctx context.Context, t *testing.T, vc versioned.Interface, name, value
 	if q.Labels == nil {
 		q.Labels = map[string]string{}
 	}
-	q.Labels[queue.HasChildrenLabel] = value
+	q.Labels[key] = "true"
 	if _, err := vc.SchedulingV1beta1().Queues().Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// refusedSoon retries try until it fails, for up to 30 seconds: the API server watches the
+// labelled Queues, and sees a new label a moment after it is written.
+func refusedSoon(try func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	err := try()
+	for err == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		err = try()
+	}
+	return err
 }

@@ -26,6 +26,8 @@ func TestHierarchy(t *testing.T) {
 		stack.Case{Name: "closing a parent closes its subtree; opening it opens what it closed", Run: closeSubtree},
 		stack.Case{Name: "a Job on a non-leaf queue or on root is refused", Run: nonLeafJob},
 		stack.Case{Name: "a parent cycle is reported", Run: parentCycle},
+		stack.Case{Name: "a Job on a queue that is not open is refused", Run: closedQueueJob},
+		stack.Case{Name: "a queue deeper than five below root is refused", Run: tooDeep},
 	)
 }
 
@@ -49,10 +51,63 @@ func getQueue(s *stack.Stack, name string) *scheduling.Queue {
 // waitLabelled waits until the queue carries the has-children label, or not.
 func waitLabelled(t *testing.T, s *stack.Stack, name string, want bool) {
 	t.Helper()
-	stack.WaitFor(t, fmt.Sprintf("queue %s has-children=%v", name, want), 20*time.Second, func() (bool, string) {
+	waitLabel(t, s, name, queue.HasChildrenLabel, want)
+}
+
+// waitLabel waits until the queue carries the label key, or not.
+func waitLabel(t *testing.T, s *stack.Stack, name, key string, want bool) {
+	t.Helper()
+	stack.WaitFor(t, fmt.Sprintf("queue %s %s=%v", name, key, want), 20*time.Second, func() (bool, string) {
 		l := getQueue(s, name).Labels
-		return (l[queue.HasChildrenLabel] == "true") == want, fmt.Sprint(l)
+		return (l[key] == "true") == want, fmt.Sprint(l)
 	})
+}
+
+// createJob creates a one-task Job on the named queue.
+func createJob(s *stack.Stack, name, queueName string) error {
+	job := vcjob.New(ns, name, vcjob.Task("work", 1, "1s", ""))
+	job.Spec.Queue = queueName
+	_, err := s.Volcano.BatchV1alpha1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
+	return err
+}
+
+// refusedSoon waits until creating the named Job on queueName is refused (the API server sees a
+// queue's new label a moment after it is written), and returns the refusal.
+func refusedSoon(t *testing.T, s *stack.Stack, name, queueName string) error {
+	t.Helper()
+	return refusedWithin(t, "a Job on "+queueName, func() error { return createJob(s, name, queueName) }, func() {
+		_ = s.Volcano.BatchV1alpha1().Jobs(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// queueRefusedSoon waits until creating the named queue under parent is refused.
+func queueRefusedSoon(t *testing.T, s *stack.Stack, name, parent string) error {
+	t.Helper()
+	return refusedWithin(t, "a queue under "+parent, func() error { return createQueueErr(s, name, parent) }, func() {
+		_ = s.Volcano.SchedulingV1beta1().Queues().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// refusedWithin retries create, undoing what it made, until it is refused; it returns the
+// refusal.
+func refusedWithin(t *testing.T, what string, create func() error, undo func()) error {
+	t.Helper()
+	var err error
+	stack.WaitFor(t, what+" refused", 20*time.Second, func() (bool, string) {
+		if err = create(); err == nil {
+			undo()
+			return false, "accepted"
+		}
+		return true, err.Error()
+	})
+	return err
+}
+
+// createQueueErr creates a queue under parent and returns the API server's answer.
+func createQueueErr(s *stack.Stack, name, parent string) error {
+	q := &scheduling.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: scheduling.QueueSpec{Weight: 1, Parent: parent}}
+	_, err := s.Volcano.SchedulingV1beta1().Queues().Create(context.Background(), q, metav1.CreateOptions{})
+	return err
 }
 
 func closeSubtree(t *testing.T, s *stack.Stack) {
@@ -95,20 +150,8 @@ func nonLeafJob(t *testing.T, s *stack.Stack) {
 	createChild(t, s, "dept", "")
 	createChild(t, s, "dept-leaf", "dept")
 	waitLabelled(t, s, "dept", true)
-	create := func(name, queueName string) error {
-		job := vcjob.New(ns, name, vcjob.Task("work", 1, "1s", ""))
-		job.Spec.Queue = queueName
-		_, err := s.Volcano.BatchV1alpha1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{})
-		return err
-	}
-	var err error
-	stack.WaitFor(t, "a Job on dept refused", 20*time.Second, func() (bool, string) {
-		if err = create("on-dept", "dept"); err == nil {
-			_ = s.Volcano.BatchV1alpha1().Jobs(ns).Delete(context.Background(), "on-dept", metav1.DeleteOptions{})
-			return false, "accepted"
-		}
-		return true, err.Error()
-	})
+	create := func(name, queueName string) error { return createJob(s, name, queueName) }
+	err := refusedSoon(t, s, "on-dept", "dept")
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "can only submit job to leaf queue, queue `dept` has child queues") {
 		t.Errorf("refused with %v", err)
 	}
@@ -131,6 +174,56 @@ func parentCycle(t *testing.T, s *stack.Stack) {
 	createChild(t, s, "loop-y", "loop-x")
 	waitEvents(t, s, "loop-x", "ParentCycle: the parents of queue loop-x form a cycle (loop-x → loop-y → loop-x)")
 	waitEvents(t, s, "loop-y", "ParentCycle")
+	// A queue in a cycle is deeper than any limit: no queue may go under it.
+	waitLabel(t, s, "loop-x", queue.AtMaxDepthLabel, true)
+	waitLabel(t, s, "loop-y", queue.AtMaxDepthLabel, true)
+	err := queueRefusedSoon(t, s, "loop-under", "loop-x")
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "queue loop-under exceeds the maximum allowed depth of 5") {
+		t.Errorf("a queue under a cycle: %v", err)
+	}
+}
+
+// closedQueueJob: closing a queue labels it not-open before its state says so; a Job on it is
+// refused with Volcano's message, and taken again once the queue is open.
+func closedQueueJob(t *testing.T, s *stack.Stack) {
+	createChild(t, s, "shut", "")
+	waitState(t, s, "shut", scheduling.QueueStateOpen)
+	operate(t, s, "shut", bus.CloseQueueAction, scheduling.QueueStateClosed)
+	if l := getQueue(s, "shut").Labels; l[queue.NotOpenLabel] != "true" {
+		t.Fatalf("a Closed queue is not labelled %s: %v", queue.NotOpenLabel, l)
+	}
+	err := refusedSoon(t, s, "on-shut", "shut")
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "can only submit job to queue with state `Open`, queue `shut` status is `Closed`") {
+		t.Errorf("refused with %v", err)
+	}
+	operate(t, s, "shut", bus.OpenQueueAction, scheduling.QueueStateOpen)
+	waitLabel(t, s, "shut", queue.NotOpenLabel, false)
+	stack.WaitFor(t, "a Job on the open queue taken", 20*time.Second, func() (bool, string) {
+		err := createJob(s, "on-shut", "shut")
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// tooDeep: a chain of queues five deep below root takes no sixth; the fifth is labelled, and the
+// fourth, which is not, still takes a child.
+func tooDeep(t *testing.T, s *stack.Stack) {
+	parent := ""
+	for i := 1; i <= queue.MaxDepth; i++ {
+		name := fmt.Sprintf("deep-%d", i)
+		createChild(t, s, name, parent)
+		parent = name
+	}
+	waitLabel(t, s, parent, queue.AtMaxDepthLabel, true)
+	err := queueRefusedSoon(t, s, "deep-6", parent)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "queue deep-6 exceeds the maximum allowed depth of 5") {
+		t.Errorf("refused with %v", err)
+	}
+	if l := getQueue(s, "deep-4").Labels; l[queue.AtMaxDepthLabel] != "" {
+		t.Errorf("deep-4 is labelled: %v", l)
+	}
+	if err := createQueueErr(s, "deep-4b", "deep-3"); err != nil {
+		t.Errorf("a fourth level refused: %v", err)
+	}
 }
 
 // TestJobOnNonLeafQueueWaits: with the admission policy out of the way (a cluster without it,

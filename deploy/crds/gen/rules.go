@@ -20,10 +20,11 @@ import (
 //
 // Left unchecked, because CEL cannot express them or they depend on other objects: pod
 // template validity, the task dependency graph being acyclic, job, task and pod names fitting a
-// DNS label together, mpi master and worker tasks existing, the queue existing and being open,
-// and which fields an update may change. The ValidatingAdmissionPolicies beside the CRDs refuse
-// negative resource quantities, a Job on a queue that has child queues, and deleting the root,
-// default or a non-leaf Queue.
+// DNS label together, mpi master and worker tasks existing, the queue existing, and which fields
+// an update may change. The ValidatingAdmissionPolicies beside the CRDs refuse negative resource
+// quantities, a Job on a queue that has child queues or is not open, a queue under one five deep,
+// bad hierarchy annotations, and deleting the root, default or a non-leaf Queue (docs/jobs.md,
+// "Admission policies", lists what Volcano's webhooks refuse and ringfire does not).
 
 // Bounds on list sizes. The API server refuses a CRD whose rules it cannot prove cheap, and a
 // rule over a list costs in proportion to the list's longest possible length, so every list a
@@ -226,21 +227,116 @@ func policyListEdits(list string) []edit {
 }
 
 // queueEdits are the edits to the Queue CRD: Volcano's mutating webhook makes a new queue
-// reclaimable, and a Queue created without a spec still gets the defaults of its fields; its
-// validating webhook refuses a queue that names itself as its parent. (A longer cycle, a missing
-// parent and deleting a queue that has children need the other Queues: the Queue controller
-// reports the first two in Warning events, and deploy/crds/queue-policy.yaml refuses the last.)
+// reclaimable, and a Queue created without a spec still gets the defaults of its fields. Its
+// validating webhook refuses a queue that names itself as its parent, resource quantities that
+// are negative (or not whole for a resource counted in units), a guarantee above the deserved
+// amount or a deserved amount above the capability, and a change to the root queue's
+// resources. (What needs the other Queues is left to the admission policies beside the CRDs and
+// to the Queue controller: see docs/jobs.md, "Admission policies".)
 func queueEdits() []edit {
-	return []edit{
+	edits := []edit{
 		declareName,
 		{at: "", rules: []rule{{
 			Rule:      `!has(self.spec) || !has(self.spec.parent) || !has(self.metadata.name) || self.spec.parent != self.metadata.name`,
 			Message:   "a queue cannot be its own parent: name another queue in spec.parent, or leave it empty for root",
 			FieldPath: ".spec.parent",
+		}, {
+			// Volcano's --enable-root-queue-protection, on by default. (A transition rule: it
+			// runs on updates only.)
+			Rule: `!has(self.metadata.name) || self.metadata.name != 'root' || !has(self.spec) || !has(oldSelf.spec) || ` +
+				sameResources("self.spec", "oldSelf.spec"),
+			Message:   "root queue's resource attributes (capability, deserved, guarantee) cannot be modified",
+			FieldPath: ".spec",
 		}}},
 		{at: "spec", set: map[string]any{"default": map[string]any{}}},
 		{at: "spec.reclaimable", set: map[string]any{"default": true}},
+		// The two rules below hold a queue's resources against each other; a queue stored before
+		// them keeps its resources through an update that leaves them as they are (the Queue
+		// controller writes spec.parent), as a rule over one field is kept by the API server.
+		{at: "spec", rules: []rule{{
+			Rule: `oldSelf.hasValue() && ` + sameResources("self", "oldSelf.value()") + ` || ` +
+				`!has(self.guarantee) || !has(self.guarantee.resource) || self.guarantee.resource.all(k, ` + guaranteeFits + `)`,
+			OptionalOldSelf: true,
+			Message:         "deserved must name every resource of guarantee.resource, at least as much of it",
+			MessageExpression: `self.guarantee.resource.filter(k, !(` + guaranteeFits + `)).map(k, 'deserved[' + k + ']' + ` +
+				`(has(self.deserved) && k in self.deserved ? '=' + string(self.deserved[k]) : ' (missing)') + ` +
+				`' must be >= guarantee[' + k + ']=' + string(self.guarantee.resource[k]))[0]`,
+			FieldPath: ".deserved",
+		}, {
+			Rule: `oldSelf.hasValue() && ` + sameResources("self", "oldSelf.value()") + ` || ` +
+				`!has(self.deserved) || !has(self.capability) || self.deserved.all(k, ` + deservedFits + `)`,
+			OptionalOldSelf: true,
+			Message:         "deserved must not exceed capability for any resource both name",
+			MessageExpression: `self.deserved.filter(k, !(` + deservedFits + `)).map(k, 'deserved[' + k + ']=' + ` +
+				`string(self.deserved[k]) + ' must be <= capability[' + k + ']=' + string(self.capability[k]))[0]`,
+			FieldPath: ".deserved",
+		}}},
 	}
+	for _, field := range []string{"capability", "deserved", "guarantee.resource"} {
+		edits = append(edits, quantityMapEdit("spec."+field, field))
+	}
+	return edits
+}
+
+// maxQueueResources bounds the resources one of a queue's lists (capability, deserved,
+// guarantee) names, so that the rules over them are cheap to prove.
+const maxQueueResources = 64
+
+// maxQuantityLength bounds a quantity written as a string ("500m", "64Gi").
+const maxQuantityLength = 64
+
+// guaranteeFits and deservedFits hold, in the rules at a queue's spec, for the resource k of
+// guarantee.resource and of deserved.
+const (
+	guaranteeFits = `has(self.deserved) && k in self.deserved && ` +
+		`quantity(string(self.deserved[k])).compareTo(quantity(string(self.guarantee.resource[k]))) >= 0`
+	deservedFits = `!(k in self.capability) || ` +
+		`quantity(string(self.deserved[k])).compareTo(quantity(string(self.capability[k]))) <= 0`
+)
+
+// integerResources are the resources Kubernetes counts in whole units, besides extended
+// resources (a name with a domain outside kubernetes.io, nvidia.com/gpu): its validation of a
+// quantity of one, which Volcano's webhook applies to a queue's, refuses a fraction.
+var integerResources = []string{
+	"pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+	"persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
+}
+
+// quantityMapEdit checks the quantities of a queue's resource list at path (named field in
+// messages) as Kubernetes validates a resource quantity: not negative, and whole for a resource
+// counted in units.
+func quantityMapEdit(path, field string) edit {
+	negative := `quantity(string(self[k])).isLessThan(quantity('0'))`
+	integer := `k in ` + celList(integerResources) + ` || k.contains('/') && !k.contains('kubernetes.io/') && ` +
+		`!k.startsWith('requests.') && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')`
+	fraction := `(` + integer + `) && !quantity(string(self[k])).isInteger()`
+	return edit{at: path, set: map[string]any{"maxProperties": maxQueueResources}, values: map[string]any{"maxLength": maxQuantityLength}, rules: []rule{{
+		Rule:              `!self.exists(k, ` + negative + `)`,
+		Message:           field + ": resource quantities must be greater than or equal to 0",
+		MessageExpression: `self.filter(k, ` + negative + `).map(k, '` + field + `[' + k + ']=' + string(self[k]) + ': must be greater than or equal to 0')[0]`,
+	}, {
+		Rule:              `!self.exists(k, ` + fraction + `)`,
+		Message:           field + ": a resource counted in units (pods, extended resources such as nvidia.com/gpu) must be a whole number",
+		MessageExpression: `self.filter(k, ` + fraction + `).map(k, '` + field + `[' + k + ']=' + string(self[k]) + ': must be an integer')[0]`,
+	}}}
+}
+
+// sameResources is a CEL expression that is true when the queue specs spec and old have the same
+// capability, deserved and guarantee.resource (absent and empty alike).
+func sameResources(spec, old string) string {
+	value := func(obj, path string) string {
+		parts := strings.Split(path, ".")
+		var checks []string
+		for i := range parts {
+			checks = append(checks, fmt.Sprintf("has(%s.%s)", obj, strings.Join(parts[:i+1], ".")))
+		}
+		return fmt.Sprintf("(%s ? %s.%s : {})", strings.Join(checks, " && "), obj, path)
+	}
+	var same []string
+	for _, path := range []string{"capability", "deserved", "guarantee.resource"} {
+		same = append(same, value(spec, path)+" == "+value(old, path))
+	}
+	return "(" + strings.Join(same, " && ") + ")"
 }
 
 // podGroupEdits are the edits to the PodGroup CRD: a PodGroup created without a spec still

@@ -9,7 +9,8 @@ import (
 // an edit changes it in place.
 type schema = map[string]any
 
-// A rule is one entry of x-kubernetes-validations: a CEL expression over self that must hold,
+// A rule is one entry of x-kubernetes-validations: a CEL expression over self (and oldSelf on an
+// update) that must hold,
 // the message the API server returns when it does not, and optionally the field (relative to
 // self) that the error names, and a CEL expression for a message naming the culprit (the API
 // server falls back to message if it fails).
@@ -18,6 +19,9 @@ type rule struct {
 	Message           string `json:"message"`
 	MessageExpression string `json:"messageExpression,omitempty"`
 	FieldPath         string `json:"fieldPath,omitempty"`
+	// OptionalOldSelf makes oldSelf an optional, so that a rule that reads it (a transition
+	// rule) runs on create too, where oldSelf has no value.
+	OptionalOldSelf bool `json:"optionalOldSelf,omitempty"`
 }
 
 // An edit changes the schema node at a path: it adds validation rules, sets keywords
@@ -26,9 +30,11 @@ type rule struct {
 // A path names properties separated by dots; a trailing [] steps into a list's items. "" is
 // the root of the object, "spec.tasks[].policies[]" is one policy of one task.
 type edit struct {
-	at       string
-	rules    []rule
-	set      map[string]any
+	at    string
+	rules []rule
+	set   map[string]any
+	// values sets keywords on the schema of a map's values (additionalProperties).
+	values   map[string]any
 	required []string
 	// terse drops the descriptions at and below the node: embedded Kubernetes types (a pod
 	// template) are documented by `kubectl explain pod`, and their descriptions would make the
@@ -49,6 +55,15 @@ func (e edit) apply(root schema) error {
 			return fmt.Errorf("%s: %s is already %v upstream, not %v", e.at, key, old, value)
 		}
 		node[key] = value
+	}
+	if len(e.values) > 0 {
+		values, ok := node["additionalProperties"].(schema)
+		if !ok {
+			return fmt.Errorf("%s: not a map", e.at)
+		}
+		for key, value := range e.values {
+			values[key] = value
+		}
 	}
 	for _, name := range e.required {
 		if _, ok := properties(node)[name]; !ok {
