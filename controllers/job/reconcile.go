@@ -70,7 +70,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	action := choice.Action
 	if action != bus.SyncJobAction {
 		c.delays.forget(key) // an action ran: timed ones of this job are moot
-		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s", action)
+		// The message ends with a space, as Volcano's does: a tool matching the whole
+		// message sees the same text under either.
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s ", action)
 	}
 
 	spec := state.SpecOf(job)
