@@ -46,6 +46,9 @@ func StartRingfire(t testing.TB, bin string) *Env {
 		Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: kubeconfigPath, LogDir: env.LogDir,
 		Controllers: "job,queue,podgroup,cronjob,scheduler", Slots: 256,
 	}
+	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" { // as e2e/stack: the replicas log at debug level
+		args.LogLevel = "debug"
+	}
 	var replicas []*procs.Replica
 	t.Cleanup(func() {
 		procs.StopAll(t, replicas)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ringfire/ringfire/e2e/procs"
 	runprocs "github.com/ringfire/ringfire/internal/procs"
@@ -24,6 +26,10 @@ import (
 // VolcanoBinEnv names the environment variable that holds the directory of
 // Volcano's programs: vc-controller-manager, vc-scheduler and vcctl.
 const VolcanoBinEnv = "VOLCANO_BIN"
+
+// VolcanoVerbosityEnv names an environment variable: a klog level (say 4) for Volcano's two
+// programs, whose logs then say why they did what they did.
+const VolcanoVerbosityEnv = "SIDEBYSIDE_VOLCANO_V"
 
 // VolcanoBin returns the directory of Volcano's programs: $VOLCANO_BIN, else
 // the one the project's CI unpacks beside the clone (its unpack script prints
@@ -83,6 +89,7 @@ func RepoRoot(t testing.TB) string {
 func StartVolcano(t testing.TB, bin string) *Env {
 	t.Helper()
 	env := startControlPlane(t, "volcano")
+	installSchedulerOnlyCRDs(t, env)
 	kubeconfig := env.Cluster.Kubeconfig()
 	conf := filepath.Join(RepoRoot(t), "e2e", "conformance", "vc-scheduler.conf")
 	start := func(name string, args ...string) {
@@ -92,6 +99,9 @@ func StartVolcano(t testing.TB, bin string) *Env {
 		}
 		args = append(args, "--kubeconfig", kubeconfig, "--leader-elect=false",
 			"--listen-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if v := os.Getenv(VolcanoVerbosityEnv); v != "" {
+			args = append(args, "-v", v)
+		}
 		p, err := startProcess(filepath.Join(bin, name), filepath.Join(env.LogDir, name+".log"), args...)
 		if err != nil {
 			t.Fatal(err)
@@ -108,6 +118,49 @@ func StartVolcano(t testing.TB, bin string) *Env {
 	start("vc-scheduler", "--scheduler-conf", conf, "--cache-dumper=false")
 	waitDefaultQueueOpen(t, env)
 	return env
+}
+
+// schedulerOnlyKinds are the kinds vc-scheduler lists and watches, and waits for, that ringfire
+// neither serves nor installs: group, version, kind, plural.
+var schedulerOnlyKinds = [][4]string{
+	{"nodeinfo.volcano.sh", "v1alpha1", "Numatopology", "numatopologies"},
+}
+
+// installSchedulerOnlyCRDs installs a CRD of each of schedulerOnlyKinds, cluster-scoped with an
+// open schema: no object of them is ever made here, but vc-scheduler does not schedule until it
+// has listed them.
+func installSchedulerOnlyCRDs(t testing.TB, env *Env) {
+	t.Helper()
+	crds := env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, k := range schedulerOnlyKinds {
+		group, version, kind, plural := k[0], k[1], k[2], k[3]
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": plural + "." + group},
+			"spec": map[string]any{
+				"group": group, "scope": "Cluster",
+				"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
+				"versions": []any{map[string]any{
+					"name": version, "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+				}},
+			},
+		}}
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create CRD %s: %v", crd.GetName(), err)
+		}
+		gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+		for {
+			if _, err := env.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{}); err == nil {
+				break
+			} else if ctx.Err() != nil {
+				t.Fatalf("CRD %s not served: %v", crd.GetName(), err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 // waitDefaultQueueOpen waits until the default Queue's status says Open:
