@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance
+.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance sidebyside
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,11 @@ bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and
 
 conformance: tools ## Volcano's own e2e suites against ringfire (Volcano's test binaries in VOLCANO_BIN: docs/conformance.md)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" CONFORMANCE_MODES="$(MODES)" e2e/conformance/run.sh $(SUITES)
+
+sidebyside: tools ## the same Jobs under real Volcano and under ringfire, compared (Volcano's programs in VOLCANO_BIN: docs/sidebyside.md)
+	mkdir -p .ringfire
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 SIDEBYSIDE_REPORT="$${SIDEBYSIDE_REPORT:-$(CURDIR)/.ringfire/sidebyside.md}" \
+		$(GO) test -race -count=1 -timeout 30m -run TestSideBySide -v ./e2e/sidebyside/
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
