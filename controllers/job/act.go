@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,26 +76,34 @@ func countPods(_ *batch.Job, info *cache.JobInfo) podCounts {
 
 // kill deletes the pods the kill targets and counts the rest; a full kill
 // deletes the PodGroup too, so that the scheduler admits the Job afresh. It
-// reports whether it issued any delete: a kill that found nothing left to
-// delete (a finished Job looked at again) starts no new version of the Job.
+// reports whether the kill ends pods of the Job's current version (or issued
+// a delete): only then does it start a new version. A kill that finds nothing
+// of the current version left (a finished Job looked at again, a restart
+// waiting for the pods of the old version to go) starts none; a kill retried
+// because its status write failed, whose deletes went out the first time,
+// still does, so that the deleted pods' events stay those of an old version.
 func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, kill state.Kill, req state.Request) (podCounts, bool, error) {
 	var pc podCounts
 	var doomed []*corev1.Pod
 	partition := partitionOf(info, req)
+	current := false // a pod of the current version goes
 	for task, pods := range info.Pods {
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil {
 				pc.Terminating++
+				current = current || ofVersion(p, job.Status.Version)
 				continue
 			}
 			if targets(kill, p, task, req, partition) {
 				doomed = append(doomed, p)
+				current = current || ofVersion(p, job.Status.Version)
 				continue
 			}
 			pc.add(task, p.Status.Phase)
 		}
 	}
 	deleted, issued, err := c.deletePods(ctx, key, job, doomed)
+	issued = issued || current
 	pc.Terminating += deleted
 	if err != nil {
 		return pc, issued, err
@@ -190,6 +199,9 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job,
 		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
 		})
+		if apierrors.IsConflict(err) && c.goingAnyway(ctx, p) {
+			err = nil // evicted or deleted by another hand meanwhile: what the kill wanted
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
 			return fmt.Errorf("delete pod %s: %w", p.Name, err)
@@ -207,6 +219,19 @@ func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job,
 		return gone, issued, err
 	}
 	return gone, issued, nil
+}
+
+// goingAnyway reports whether a pod whose delete met a changed resource
+// version is gone or being deleted already (an eviction, a node drain, a
+// user), so that the kill need not be tried again, nor reported as failed.
+// A pod changed otherwise (its status) is left to the next try, which
+// decides on what it has become.
+func (c *Controller) goingAnyway(ctx context.Context, p *corev1.Pod) bool {
+	now, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	return err == nil && (now.UID != p.UID || now.DeletionTimestamp != nil)
 }
 
 // sync brings the Job's objects to what its spec asks: the PodGroup, the
@@ -479,4 +504,10 @@ func (c *Controller) parallel(n int, fn func(i int) error) []error {
 	}
 	wg.Wait()
 	return errs
+}
+
+// ofVersion reports whether pod was made for version of its Job.
+func ofVersion(pod *corev1.Pod, version int32) bool {
+	v, err := strconv.Atoi(pod.Annotations[batch.JobVersion])
+	return err == nil && int32(v) == version
 }
