@@ -23,23 +23,7 @@ import (
 // start a new version: else the late events of the pods the restart deleted
 // carry the current version and restart the Job a second time.
 func TestRestartRetriedAfterAFailedStatusWriteStartsANewVersion(t *testing.T) {
-	job := testJob("r", task("main", 2))
-	job.Spec.MinAvailable = 2
-	job.Spec.MaxRetry = 3
-	job.Spec.Policies = []batch.LifecyclePolicy{{Event: bus.PodEvictedEvent, Action: bus.RestartJobAction}}
-	job.Status = batch.JobStatus{Version: 0, State: batch.JobState{Phase: batch.Running}}
-	f := newFixture(t, nil, job)
-	f.admit(t, job)
-	var pods []runtime.Object
-	for i := 0; i < 2; i++ {
-		p := podOf(job, "main", i, corev1.PodRunning)
-		p.Annotations[batch.JobVersion] = "0"
-		if _, err := f.kube.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, p)
-	}
-	f.cacheOwned(t, cache.Pods, pods...)
+	f, job, pods := runningWithEvictionPolicy(t, "r")
 	failed := false
 	f.vc.PrependReactor("update", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" && !failed {
@@ -86,22 +70,7 @@ func TestRestartRetriedAfterAFailedStatusWriteStartsANewVersion(t *testing.T) {
 // hand is deleting the pod (an eviction) has what it wanted: no error, no
 // Warning, no second try of the action.
 func TestKillOfAPodBeingDeletedElsewhereIsDone(t *testing.T) {
-	job := testJob("e", task("main", 2))
-	job.Spec.MinAvailable = 2
-	job.Spec.Policies = []batch.LifecyclePolicy{{Event: bus.PodEvictedEvent, Action: bus.RestartJobAction}}
-	job.Status = batch.JobStatus{State: batch.JobState{Phase: batch.Running}}
-	f := newFixture(t, nil, job)
-	f.admit(t, job)
-	var pods []runtime.Object
-	for i := 0; i < 2; i++ {
-		p := podOf(job, "main", i, corev1.PodRunning)
-		p.Annotations[batch.JobVersion] = "0"
-		if _, err := f.kube.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, p)
-	}
-	f.cacheOwned(t, cache.Pods, pods...)
+	f, job, pods := runningWithEvictionPolicy(t, "e")
 	// The API server has e-main-1 terminating already; the cache does not yet.
 	evicted := pods[1].(*corev1.Pod).DeepCopy()
 	now := metav1.Now()
@@ -128,4 +97,28 @@ func TestKillOfAPodBeingDeletedElsewhereIsDone(t *testing.T) {
 	if got.Status.State.Phase != batch.Restarting || got.Status.Version != 1 {
 		t.Errorf("%s version %d, want Restarting version 1", got.Status.State.Phase, got.Status.Version)
 	}
+}
+
+// runningWithEvictionPolicy is a Running Job of two pods of version 0 (in the
+// API and the cache) whose PodEvicted policy is RestartJob.
+func runningWithEvictionPolicy(t *testing.T, name string) (*fixture, *batch.Job, []runtime.Object) {
+	t.Helper()
+	job := testJob(name, task("main", 2))
+	job.Spec.MinAvailable = 2
+	job.Spec.MaxRetry = 3
+	job.Spec.Policies = []batch.LifecyclePolicy{{Event: bus.PodEvictedEvent, Action: bus.RestartJobAction}}
+	job.Status = batch.JobStatus{State: batch.JobState{Phase: batch.Running}}
+	f := newFixture(t, nil, job)
+	f.admit(t, job)
+	var pods []runtime.Object
+	for i := 0; i < 2; i++ {
+		p := podOf(job, "main", i, corev1.PodRunning)
+		p.Annotations[batch.JobVersion] = "0"
+		if _, err := f.kube.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, p)
+	}
+	f.cacheOwned(t, cache.Pods, pods...)
+	return f, job, pods
 }

@@ -129,30 +129,38 @@ func TestDeterminism(t *testing.T) {
 // gets; only the wording of some reasons may differ.
 func TestShortcutsChangeNoOutcome(t *testing.T) {
 	for seed := range uint64(20) {
-		snap := randomSnapshot(seed, 40, 150)
-		fast := Allocate(snap, DefaultOptions())
-
-		c := newCycle(snap, DefaultOptions())
-		c.exhaustive = true
-		c.enqueue()
-		c.allocate()
-		slow := c.result()
-
-		if !reflect.DeepEqual(fast.Bindings, slow.Bindings) {
-			t.Errorf("seed %d: bindings differ: %d with shortcuts, %d without", seed, len(fast.Bindings), len(slow.Bindings))
-			continue
-		}
-		for key, f := range fast.PodGroups {
-			s := slow.PodGroups[key]
-			if f.Phase != s.Phase || (f.Unschedulable == nil) != (s.Unschedulable == nil) ||
-				(f.Unschedulable != nil && f.Unschedulable.Reason != s.Unschedulable.Reason) {
-				t.Errorf("seed %d: %s: %+v with shortcuts, %+v without", seed, key, f, s)
-			}
-		}
+		fast := checkShortcuts(t, seed, randomSnapshot(seed, 40, 150))
 		if seed == 0 && fast.Stats.FastRejects == 0 {
 			t.Errorf("seed 0: no fast rejects; the test does not exercise them")
 		}
 	}
+}
+
+// checkShortcuts allocates snap with the shortcuts and without them
+// (exhaustive) and reports any difference in bindings, phases or reasons;
+// it returns the result with the shortcuts.
+func checkShortcuts(t *testing.T, seed uint64, snap Snapshot) Result {
+	t.Helper()
+	fast := Allocate(snap, DefaultOptions())
+
+	c := newCycle(snap, DefaultOptions())
+	c.exhaustive = true
+	c.enqueue()
+	c.allocate()
+	slow := c.result()
+
+	if !reflect.DeepEqual(fast.Bindings, slow.Bindings) {
+		t.Errorf("seed %d: bindings differ: %d with shortcuts, %d without", seed, len(fast.Bindings), len(slow.Bindings))
+		return fast
+	}
+	for key, f := range fast.PodGroups {
+		s := slow.PodGroups[key]
+		if f.Phase != s.Phase || (f.Unschedulable == nil) != (s.Unschedulable == nil) ||
+			(f.Unschedulable != nil && f.Unschedulable.Reason != s.Unschedulable.Reason) {
+			t.Errorf("seed %d: %s: %+v with shortcuts, %+v without", seed, key, f, s)
+		}
+	}
+	return fast
 }
 
 // Allocate must not write to the snapshot it is given.
