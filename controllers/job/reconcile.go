@@ -92,13 +92,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	var counts podCounts
 	switch {
 	case step.Kill != state.KillNone:
-		var issued bool
-		counts, issued, err = c.kill(ctx, key, work, info, step.Kill, req.Request)
-		// A full kill starts a new version of the Job, so that events of the pods it deleted
-		// are told from those of the pods made after. A kill that deleted nothing (a finished
-		// Job looked at again, a restart waiting for its pods to go) has no pods to tell
-		// apart: bumping the version then would only cost a status write each time.
-		step.BumpVersion = step.BumpVersion && issued
+		var ends bool
+		counts, ends, err = c.kill(ctx, key, work, info, step.Kill, req.Request)
+		// A full kill starts a new version of the Job, so that events of the pods it ends
+		// are told from those of the pods made after. A kill that ends no pod of the current
+		// version (a finished Job looked at again, a restart waiting for the old version's
+		// pods to go) has none to tell apart: bumping then would only cost a status write.
+		step.BumpVersion = step.BumpVersion && ends
 	case step.Sync:
 		if problem := c.missingReference(job); problem != "" {
 			return c.waitFor(ctx, key, job, problem)
@@ -127,8 +127,8 @@ func (c *Controller) endNow(ctx context.Context, key string, job *batch.Job, inf
 	if !ok {
 		return step, counts, nil
 	}
-	killed, issued, err := c.kill(ctx, key, job, info, end.Kill, req)
-	end.BumpVersion = end.BumpVersion && issued
+	killed, ends, err := c.kill(ctx, key, job, info, end.Kill, req)
+	end.BumpVersion = end.BumpVersion && ends
 	return end, killed, err
 }
 
