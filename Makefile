@@ -12,8 +12,11 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/ringfire
-	$(GO) build -o bin/ringfire ./cmd/ringfire
+# The version `ringfire version` and ringfire_build_info report: the nearest tag, else the commit.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
+build: ## build bin/ringfire, stamped with $(VERSION)
+	$(GO) build -ldflags "-X github.com/ringfire/ringfire/internal/version.stamped=$(VERSION)" -o bin/ringfire ./cmd/ringfire
 
 dev: ## try ringfire: local control plane, fake nodes, 3 replicas, sample jobs (Ctrl-C stops)
 	$(GO) run ./cmd/ringfire dev up

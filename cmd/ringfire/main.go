@@ -4,6 +4,7 @@
 //	ringfire ring status   the members, their slots and the slots in motion
 //	ringfire dev up|down   a local cluster for trying it out
 //	ringfire certs         TLS material of the ring's etcd (deploy/etcd)
+//	ringfire version       the build: version, VCS revision, Go version
 //
 // Flags, configuration and wiring live here; the work lives in the packages.
 package main
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	_ "time/tzdata" // CronJob time zones in an image without a zoneinfo database
+
+	"github.com/ringfire/ringfire/internal/version"
 )
 
 const usage = `ringfire: a sharded batch-job controller manager serving the Volcano API.
@@ -21,6 +24,7 @@ Usage:
   ringfire ring status [flags]    print the ring: members, slots held and assigned, slots in motion
   ringfire dev up|down [flags]    a local cluster to try ringfire: control plane, fake nodes, replicas, sample jobs
   ringfire certs [flags]          the ring etcd's TLS Secrets (deploy/etcd), for 'ringfire certs | kubectl apply -f -'
+  ringfire version                the build: version, VCS revision, Go version (also --version)
 
 Run 'ringfire <command> -h' for a command's flags.
 `
@@ -40,6 +44,9 @@ func main() {
 		err = devCommand(args)
 	case "certs":
 		err = certsCommand(args)
+	case "version", "--version", "-version":
+		fmt.Println(version.Get())
+		return
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

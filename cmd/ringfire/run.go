@@ -23,6 +23,7 @@ import (
 	"github.com/ringfire/ringfire/internal/opsserver"
 	"github.com/ringfire/ringfire/internal/promreg"
 	"github.com/ringfire/ringfire/internal/replica"
+	"github.com/ringfire/ringfire/internal/version"
 )
 
 type runFlags struct {
@@ -126,7 +127,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
-	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Get().Metric()); err != nil {
 		return err
 	}
 	if err := kubemetrics.Register(reg); err != nil {
@@ -166,7 +167,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 		}
 	}()
 
-	log.Info("starting replica", "id", f.id, "prefix", f.etcd.prefix, "lease_ttl", f.leaseTTL)
+	log.Info("starting replica", "id", f.id, "version", version.Get().Version, "prefix", f.etcd.prefix, "lease_ttl", f.leaseTTL)
 	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
