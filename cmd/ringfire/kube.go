@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/rest"
@@ -48,11 +49,61 @@ func (f *kubeFlags) tune(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// routeKlog sends client-go's klog output to the replica's logger.
+// routeKlog sends client-go's klog output to the replica's logger, each line
+// at its own level.
 func routeKlog(log hclog.Logger) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("alsologtostderr", "false")
-	klog.SetOutput(log.Named("client-go").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+	// klog writes each line to every severity at and below its own: only the
+	// info stream carries every line exactly once.
+	_ = fs.Set("one_output", "true")
+	// Errors would also go to stderr, raw, beside the logger's line.
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(klogWriter{log.Named("client-go")})
+}
+
+// klogWriter logs klog's lines ("E1125 00:00:08.289607    7193 file.go:49] msg")
+// at the level their first letter names (I, W, E, F), with the source
+// file as "at"; a line it cannot parse goes out whole at info.
+type klogWriter struct{ log hclog.Logger }
+
+func (w klogWriter) Write(p []byte) (int, error) {
+	for line := range strings.Lines(string(p)) {
+		line = strings.TrimRight(line, "\n")
+		if line == "" {
+			continue
+		}
+		level, at, msg := parseKlogLine(line)
+		if at != "" {
+			w.log.Log(level, msg, "at", at)
+		} else {
+			w.log.Log(level, msg)
+		}
+	}
+	return len(p), nil
+}
+
+// parseKlogLine splits a klog line into its level, source and message.
+func parseKlogLine(line string) (hclog.Level, string, string) {
+	head, msg, ok := strings.Cut(line, "] ")
+	if !ok || len(head) < 2 {
+		return hclog.Info, "", line
+	}
+	level := hclog.Info
+	switch head[0] {
+	case 'I':
+	case 'W':
+		level = hclog.Warn
+	case 'E', 'F':
+		level = hclog.Error
+	default:
+		return hclog.Info, "", line
+	}
+	at := head
+	if i := strings.LastIndexByte(head, ' '); i >= 0 {
+		at = head[i+1:]
+	}
+	return level, at, msg
 }
