@@ -78,7 +78,7 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	for _, crd := range crds {
-		if err := waitEstablished(ctx, client, crd.GetName()); err != nil {
+		if err := WaitEstablished(ctx, client, crd.GetName()); err != nil {
 			return err
 		}
 	}
@@ -264,8 +264,8 @@ func load() (crds, others []*unstructured.Unstructured, err error) {
 	return crds, others, nil
 }
 
-// waitEstablished waits until the API server serves the CRD name, or says it never will.
-func waitEstablished(ctx context.Context, client dynamic.Interface, name string) error {
+// WaitEstablished waits until the API server serves the CRD name, or says it never will.
+func WaitEstablished(ctx context.Context, client dynamic.Interface, name string) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		crd, err := client.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})

@@ -27,6 +27,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ringfire/ringfire/deploy/crds"
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -61,11 +63,11 @@ func run(ctx context.Context, kubeconfig, dir string) error {
 	}
 	var created []string
 	for _, path := range files {
-		crds, err := decode(path)
+		defs, err := decode(path)
 		if err != nil {
 			return err
 		}
-		for _, crd := range crds {
+		for _, crd := range defs {
 			_, err := client.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{})
 			switch {
 			case apierrors.IsAlreadyExists(err):
@@ -77,7 +79,7 @@ func run(ctx context.Context, kubeconfig, dir string) error {
 		}
 	}
 	for _, name := range created {
-		if err := waitEstablished(ctx, client, name); err != nil {
+		if err := crds.WaitEstablished(ctx, client, name); err != nil {
 			return err
 		}
 	}
@@ -104,26 +106,6 @@ func decode(path string) ([]*unstructured.Unstructured, error) {
 		}
 		if obj.GetKind() == "CustomResourceDefinition" {
 			out = append(out, &obj)
-		}
-	}
-}
-
-func waitEstablished(ctx context.Context, client dynamic.Interface, name string) error {
-	for {
-		crd, err := client.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, c := range conds {
-				m, _ := c.(map[string]any)
-				if m["type"] == "Established" && m["status"] == "True" {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("CRD %s not established: %w", name, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
