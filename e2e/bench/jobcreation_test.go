@@ -158,10 +158,10 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 			continue
 		}
 		slots, _ := r.Metric(ctx, "ringfire_slots_owned")
-		reconciles, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_count")
-		reconcileSeconds, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_sum")
-		errs, _ := r.Metric(ctx, "ringfire_dispatch_handler_errors_total")
-		retries, _ := r.Metric(ctx, "ringfire_dispatch_retries_total")
+		reconciles, _ := r.Metric(ctx, "workqueue_work_duration_seconds_count")
+		reconcileSeconds, _ := r.Metric(ctx, "workqueue_work_duration_seconds_sum")
+		errs, _ := r.Metric(ctx, "ringfire_workqueue_errors_total")
+		retries, _ := r.Metric(ctx, "workqueue_retries_total")
 		// Time its requests waited on its own client-side limiter
 		// (--kube-api-qps, --kube-api-burst), summed over requests, since
 		// it started: whether the limiter held it back.
