@@ -54,6 +54,9 @@ func newManagerMetrics(reg prometheus.Registerer) (*managerMetrics, error) {
 			Name: "ringfire_slot_drain_timeouts_total", Help: "Handovers whose in-flight work outlived the drain timeout and was cancelled.",
 		}),
 	}
+	for _, direction := range []string{"acquired", "released"} {
+		m.handovers.WithLabelValues(direction) // a series from the start: rate() sees 0, not nothing
+	}
 	if err := promreg.Register(reg, m.ringSlots, m.members, m.owned, m.assigned, m.orphaned, m.handovers, m.release, m.acquireLag, m.drainTimeout); err != nil {
 		return nil, fmt.Errorf("shard metrics: %w", err)
 	}

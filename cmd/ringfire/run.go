@@ -135,10 +135,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
-	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Get().Metric()); err != nil {
-		return err
-	}
-	if err := kubemetrics.Register(reg); err != nil {
+	if err := registerProcessMetrics(reg); err != nil {
 		return err
 	}
 
@@ -182,6 +179,15 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// registerProcessMetrics registers the metrics of the process, the build
+// and client-go; replica.New registers the rest.
+func registerProcessMetrics(reg prometheus.Registerer) error {
+	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Get().Metric()); err != nil {
+		return err
+	}
+	return kubemetrics.Register(reg)
 }
 
 // chosenControllers are the optional controllers --controllers asks for.

@@ -68,6 +68,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: completionBuckets,
 		}, []string{"phase"}),
 	}
+	// Every series of a known label value exists from the start, so that
+	// rate() and alerts see 0 rather than nothing.
+	for _, a := range jobActions {
+		m.commands.WithLabelValues(string(a))
+	}
+	for _, phase := range []batch.JobPhase{batch.Completed, batch.Failed, batch.Aborted, batch.Terminated} {
+		m.toEnd.WithLabelValues(string(phase))
+	}
 	if err := promreg.Register(reg, m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred,
 		m.commands, m.toRunning, m.toEnd); err != nil {
 		return nil, fmt.Errorf("job metrics: %w", err)

@@ -99,8 +99,9 @@ ringfire_job_phase_transitions_total{phase="Running"} 2
 	}
 }
 
-// Commands are counted by action; an action no Job knows is counted as
-// Unknown, so that what a Command says cannot grow the label.
+// Commands are counted by action, every known action's series there from
+// the start; an action no Job knows is counted as Unknown, so that what a
+// Command says cannot grow the label.
 func TestCommandsTakenAreCountedByBoundedAction(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := newMetrics(reg)
@@ -115,6 +116,14 @@ func TestCommandsTakenAreCountedByBoundedAction(t *testing.T) {
 # HELP ringfire_job_commands_taken_total Job Commands this replica took (deleted and ran), by action; an action no Job knows counts as Unknown.
 # TYPE ringfire_job_commands_taken_total counter
 ringfire_job_commands_taken_total{action="AbortJob"} 2
+ringfire_job_commands_taken_total{action="CompleteJob"} 0
+ringfire_job_commands_taken_total{action="RestartJob"} 0
+ringfire_job_commands_taken_total{action="RestartPartition"} 0
+ringfire_job_commands_taken_total{action="RestartPod"} 0
+ringfire_job_commands_taken_total{action="RestartTask"} 0
+ringfire_job_commands_taken_total{action="ResumeJob"} 0
+ringfire_job_commands_taken_total{action="SyncJob"} 0
+ringfire_job_commands_taken_total{action="TerminateJob"} 0
 ringfire_job_commands_taken_total{action="Unknown"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ringfire_job_commands_taken_total"); err != nil {

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -156,15 +157,12 @@ func (c *Controller) takeCommand(ctx context.Context, key string, req request) (
 	return true, nil
 }
 
-func knownAction(a bus.Action) bool {
-	switch a {
-	case bus.AbortJobAction, bus.RestartJobAction, bus.RestartTaskAction, bus.RestartPodAction,
-		bus.RestartPartitionAction, bus.TerminateJobAction, bus.CompleteJobAction, bus.ResumeJobAction,
-		bus.SyncJobAction:
-		return true
-	}
-	return false
-}
+// jobActions are the actions a Job knows.
+var jobActions = []bus.Action{bus.AbortJobAction, bus.RestartJobAction, bus.RestartTaskAction, bus.RestartPodAction,
+	bus.RestartPartitionAction, bus.TerminateJobAction, bus.CompleteJobAction, bus.ResumeJobAction,
+	bus.SyncJobAction}
+
+func knownAction(a bus.Action) bool { return slices.Contains(jobActions, a) }
 
 // defaulted returns the Job with what Volcano's mutating webhook would have
 // set (the scheduler name is this controller's), in memory only: the API
