@@ -26,18 +26,18 @@ const (
 // dispatchMetrics are a Dispatcher's metrics, labelled with its name. They
 // exist, unregistered, when the config has no Registerer.
 type dispatchMetrics struct {
-	depth, inFlight     prometheus.GaugeFunc
-	unfinished, longest prometheus.GaugeFunc
-	adds                prometheus.Counter
-	queueLatency        prometheus.Histogram
-	handlerDuration     prometheus.Histogram
-	errors              prometheus.Counter
-	panics              prometheus.Counter
-	retries             prometheus.Counter
-	giveUps             prometheus.Counter
-	coalesced           prometheus.Counter
-	drops               *prometheus.CounterVec
-	dropsBy             map[string]prometheus.Counter
+	depth, inFlight prometheus.GaugeFunc
+	running         runningHandlers
+	adds            prometheus.Counter
+	queueLatency    prometheus.Histogram
+	handlerDuration prometheus.Histogram
+	errors          prometheus.Counter
+	panics          prometheus.Counter
+	retries         prometheus.Counter
+	giveUps         prometheus.Counter
+	coalesced       prometheus.Counter
+	drops           *prometheus.CounterVec
+	dropsBy         map[string]prometheus.Counter
 }
 
 // latencyBuckets span 100µs to about 7 minutes, for both queue latency
@@ -72,12 +72,15 @@ func newDispatchMetrics(name string, g dispatchGauges) *dispatchMetrics {
 			func() float64 { return float64(g.depth()) }),
 		inFlight: gauge("ringfire_workqueue_in_flight", "Handlers running.",
 			func() float64 { return float64(g.inFlight()) }),
-		unfinished: gauge("workqueue_unfinished_work_seconds",
-			"Seconds the running handlers have run so far, summed: work not yet in workqueue_work_duration_seconds. Growing steadily, a handler is stuck.",
-			func() float64 { sum, _ := g.busy.running(time.Now()); return sum.Seconds() }),
-		longest: gauge("workqueue_longest_running_processor_seconds",
-			"Seconds the longest-running handler has run so far.",
-			func() float64 { _, longest := g.busy.running(time.Now()); return longest.Seconds() }),
+		running: runningHandlers{
+			busy: g.busy,
+			unfinished: prometheus.NewDesc("workqueue_unfinished_work_seconds",
+				"Seconds the running handlers have run so far, summed: work not yet in workqueue_work_duration_seconds. Growing steadily, a handler is stuck.",
+				nil, prometheus.Labels{"name": name}),
+			longest: prometheus.NewDesc("workqueue_longest_running_processor_seconds",
+				"Seconds the longest-running handler has run so far.",
+				nil, prometheus.Labels{"name": name}),
+		},
 		adds: counter("workqueue_adds_total",
 			"Requests put in a key's mailbox: enqueued, or delayed and due, less those coalesced or dropped. Retries are in workqueue_retries_total."),
 		queueLatency: histogram("workqueue_queue_duration_seconds",
@@ -107,8 +110,26 @@ func (m *dispatchMetrics) dropped(reason string, n int) {
 
 // register registers every metric, or none.
 func (m *dispatchMetrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.depth, m.inFlight, m.unfinished, m.longest, m.adds, m.queueLatency,
+	return promreg.Register(r, m.depth, m.inFlight, m.running, m.adds, m.queueLatency,
 		m.handlerDuration, m.errors, m.panics, m.retries, m.giveUps, m.coalesced, m.drops)
+}
+
+// runningHandlers is the collector of the two gauges of running handlers,
+// read at one instant per scrape.
+type runningHandlers struct {
+	busy                *busyWorkers
+	unfinished, longest *prometheus.Desc
+}
+
+func (r runningHandlers) Describe(ch chan<- *prometheus.Desc) {
+	ch <- r.unfinished
+	ch <- r.longest
+}
+
+func (r runningHandlers) Collect(ch chan<- prometheus.Metric) {
+	sum, longest := r.busy.running(time.Now())
+	ch <- prometheus.MustNewConstMetric(r.unfinished, prometheus.GaugeValue, sum.Seconds())
+	ch <- prometheus.MustNewConstMetric(r.longest, prometheus.GaugeValue, longest.Seconds())
 }
 
 // busyWorkers holds, per worker, when its running handler started (Unix
