@@ -62,6 +62,7 @@ type Dispatcher[R any] struct {
 	ready    readyList[R]
 	timers   timerHeap[R]
 	queued   int   // requests in mailboxes, less the ones being handled
+	added    int64 // requests ever put in a mailbox (workqueue_adds_total)
 	running  int   // handlers in flight
 	inSlot   []int // handlers in flight, by slot
 	draining []*drainWaiter
@@ -164,7 +165,7 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 	}
 	d.work = sync.NewCond(&d.mu)
 	d.busy = newBusyWorkers(cfg.Workers)
-	d.metrics = newDispatchMetrics(cfg.Name, dispatchGauges{depth: d.Len, inFlight: d.inFlight, busy: d.busy})
+	d.metrics = newDispatchMetrics(cfg.Name, dispatchGauges{depth: d.Len, inFlight: d.inFlight, adds: d.adds, busy: d.busy})
 	if cfg.Registerer != nil {
 		if err := d.metrics.register(cfg.Registerer); err != nil {
 			return nil, fmt.Errorf("dispatcher %q: register metrics: %w", cfg.Name, err)
@@ -362,7 +363,7 @@ func (d *Dispatcher[R]) enqueueLocked(key string, slot int, r request[R]) {
 	}
 	b.reqs.push(r)
 	d.queued++
-	d.metrics.adds.Inc()
+	d.added++
 	switch {
 	case b.state == keyIdle:
 		d.readyLocked(b)
@@ -427,6 +428,12 @@ func (d *Dispatcher[R]) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.queued
+}
+
+func (d *Dispatcher[R]) adds() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.added
 }
 
 func (d *Dispatcher[R]) inFlight() int {

@@ -28,7 +28,7 @@ const (
 type dispatchMetrics struct {
 	depth, inFlight prometheus.GaugeFunc
 	running         runningHandlers
-	adds            prometheus.Counter
+	adds            prometheus.CounterFunc
 	queueLatency    prometheus.Histogram
 	handlerDuration prometheus.Histogram
 	errors          prometheus.Counter
@@ -48,6 +48,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 12)
 // dispatchGauges are what the gauges read from the Dispatcher at scrape time.
 type dispatchGauges struct {
 	depth, inFlight func() int
+	adds            func() int64 // counted under the dispatcher's lock: no atomic on the hot path
 	busy            *busyWorkers
 }
 
@@ -81,8 +82,9 @@ func newDispatchMetrics(name string, g dispatchGauges) *dispatchMetrics {
 				"Seconds the longest-running handler has run so far.",
 				nil, prometheus.Labels{"name": name}),
 		},
-		adds: counter("workqueue_adds_total",
-			"Requests put in a key's mailbox: enqueued, or delayed and due, less those coalesced or dropped. Retries are in workqueue_retries_total."),
+		adds: prometheus.NewCounterFunc(prometheus.CounterOpts(opts("workqueue_adds_total",
+			"Requests put in a key's mailbox: enqueued, or delayed and due, less those coalesced or dropped. Retries are in workqueue_retries_total.")),
+			func() float64 { return float64(g.adds()) }),
 		queueLatency: histogram("workqueue_queue_duration_seconds",
 			"Time from enqueueing a request (or its delay ending) to the start of its first handler call; retries are not timed again."),
 		handlerDuration: histogram("workqueue_work_duration_seconds",
@@ -134,11 +136,18 @@ func (r runningHandlers) Collect(ch chan<- prometheus.Metric) {
 
 // busyWorkers holds, per worker, when its running handler started (Unix
 // nanoseconds), or 0 while it runs none. A worker writes only its own entry,
-// twice per handler call, without a lock; a scrape reads them all.
-type busyWorkers struct{ since []atomic.Int64 }
+// twice per handler call, without a lock; a scrape reads them all. Each
+// entry has a cache line of its own, so that workers on different cores do
+// not contend for one.
+type busyWorkers struct{ since []paddedTime }
+
+type paddedTime struct {
+	atomic.Int64
+	_ [56]byte
+}
 
 func newBusyWorkers(workers int) *busyWorkers {
-	return &busyWorkers{since: make([]atomic.Int64, workers)}
+	return &busyWorkers{since: make([]paddedTime, workers)}
 }
 
 func (b *busyWorkers) start(worker int, at time.Time) { b.since[worker].Store(at.UnixNano()) }
