@@ -33,6 +33,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}),
 	}
+	for _, reason := range []string{missedDeadline, missedForbid, missedSuperseded} {
+		m.missed.WithLabelValues(reason) // a series from the start: rate() and alerts see 0, not nothing
+	}
 	if err := promreg.Register(reg, m.created, m.deleted, m.missed, m.skew); err != nil {
 		return nil, fmt.Errorf("cronjob metrics: %w", err)
 	}

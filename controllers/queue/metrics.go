@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/ringfire/ringfire/internal/promreg"
 )
@@ -17,7 +18,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ringfire_queue_commands_taken_total", Help: "Queue Commands this replica took (deleted and ran), by action.",
+			Name: "ringfire_queue_commands_taken_total", Help: "Queue Commands this replica took (deleted and ran), by action; an action no Queue knows counts as Unknown.",
 		}, []string{"action"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_queue_state_transitions_total", Help: "Queue state changes this replica wrote, by new state.",
@@ -25,6 +26,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		statusWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ringfire_queue_status_writes_total", Help: "Queue status updates this replica wrote (state or PodGroup counts).",
 		}),
+	}
+	for _, a := range []bus.Action{bus.OpenQueueAction, bus.CloseQueueAction, bus.SyncQueueAction} {
+		m.commands.WithLabelValues(string(a)) // a series from the start: rate() sees 0, not nothing
 	}
 	if err := promreg.Register(reg, m.commands, m.transitions, m.statusWrites); err != nil {
 		return nil, fmt.Errorf("queue metrics: %w", err)

@@ -1,6 +1,7 @@
 package promreg
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,5 +35,28 @@ func TestRegisterAllOrNone(t *testing.T) {
 	}
 	if err := Register(nil, counter("d_total")); err != nil {
 		t.Fatalf("a nil registerer: %v", err)
+	}
+}
+
+// The contract names each metric once, with a known type and, for a
+// histogram, the base name (the _bucket, _sum and _count series follow).
+func TestContractIsWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Contract {
+		if seen[m.Name] {
+			t.Errorf("%s is listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		switch m.Type {
+		case "counter", "gauge", "histogram":
+		default:
+			t.Errorf("%s: type %q", m.Name, m.Type)
+		}
+		if m.Type == "counter" && !strings.HasSuffix(m.Name, "_total") {
+			t.Errorf("counter %s does not end in _total", m.Name)
+		}
+	}
+	if len(ContractNames()) != len(Contract) {
+		t.Error("ContractNames and Contract differ in length")
 	}
 }
