@@ -30,8 +30,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // slot label (labelling them would cost a write each), so every replica
 // watches them all; it keeps in full only those of the slots it holds, and of
 // the others a summary: the metadata without managed fields or kubectl's
-// last-applied copy, and status.state. That is all the CronJob controller,
-// which finds a CronJob's Jobs in any slot, reads of them.
+// last-applied copy, and status.state, which is all the CronJob controller
+// (it finds a CronJob's Jobs in any slot) reads of them; and spec.queue, by
+// which the workload metrics count the Jobs of a slot gained and not yet
+// listed in full.
 //
 // When slots are gained, the summaries of their Jobs are replaced with full
 // objects from one consistent list (none if no summary of those slots is
@@ -137,6 +139,7 @@ func summarize(job *batch.Job) *batch.Job {
 	s := &batch.Job{TypeMeta: job.TypeMeta, ObjectMeta: *job.ObjectMeta.DeepCopy()}
 	s.ManagedFields = nil
 	delete(s.Annotations, lastApplied)
+	s.Spec.Queue = job.Spec.Queue // for the workload metrics of slots gained and not listed yet
 	s.Status.State = *job.Status.State.DeepCopy()
 	return s
 }

@@ -47,7 +47,8 @@ type Dispatcher[R any] struct {
 	coalesce    func(queued, incoming R) bool
 	logger      hclog.Logger
 	metrics     *dispatchMetrics
-	timed       bool // observe latencies: the metrics are registered
+	timed       bool         // observe latencies: the metrics are registered
+	busy        *busyWorkers // when each worker's handler started, if timed
 
 	// wake tells the timer goroutine that the earliest timer changed.
 	wake chan struct{}
@@ -69,7 +70,7 @@ type Dispatcher[R any] struct {
 // DispatcherConfig configures a Dispatcher. Start from
 // DefaultDispatcherConfig and set Name, Ownership and Handler.
 type DispatcherConfig[R any] struct {
-	// Name names the dispatcher in logs and in the "dispatcher" label of its
+	// Name names the dispatcher in logs and in the "name" label of its
 	// metrics: the controller's name. Must be unique per Registerer.
 	Name string
 	// Workers is the number of handlers that run at once (W).
@@ -100,7 +101,8 @@ type DispatcherConfig[R any] struct {
 	Coalesce func(queued, incoming R) bool
 	// Logger receives the dispatcher's logs; nil discards them.
 	Logger hclog.Logger
-	// Registerer, if set, gets the dispatcher's metrics (ringfire_dispatch_*).
+	// Registerer, if set, gets the dispatcher's metrics (workqueue_* and
+	// ringfire_workqueue_*, dispatchmetrics.go).
 	Registerer prometheus.Registerer
 }
 
@@ -161,7 +163,8 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		boxes:       make(map[string]*mailbox[R]),
 	}
 	d.work = sync.NewCond(&d.mu)
-	d.metrics = newDispatchMetrics(cfg.Name, d.Len, d.inFlight)
+	d.busy = newBusyWorkers(cfg.Workers)
+	d.metrics = newDispatchMetrics(cfg.Name, dispatchGauges{depth: d.Len, inFlight: d.inFlight, busy: d.busy})
 	if cfg.Registerer != nil {
 		if err := d.metrics.register(cfg.Registerer); err != nil {
 			return nil, fmt.Errorf("dispatcher %q: register metrics: %w", cfg.Name, err)
@@ -359,6 +362,7 @@ func (d *Dispatcher[R]) enqueueLocked(key string, slot int, r request[R]) {
 	}
 	b.reqs.push(r)
 	d.queued++
+	d.metrics.adds.Inc()
 	switch {
 	case b.state == keyIdle:
 		d.readyLocked(b)
@@ -447,8 +451,8 @@ func (d *Dispatcher[R]) Run(ctx context.Context) {
 
 	d.logger.Debug("starting", "workers", d.workers)
 	var wg sync.WaitGroup
-	for range d.workers {
-		wg.Go(d.runWorker)
+	for w := range d.workers {
+		wg.Go(func() { d.runWorker(w) })
 	}
 	wg.Go(func() { d.runTimers(ctx) })
 
@@ -486,7 +490,7 @@ func (d *Dispatcher[R]) dropAll() {
 // runWorker takes ready keys and handles their front request until the
 // dispatcher closes. It holds d.mu except while it handles a request, and
 // settles one key and takes the next under one lock.
-func (d *Dispatcher[R]) runWorker() {
+func (d *Dispatcher[R]) runWorker(worker int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for {
@@ -498,7 +502,7 @@ func (d *Dispatcher[R]) runWorker() {
 		}
 		t := d.takeLocked()
 		d.mu.Unlock()
-		o := d.handle(t)
+		o := d.handle(worker, t)
 		d.mu.Lock()
 		d.settleLocked(t.box, o)
 	}
@@ -537,9 +541,9 @@ const (
 	notHeld                  // the slot is not held: drop the whole mailbox
 )
 
-// handle dispatches t's request, if its slot is still held in the term the
-// request was accepted in.
-func (d *Dispatcher[R]) handle(t task[R]) outcome {
+// handle dispatches t's request on worker, if its slot is still held in the
+// term the request was accepted in.
+func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 	ctx, held := d.ownership.SlotContext(t.box.slot)
 	switch {
 	case !held:
@@ -553,9 +557,11 @@ func (d *Dispatcher[R]) handle(t task[R]) outcome {
 		if t.first {
 			d.metrics.queueLatency.Observe(start.Sub(t.req.queuedAt).Seconds())
 		}
+		d.busy.start(worker, start)
 	}
 	err := d.call(ctx, t.box.key, t.req.req)
 	if d.timed {
+		d.busy.stop(worker)
 		d.metrics.handlerDuration.Observe(time.Since(start).Seconds())
 	}
 	if err == nil {
@@ -803,94 +809,4 @@ func (d *Dispatcher[R]) fireDue(now time.Time) (wait time.Duration, ok bool) {
 		return 0, false
 	}
 	return d.timers[0].at.Sub(now), true
-}
-
-// Reasons a request is dropped, the "reason" label of the dropped metric.
-const (
-	dropNotOwned = "not_owned" // enqueued for a slot not held
-	dropSlotLost = "slot_lost" // its slot was lost before or while it ran
-	dropStopped  = "stopped"   // the dispatcher stopped
-)
-
-// dispatchMetrics are a Dispatcher's metrics, labelled with its name. They
-// exist, unregistered, when the config has no Registerer.
-type dispatchMetrics struct {
-	depth, inFlight prometheus.GaugeFunc
-	queueLatency    prometheus.Histogram
-	handlerDuration prometheus.Histogram
-	errors          prometheus.Counter
-	panics          prometheus.Counter
-	retries         prometheus.Counter
-	giveUps         prometheus.Counter
-	coalesced       prometheus.Counter
-	drops           *prometheus.CounterVec
-	dropsBy         map[string]prometheus.Counter
-}
-
-// latencyBuckets span 100µs to about 7 minutes, for both queue latency
-// (first attempts only, so no backoff) and handler duration.
-var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 12)
-
-func newDispatchMetrics(name string, depth, inFlight func() int) *dispatchMetrics {
-	opts := func(metric, help string) prometheus.Opts {
-		return prometheus.Opts{
-			Namespace: "ringfire", Subsystem: "dispatch", Name: metric, Help: help,
-			ConstLabels: prometheus.Labels{"dispatcher": name},
-		}
-	}
-	histogram := func(metric, help string) prometheus.Histogram {
-		o := opts(metric, help)
-		return prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: o.Namespace, Subsystem: o.Subsystem, Name: o.Name, Help: o.Help,
-			ConstLabels: o.ConstLabels, Buckets: latencyBuckets,
-		})
-	}
-	counter := func(metric, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts(opts(metric, help)))
-	}
-	m := &dispatchMetrics{
-		depth: prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("queue_depth",
-			"Requests waiting for a worker or for a retry.")),
-			func() float64 { return float64(depth()) }),
-		inFlight: prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("in_flight",
-			"Handlers running.")),
-			func() float64 { return float64(inFlight()) }),
-		queueLatency: histogram("queue_latency_seconds",
-			"Time from enqueueing a request to the start of its first handler call."),
-		handlerDuration: histogram("handler_duration_seconds",
-			"Duration of handler calls."),
-		errors:    counter("handler_errors_total", "Handler calls that failed or panicked."),
-		panics:    counter("handler_panics_total", "Handler calls that panicked."),
-		retries:   counter("retries_total", "Failed requests scheduled for a retry."),
-		giveUps:   counter("give_ups_total", "Requests given up after the last retry failed."),
-		coalesced: counter("coalesced_total", "Requests merged into an equal queued request."),
-		drops: prometheus.NewCounterVec(prometheus.CounterOpts(opts("dropped_total",
-			"Requests dropped unhandled, by reason.")), []string{"reason"}),
-	}
-	m.dropsBy = make(map[string]prometheus.Counter)
-	for _, reason := range []string{dropNotOwned, dropSlotLost, dropStopped} {
-		m.dropsBy[reason] = m.drops.WithLabelValues(reason)
-	}
-	return m
-}
-
-func (m *dispatchMetrics) dropped(reason string, n int) {
-	if n > 0 {
-		m.dropsBy[reason].Add(float64(n))
-	}
-}
-
-// register registers every metric, or none.
-func (m *dispatchMetrics) register(r prometheus.Registerer) error {
-	all := []prometheus.Collector{m.depth, m.inFlight, m.queueLatency, m.handlerDuration,
-		m.errors, m.panics, m.retries, m.giveUps, m.coalesced, m.drops}
-	for i, c := range all {
-		if err := r.Register(c); err != nil {
-			for _, done := range all[:i] {
-				r.Unregister(done)
-			}
-			return err
-		}
-	}
-	return nil
 }

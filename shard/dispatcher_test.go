@@ -870,15 +870,146 @@ func TestDispatcherRegistersMetrics(t *testing.T) {
 		t.Fatal("no metrics gathered")
 	}
 	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "ringfire_dispatch_") {
-			t.Errorf("metric %s lacks the ringfire_dispatch_ prefix", f.GetName())
+		if !strings.HasPrefix(f.GetName(), "workqueue_") && !strings.HasPrefix(f.GetName(), "ringfire_workqueue_") {
+			t.Errorf("metric %s is neither workqueue_* nor ringfire_workqueue_*", f.GetName())
+		}
+		if n := len(f.GetMetric()); n < 2 {
+			t.Errorf("metric %s has %d series, want one per dispatcher at least", f.GetName(), n)
 		}
 		for _, m := range f.GetMetric() {
-			if !hasLabel(m, "dispatcher") {
-				t.Errorf("metric %s has no dispatcher label", f.GetName())
+			if !hasLabel(m, "name") {
+				t.Errorf("metric %s has no name label", f.GetName())
 			}
 		}
 	}
+}
+
+// The metrics of a dispatcher that worked, as a scrape reads them: every
+// name, labelled with the dispatcher's, with the values of what happened.
+func TestDispatcherMetricsCountWhatHappened(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	release := make(chan struct{})
+	cfg := dispatcherTestConfig(newToggleOwnership(1), func(_ context.Context, key string, _ int) error {
+		switch key {
+		case "slow":
+			<-release
+		case "failing":
+			return errors.New("always fails")
+		case "panicking":
+			panic("boom")
+		}
+		return nil
+	})
+	cfg.Name = "job"
+	cfg.Registerer = reg
+	cfg.MaxRetries = 1
+	cfg.Coalesce = func(queued, incoming int) bool { return queued == incoming }
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue("slow", 1)
+	awaitCondition(t, "the slow handler to start", func() bool { return d.inFlight() == 1 })
+	d.Enqueue("slow", 2) // waits behind the running one
+	d.Enqueue("slow", 2) // merged into it
+	awaitCondition(t, "the slow handler to have run a while", func() bool {
+		g := gatherDispatch(t, reg)
+		return g["workqueue_longest_running_processor_seconds"][`name="job"`] > 0
+	})
+	g := gatherDispatch(t, reg)
+	for metric, want := range map[string]float64{
+		"workqueue_depth":                    1,
+		"ringfire_workqueue_in_flight":       1,
+		"workqueue_adds_total":               2,
+		"ringfire_workqueue_coalesced_total": 1,
+	} {
+		if got := g[metric][`name="job"`]; got != want {
+			t.Errorf("while the slow key runs, %s = %v, want %v", metric, got, want)
+		}
+	}
+	if u, l := g["workqueue_unfinished_work_seconds"][`name="job"`], g["workqueue_longest_running_processor_seconds"][`name="job"`]; u < l {
+		t.Errorf("unfinished work %vs is less than the longest-running handler's %vs", u, l)
+	}
+
+	d.Enqueue("failing", 1)   // fails, is retried once, given up
+	d.Enqueue("panicking", 1) // panics: a failure, retried once, given up
+	close(release)
+	awaitCondition(t, "every request to be done", func() bool {
+		g := gatherDispatch(t, reg)
+		return g["ringfire_workqueue_give_ups_total"][`name="job"`] == 2 && d.Len() == 0 && d.inFlight() == 0
+	})
+	g = gatherDispatch(t, reg)
+	for metric, want := range map[string]float64{
+		"workqueue_depth":                             0,
+		"ringfire_workqueue_in_flight":                0,
+		"workqueue_adds_total":                        4,
+		"workqueue_retries_total":                     2,
+		"ringfire_workqueue_errors_total":             4,
+		"ringfire_workqueue_panics_total":             2,
+		"workqueue_work_duration_seconds_count":       6, // slow ×2, failing ×2, panicking ×2
+		"workqueue_queue_duration_seconds_count":      4, // first attempts only
+		"workqueue_unfinished_work_seconds":           0,
+		"workqueue_longest_running_processor_seconds": 0,
+	} {
+		if got := g[metric][`name="job"`]; got != want {
+			t.Errorf("at the end, %s = %v, want %v", metric, got, want)
+		}
+	}
+	for _, reason := range []string{"not_owned", "slot_lost", "stopped"} {
+		if _, ok := g["ringfire_workqueue_dropped_total"][`name="job",reason="`+reason+`"`]; !ok {
+			t.Errorf("ringfire_workqueue_dropped_total has no series for reason %s", reason)
+		}
+	}
+}
+
+// The in-flight handlers' times are summed and the longest taken at the
+// moment of the scrape.
+func TestBusyWorkersAtScrape(t *testing.T) {
+	b := newBusyWorkers(3)
+	now := time.Unix(1000, 0)
+	if sum, longest := b.running(now); sum != 0 || longest != 0 {
+		t.Fatalf("idle workers: %v, %v", sum, longest)
+	}
+	b.start(0, now.Add(-3*time.Second))
+	b.start(2, now.Add(-time.Second))
+	if sum, longest := b.running(now); sum != 4*time.Second || longest != 3*time.Second {
+		t.Errorf("two busy workers: sum %v, longest %v; want 4s, 3s", sum, longest)
+	}
+	b.stop(0)
+	if sum, longest := b.running(now); sum != time.Second || longest != time.Second {
+		t.Errorf("one busy worker: sum %v, longest %v; want 1s, 1s", sum, longest)
+	}
+}
+
+// gatherDispatch gathers reg into metric name → labels ("a=\"x\",b=\"y\"")
+// → value; a histogram shows as <name>_count.
+func gatherDispatch(t *testing.T, reg *prometheus.Registry) map[string]map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			name, v := f.GetName(), 0.0
+			switch {
+			case m.Counter != nil:
+				v = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				v = m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				name, v = name+"_count", float64(m.GetHistogram().GetSampleCount())
+			}
+			if out[name] == nil {
+				out[name] = map[string]float64{}
+			}
+			out[name][strings.Join(labels, ",")] = v
+		}
+	}
+	return out
 }
 
 func hasLabel(m *dto.Metric, name string) bool {

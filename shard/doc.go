@@ -4,7 +4,8 @@
 //
 // The pieces, each in its own file:
 //
-//   - slot.go: SlotOf, the hash from a key to its slot; SlotLabel; SlotSet.
+//   - slot.go: SlotOf (and SlotOfName), the hash from a key to its slot;
+//     SlotLabel; SlotSet.
 //   - assign.go: Assign, the pure slot→member table (consistent hashing with
 //     bounded loads).
 //   - ring.go: the ring's fixed configuration in etcd (EnsureRing) and its keys.

@@ -9,8 +9,10 @@ import (
 )
 
 type managerMetrics struct {
+	ringSlots    prometheus.Gauge
 	members      prometheus.Gauge
 	owned        prometheus.Gauge
+	assigned     prometheus.Gauge
 	orphaned     prometheus.Gauge
 	handovers    *prometheus.CounterVec
 	release      prometheus.Histogram
@@ -20,11 +22,17 @@ type managerMetrics struct {
 
 func newManagerMetrics(reg prometheus.Registerer) (*managerMetrics, error) {
 	m := &managerMetrics{
+		ringSlots: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ringfire_ring_slots", Help: "Slots of the ring (its fixed slot count), once this replica has read the ring.",
+		}),
 		members: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ringfire_ring_members", Help: "Members of the ring as this replica sees them.",
 		}),
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ringfire_slots_owned", Help: "Slots this replica holds.",
+		}),
+		assigned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ringfire_slots_assigned", Help: "Slots the assignment gives this replica: what it should hold once the ring settles.",
 		}),
 		orphaned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ringfire_slots_orphaned", Help: "Slots no member holds, as this replica sees the ring.",
@@ -46,7 +54,7 @@ func newManagerMetrics(reg prometheus.Registerer) (*managerMetrics, error) {
 			Name: "ringfire_slot_drain_timeouts_total", Help: "Handovers whose in-flight work outlived the drain timeout and was cancelled.",
 		}),
 	}
-	if err := promreg.Register(reg, m.members, m.owned, m.orphaned, m.handovers, m.release, m.acquireLag, m.drainTimeout); err != nil {
+	if err := promreg.Register(reg, m.ringSlots, m.members, m.owned, m.assigned, m.orphaned, m.handovers, m.release, m.acquireLag, m.drainTimeout); err != nil {
 		return nil, fmt.Errorf("shard metrics: %w", err)
 	}
 	return m, nil

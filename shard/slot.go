@@ -38,3 +38,17 @@ func NewSlotSet(slots []int) SlotSet {
 
 // HasKey reports whether key's slot, among slots slots, is in the set.
 func (s SlotSet) HasKey(key string, slots int) bool { return s[SlotOf(key, slots)] }
+
+// SlotOfName is SlotOf("namespace/name", slots) without building the key,
+// for walking many objects.
+func SlotOfName(namespace, name string, slots int) int {
+	if slots <= 0 {
+		return 0
+	}
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.WriteString(namespace)
+	_, _ = d.WriteString("/")
+	_, _ = d.WriteString(name)
+	return int(d.Sum64() % uint64(slots))
+}

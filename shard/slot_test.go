@@ -69,3 +69,16 @@ func FuzzSlotOf(f *testing.F) {
 		}
 	})
 }
+
+func TestSlotOfNameIsSlotOfTheKey(t *testing.T) {
+	for _, tc := range []struct{ ns, name string }{{"ns", "a"}, {"", "q"}, {"default", "job-12345-worker-0"}, {"a/b", "c"}} {
+		for _, slots := range []int{0, 1, 7, 1024} {
+			if got, want := SlotOfName(tc.ns, tc.name, slots), SlotOf(tc.ns+"/"+tc.name, slots); got != want {
+				t.Errorf("SlotOfName(%q, %q, %d) = %d, SlotOf gives %d", tc.ns, tc.name, slots, got, want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { SlotOfName("namespace", "name", 1024) }); n != 0 {
+		t.Errorf("SlotOfName allocates %v times", n)
+	}
+}

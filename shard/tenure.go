@@ -432,7 +432,9 @@ func (t *tenure) publish() {
 	if t.holdersOK {
 		st.Orphaned = t.slots - len(t.holders)
 	}
+	t.metrics.ringSlots.Set(float64(t.slots))
 	t.metrics.owned.Set(float64(len(st.Held)))
+	t.metrics.assigned.Set(float64(st.Assigned))
 	t.metrics.orphaned.Set(float64(st.Orphaned))
 	t.report(st, t.assignment != nil && t.holdersOK && t.ctx.Err() == nil)
 }

@@ -61,12 +61,15 @@ func devCommand(args []string) error {
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,scheduler",
 		"the replicas' --controllers; leave out scheduler to run them beside another scheduler (vc-scheduler)")
 	fs.BoolVar(&f.kubeScheduler, "kube-scheduler", true, "run kube-scheduler too, for pods of the default scheduler")
-	fs.IntVar(&f.firstPort, "port", 18080, "status page and metrics port of the first replica; the next ones count up from it")
+	fs.IntVar(&f.firstPort, "port", 18080, "metrics and status page port of the first replica, the next ones counting up from it; each replica's health probes are on its port + 100")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if args[0] == "down" {
 		return devDown(f)
+	}
+	if f.replicas > healthPortOffset {
+		return fmt.Errorf("-replicas %d: at most %d, so that metrics ports (-port and up) and health ports (-port+%d and up) do not overlap", f.replicas, healthPortOffset, healthPortOffset)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "dev", Level: hclog.Info, Output: os.Stderr})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -142,13 +145,23 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	}
 	fmt.Printf("\nringfire dev cluster is up (%d replicas, controllers %s). Try:\n  export KUBECONFIG=%s\n  kubectl get vcjob,pods -A\n  %s ring status --etcd-endpoints %s\n", f.replicas, f.controllers, c.Kubeconfig(), selfCommand(), ringEtcd.Endpoint())
 	for _, r := range replicas {
-		fmt.Printf("  status page of replica %s: http://%s/\n", r.ID, r.Addr)
+		fmt.Printf("  replica %s: status page http://%s/ (metrics at /metrics), probes http://%s/readyz\n", r.ID, r.Addrs.Metrics, r.Addrs.Health)
 	}
 	fmt.Printf("Logs: %s. Ctrl-C stops everything.\n\n", f.dir)
 	return showProgress(ctx, c.RESTConfig(), ringEtcd.Endpoint())
 }
 
-func (f devFlags) replicaPort(i int) int { return f.firstPort + i }
+// healthPortOffset puts replica i's health probes at -port + 100 + i, next
+// to its metrics at -port + i.
+const healthPortOffset = 100
+
+// replicaAddrs are the addresses replica i serves on.
+func (f devFlags) replicaAddrs(i int) procs.Addrs {
+	return procs.Addrs{
+		Metrics: fmt.Sprintf("127.0.0.1:%d", f.firstPort+i),
+		Health:  fmt.Sprintf("127.0.0.1:%d", f.firstPort+healthPortOffset+i),
+	}
+}
 
 // selfCommand is how the user runs this binary again: `go run ./cmd/ringfire`
 // under `go run` (whose executable lives in a temporary build directory),
@@ -178,7 +191,7 @@ func startReplicas(f devFlags, kubeconfig, etcd string, log hclog.Logger) ([]*pr
 	}
 	var out []*procs.Replica
 	for i := range f.replicas {
-		r, err := procs.Start(args, fmt.Sprintf("ringfire-%d", i), fmt.Sprintf("127.0.0.1:%d", f.replicaPort(i)))
+		r, err := procs.Start(args, fmt.Sprintf("ringfire-%d", i), f.replicaAddrs(i))
 		if err != nil {
 			return out, err
 		}

@@ -33,13 +33,14 @@ type runFlags struct {
 	slots        int
 	leaseTTL     time.Duration
 	drainTimeout time.Duration
-	listen       string
+	metricsAddr  string
+	healthAddr   string
+	pprofAddr    string
 	workers      int
 	coalesce     time.Duration
 	scheduler    string
 	podEvents    bool
 	controllers  string
-	pprof        bool
 	logFormat    string
 	logLevel     string
 }
@@ -55,9 +56,9 @@ func defaultID() string {
 	return host
 }
 
-func runCommand(args []string) error {
+// runFlagSet is the flags of `ringfire run`, parsed into f.
+func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var f runFlags
 	f.etcd.register(fs)
 	f.kube.register(fs)
 	fs.StringVar(&f.id, "id", defaultID(), "member id in the ring: the pod name in a StatefulSet ($POD_NAME), else the hostname")
@@ -69,10 +70,17 @@ func runCommand(args []string) error {
 	fs.BoolVar(&f.podEvents, "scheduler-pod-events", false, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
 	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); negative: every change is written")
-	fs.StringVar(&f.listen, "listen", ":8080", "address for /metrics, /healthz, /readyz and the status page")
-	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --listen")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address for /metrics, the status page (/) and /status.json; empty: none")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address for the probes /healthz and /readyz; empty: none")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address for Go's profiles under /debug/pprof/, e.g. 127.0.0.1:6060; empty (the default): not served")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	return fs
+}
+
+func runCommand(args []string) error {
+	var f runFlags
+	fs := runFlagSet(&f)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -158,7 +166,8 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	go func() {
 		defer wg.Done()
 		err := opsserver.Serve(opsCtx, opsserver.Config{
-			Addr: f.listen, Gatherer: reg, Logger: log, Status: r.Manager.Status, Pprof: f.pprof,
+			MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr, PprofAddr: f.pprofAddr,
+			Gatherer: reg, Logger: log, Status: r.Manager.Status,
 			// Ready covers the ring and, with a cluster, the API server.
 			Ready: r.Ready,
 		})

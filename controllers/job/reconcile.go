@@ -143,6 +143,7 @@ func (c *Controller) takeCommand(ctx context.Context, key string, req request) (
 	if err != nil || !took {
 		return run, err
 	}
+	c.metrics.commandTaken(req.Action)
 	if job, ok, _ := c.cfg.Cache.Job(key); ok {
 		if !knownAction(req.Action) {
 			c.Recorder.Eventf(job, corev1.EventTypeWarning, "UnknownCommandAction",
@@ -296,10 +297,10 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 	st.MinAvailable = job.Spec.MinAvailable
 	st.TaskStatusCount = counts.tasks
 	now := metav1.Now().Rfc3339Copy() // as the API server stores it: the next look computes the same durations
-	if job.Status.State.Phase == "" || (set && phase != current) {
+	transition := job.Status.State.Phase == "" || (set && phase != current)
+	if transition {
 		st.State = batch.JobState{Phase: phase, LastTransitionTime: now}
 		st.Conditions = append(st.Conditions, batch.JobCondition{Status: phase, LastTransitionTime: &now})
-		c.metrics.transitions.WithLabelValues(string(phase)).Inc()
 	} else if set && phase == current && st.State.Reason != "" {
 		st.State.Reason, st.State.Message = "", "" // a reason from a wait is over
 	}
@@ -337,6 +338,9 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 		return err
 	}
 	c.pacer.wrote(key, time.Now())
+	if transition {
+		c.metrics.phaseWritten(job, &job.Status, phase, now.Time)
+	}
 	if st.State.Reason == ReasonMinAvailableUnreachable && st.State.Message != job.Status.State.Message {
 		// Told once per Job: the message stays in its status while it waits.
 		c.Recorder.Event(job, corev1.EventTypeWarning, ReasonMinAvailableUnreachable, st.State.Message)

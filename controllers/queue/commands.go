@@ -33,7 +33,11 @@ func (c *Controller) takeCommand(ctx context.Context, name string, req request) 
 	if err != nil || !took {
 		return run, err
 	}
-	c.metrics.commands.WithLabelValues(string(req.action)).Inc()
+	action := req.action
+	if !knownAction(action) {
+		action = "Unknown" // the label stays bounded whatever a Command says
+	}
+	c.metrics.commands.WithLabelValues(string(action)).Inc()
 	c.Log.Debug("command taken", "queue", name, "command", cmd.String(), "action", req.action)
 	if q, err := c.queues.Get(name); err == nil {
 		if knownAction(req.action) {

@@ -17,7 +17,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ringfire_queue_commands_taken_total", Help: "Queue Commands this replica took (deleted and ran), by action.",
+			Name: "ringfire_queue_commands_taken_total", Help: "Queue Commands this replica took (deleted and ran), by action; an action no Queue knows counts as Unknown.",
 		}, []string{"action"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_queue_state_transitions_total", Help: "Queue state changes this replica wrote, by new state.",

@@ -42,9 +42,9 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 }
 
 func TestReplicaRequestsByMethod(t *testing.T) {
-	got, err := replicaRequests(`ringfire_kube_requests_total{code="201",method="POST"} 5
-ringfire_kube_requests_total{code="409",method="POST"} 2
-ringfire_kube_requests_total{code="200",method="GET"} 40
+	got, err := replicaRequests(`rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 5
+rest_client_requests_total{code="409",host="127.0.0.1:6443",method="POST"} 2
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 40
 `)
 	if err != nil {
 		t.Fatal(err)

@@ -169,7 +169,7 @@ func (a attribution) crossCheck(replicas requestCounts) string {
 	}
 	sort.Strings(verbs)
 	var t strings.Builder
-	t.WriteString("cross-check, ringfire's writes by method: attributed from the API server / the replicas' ringfire_kube_requests_total:")
+	t.WriteString("cross-check, ringfire's writes by method: attributed from the API server / the replicas' rest_client_requests_total:")
 	for _, v := range verbs {
 		fmt.Fprintf(&t, " %s %.0f / %.0f;", v, server[v], client[v])
 	}

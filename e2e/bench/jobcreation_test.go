@@ -141,7 +141,7 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 	}
 	var t strings.Builder
 	t.WriteString("replicas (RSS from /proc/<pid>/status, peak = VmHWM; heap = go_memstats_heap_inuse_bytes, sampled each second, peak at s after the first create;\n" +
-		"CPU and API writes (its own ringfire_kube_requests_total: POST, PUT, PATCH, DELETE) from the first create to the final counts; workers busy over that time;\n" +
+		"CPU and API writes (its own rest_client_requests_total: POST, PUT, PATCH, DELETE) from the first create to the final counts; workers busy over that time;\n" +
 		"limiter s = seconds its requests waited on its client-side rate limiter, summed over requests, since it started;\n" +
 		"Job status writes since it started: phase (a new phase, reason or other state) / counts (pod counts only) / deferred (count changes held back by --status-coalesce); lapsed = create and delete expectations that lapsed unmet):\n")
 	fmt.Fprintf(&t, "%-4s %8s %9s %9s %7s %6s %9s %6s %6s %7s %11s %10s %7s %7s %14s %12s %s\n",
@@ -158,14 +158,14 @@ func reportReplicas(ctx context.Context, b *testing.B, replicas []*replicaProces
 			continue
 		}
 		slots, _ := r.Metric(ctx, "ringfire_slots_owned")
-		reconciles, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_count")
-		reconcileSeconds, _ := r.Metric(ctx, "ringfire_dispatch_handler_duration_seconds_sum")
-		errs, _ := r.Metric(ctx, "ringfire_dispatch_handler_errors_total")
-		retries, _ := r.Metric(ctx, "ringfire_dispatch_retries_total")
+		reconciles, _ := r.Metric(ctx, "workqueue_work_duration_seconds_count")
+		reconcileSeconds, _ := r.Metric(ctx, "workqueue_work_duration_seconds_sum")
+		errs, _ := r.Metric(ctx, "ringfire_workqueue_errors_total")
+		retries, _ := r.Metric(ctx, "workqueue_retries_total")
 		// Time its requests waited on its own client-side limiter
 		// (--kube-api-qps, --kube-api-burst), summed over requests, since
 		// it started: whether the limiter held it back.
-		limiterWait, _ := r.Metric(ctx, "ringfire_kube_rate_limiter_wait_seconds_sum")
+		limiterWait, _ := r.Metric(ctx, "rest_client_rate_limiter_duration_seconds_sum")
 		heap, heapAt := r.sampledPeakHeap()
 		at := 0.0
 		if !m.res.start.IsZero() {

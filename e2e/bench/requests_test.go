@@ -113,10 +113,10 @@ func apiserverRequests(exposition string) (requestCounts, error) {
 }
 
 // replicaRequests reads a replica's own count of its API requests,
-// ringfire_kube_requests_total (internal/kubemetrics), by HTTP method and
+// rest_client_requests_total (internal/kubemetrics), by HTTP method and
 // code: client-go does not say which resource a request was for.
 func replicaRequests(exposition string) (requestCounts, error) {
-	ss, err := samples(exposition, "ringfire_kube_requests_total")
+	ss, err := samples(exposition, "rest_client_requests_total")
 	if err != nil {
 		return nil, err
 	}

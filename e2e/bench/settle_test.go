@@ -51,7 +51,7 @@ func (e *env) read(ctx context.Context) (reading, error) {
 	return r, nil
 }
 
-// replicaRequests reads each replica's ringfire_kube_requests_total.
+// replicaRequests reads each replica's rest_client_requests_total.
 func (e *env) replicaRequests(ctx context.Context) (map[string]requestCounts, error) {
 	out := map[string]requestCounts{}
 	for _, r := range e.replicas {

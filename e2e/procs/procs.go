@@ -28,11 +28,21 @@ type Status = procs.Status
 // them.
 const stopGrace = 20 * time.Second
 
-// Start starts replica id with its ops server on a free port; a failure
-// fails the test. Stop it with StopAll.
+// Addrs are the addresses a replica serves on (procs.Addrs).
+type Addrs = procs.Addrs
+
+// Start starts replica id with its metrics and health servers on free ports;
+// a failure fails the test. Stop it with StopAll.
 func Start(tb testing.TB, a Args, id string) *Replica {
 	tb.Helper()
-	r, err := procs.Start(a, id, "")
+	return StartOn(tb, a, id, Addrs{})
+}
+
+// StartOn is Start on the given addresses (procs.Start): an empty metrics or
+// health address takes a free port, an empty pprof address serves none.
+func StartOn(tb testing.TB, a Args, id string, addrs Addrs) *Replica {
+	tb.Helper()
+	r, err := procs.Start(a, id, addrs)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,5 +1,9 @@
-// Package opsserver serves what operators and Kubernetes ask of a replica:
-// /healthz, /readyz, /metrics, and a status page at / that draws the ring.
+// Package opsserver serves what operators and Kubernetes ask of a replica,
+// on separate addresses as Kubernetes controllers do: metrics (/metrics, and
+// the status page at / with its data at /status.json), health probes
+// (/healthz, /readyz) and, only when asked for, Go's profiles
+// (/debug/pprof/). Probes stay answerable when the metrics port is
+// firewalled or behind auth, and profiles are never exposed by default.
 package opsserver
 
 import (
@@ -10,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,37 +27,107 @@ import (
 // Readiness says whether the replica is ready, and why not.
 type Readiness func() error
 
-// Config configures the server.
+// Config configures the servers. An empty address serves nothing there.
 type Config struct {
-	Addr     string // e.g. ":8080"
-	Gatherer prometheus.Gatherer
-	Ready    Readiness
-	Status   func() shard.Status
-	Logger   hclog.Logger
-	// Pprof serves Go's profiles under /debug/pprof/.
-	Pprof bool
+	// MetricsAddr (--metrics-bind-address, e.g. ":8080") serves /metrics,
+	// the status page at / and /status.json.
+	MetricsAddr string
+	// HealthAddr (--health-probe-bind-address, e.g. ":8081") serves /healthz
+	// and /readyz.
+	HealthAddr string
+	// PprofAddr (--pprof-bind-address, e.g. "127.0.0.1:6060") serves Go's
+	// profiles under /debug/pprof/.
+	PprofAddr string
+	Gatherer  prometheus.Gatherer
+	Ready     Readiness
+	Status    func() shard.Status
+	Logger    hclog.Logger
 }
 
-// Serve serves until ctx is done. It returns once the listener is closed.
+// Listeners are the servers' listeners, opened by the caller; a nil one
+// serves nothing.
+type Listeners struct{ Metrics, Health, Pprof net.Listener }
+
+// Serve opens the configured addresses and serves until ctx is done. It
+// returns once every listener is closed, or at once if an address cannot be
+// opened.
 func Serve(ctx context.Context, cfg Config) error {
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s for metrics and health: %w", cfg.Addr, err)
+	var ls Listeners
+	var errs []error
+	open := func(addr, what string) net.Listener {
+		if addr == "" || len(errs) > 0 {
+			return nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listen on %s for %s: %w", addr, what, err))
+		}
+		return ln
 	}
-	return ServeListener(ctx, ln, cfg)
+	ls.Metrics = open(cfg.MetricsAddr, "metrics and the status page (--metrics-bind-address)")
+	ls.Health = open(cfg.HealthAddr, "health probes (--health-probe-bind-address)")
+	ls.Pprof = open(cfg.PprofAddr, "profiles (--pprof-bind-address)")
+	if len(errs) > 0 {
+		for _, ln := range []net.Listener{ls.Metrics, ls.Health, ls.Pprof} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+		return errors.Join(errs...)
+	}
+	return ServeListeners(ctx, ls, cfg)
 }
 
-// ServeListener is Serve on a listener the caller opened.
-func ServeListener(ctx context.Context, ln net.Listener, cfg Config) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := cfg.Ready(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
+// ServeListeners is Serve on listeners the caller opened; the addresses of
+// cfg are not used.
+func ServeListeners(ctx context.Context, ls Listeners, cfg Config) error {
+	servers := []struct {
+		ln      net.Listener
+		handler http.Handler
+		what    string
+	}{
+		{ls.Metrics, metricsMux(cfg), "serving metrics and the status page"},
+		{ls.Health, healthMux(cfg), "serving health probes"},
+		{ls.Pprof, pprofMux(), "serving Go's profiles"},
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(servers))
+	for i, s := range servers {
+		if s.ln == nil {
+			continue
 		}
-		fmt.Fprintln(w, "ok")
-	})
+		if cfg.Logger != nil {
+			cfg.Logger.Info(s.what, "addr", s.ln.Addr().String())
+		}
+		wg.Go(func() { errs[i] = serve(ctx, s.ln, s.handler) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// serve serves handler on ln until ctx is done, or the server fails.
+func serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		sctx, done := context.WithTimeout(context.Background(), 2*time.Second)
+		defer done()
+		srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(ln)
+	cancel()
+	<-stopped
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+func metricsMux(cfg Config) http.Handler {
+	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -62,23 +137,28 @@ func ServeListener(ctx context.Context, ln net.Listener, cfg Config) error {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		renderStatus(w, cfg.Status())
 	})
-	if cfg.Pprof {
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	if cfg.Logger != nil {
-		cfg.Logger.Info("serving health, readiness, metrics and status", "addr", ln.Addr().String())
-	}
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return mux
+}
+
+func healthMux(cfg Config) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := cfg.Ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+func pprofMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -38,15 +38,15 @@ type Args struct {
 	Extra []string
 }
 
-// command returns the command line of replica id serving its ops server on
-// addr.
-func (a Args) command(id, addr string) []string {
+// command returns the command line of replica id serving on addrs.
+func (a Args) command(id string, addrs Addrs) []string {
 	controllers := a.Controllers
 	if controllers == "" {
 		controllers = "job,queue,podgroup,cronjob"
 	}
 	argv := []string{"run", "--id", id, "--etcd-endpoints", a.Etcd, "--kubeconfig", a.Kubeconfig,
-		"--listen", addr, "--controllers", controllers}
+		"--metrics-bind-address", addrs.Metrics, "--health-probe-bind-address", addrs.Health,
+		"--controllers", controllers}
 	optional := []struct {
 		flag string
 		set  bool
@@ -59,6 +59,7 @@ func (a Args) command(id, addr string) []string {
 		{"--kube-api-qps", a.QPS != 0, strconv.Itoa(a.QPS)},
 		{"--kube-api-burst", a.Burst != 0, strconv.Itoa(a.Burst)},
 		{"--workers", a.Workers != 0, strconv.Itoa(a.Workers)},
+		{"--pprof-bind-address", addrs.Pprof != "", addrs.Pprof},
 	}
 	for _, o := range optional {
 		if o.set {
@@ -68,10 +69,18 @@ func (a Args) command(id, addr string) []string {
 	return append(argv, a.Extra...)
 }
 
+// Addrs are the addresses a replica serves on (`ringfire run`'s
+// --metrics-bind-address, --health-probe-bind-address, --pprof-bind-address).
+type Addrs struct {
+	Metrics string // /metrics, the status page, /status.json; "" for a free port of 127.0.0.1
+	Health  string // /healthz, /readyz; "" for a free port of 127.0.0.1
+	Pprof   string // /debug/pprof/; "" for none
+}
+
 // Replica is one `ringfire run` process.
 type Replica struct {
 	ID      string
-	Addr    string // ops server: /metrics, /readyz, /status.json
+	Addrs   Addrs
 	LogPath string
 
 	cmd  *exec.Cmd
@@ -79,20 +88,23 @@ type Replica struct {
 	http *http.Client
 }
 
-// Start starts replica id with its ops server on addr, or on a free port of
-// 127.0.0.1 when addr is empty. It runs in a process group of its own, so
-// that a signal to it reaches nothing else, and dies with the process that
-// started it (Pdeathsig). Stop it with StopAll.
-func Start(a Args, id, addr string) (*Replica, error) {
-	if addr == "" {
+// Start starts replica id serving on addrs, a free port of 127.0.0.1 for
+// each of the metrics and health addresses left empty. It runs in a process
+// group of its own, so that a signal to it reaches nothing else, and dies
+// with the process that started it (Pdeathsig). Stop it with StopAll.
+func Start(a Args, id string, addrs Addrs) (*Replica, error) {
+	for _, addr := range []*string{&addrs.Metrics, &addrs.Health} {
+		if *addr != "" {
+			continue
+		}
 		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		*addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	r := &Replica{
-		ID: id, Addr: addr,
+		ID: id, Addrs: addrs,
 		LogPath: filepath.Join(a.LogDir, id+".log"), done: make(chan struct{}),
 		http: &http.Client{Timeout: 5 * time.Second},
 	}
@@ -100,7 +112,7 @@ func Start(a Args, id, addr string) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.cmd = exec.Command(a.Bin, a.command(id, r.Addr)...)
+	r.cmd = exec.Command(a.Bin, a.command(id, addrs)...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
@@ -159,9 +171,18 @@ func (r *Replica) Exited() bool {
 	}
 }
 
-// Get fetches path from the replica's ops server.
+// Get fetches path from the replica: the probes (/healthz, /readyz) from its
+// health address, profiles from its pprof address, anything else from its
+// metrics address.
 func (r *Replica) Get(ctx context.Context, path string) (string, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr+path, nil)
+	addr := r.Addrs.Metrics
+	switch {
+	case path == "/healthz" || path == "/readyz":
+		addr = r.Addrs.Health
+	case strings.HasPrefix(path, "/debug/pprof/"):
+		addr = r.Addrs.Pprof
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return "", 0, err
 	}

@@ -107,6 +107,18 @@ func New(cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{cfg: cfg, Member: member, Manager: manager}
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ringfire_ready",
+		Help: "1 while /readyz answers ok (a member that has read the ring and, with a cluster, sees the API server and has listed its caches), else 0.",
+	}, func() float64 {
+		if r.Ready() != nil {
+			return 0
+		}
+		return 1
+	})
+	if err := promreg.Register(cfg.Registerer, ready); err != nil {
+		return nil, fmt.Errorf("readiness metric: %w", err)
+	}
 	if cfg.Kube == nil {
 		return r, nil
 	}
@@ -156,7 +168,7 @@ func New(cfg Config) (*Replica, error) {
 			Name: "ringfire_cache_job_summaries",
 			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
 		}, func() float64 { return float64(jobs.Summaries()) })
-		if err := promreg.Register(cfg.Registerer, lapsed, summaries); err != nil {
+		if err := promreg.Register(cfg.Registerer, lapsed, summaries, r.Cache.WorkloadCollector()); err != nil {
 			return nil, fmt.Errorf("cache metrics: %w", err)
 		}
 	}

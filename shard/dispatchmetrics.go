@@ -1,0 +1,137 @@
+package shard
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/internal/promreg"
+)
+
+// A Dispatcher's metrics carry client-go's workqueue names, so that
+// dashboards made for Kubernetes controllers read them as they are, and the
+// label name=<the controller>. What a workqueue has no word for (errors,
+// panics, give-ups, coalesced and dropped requests, handlers in flight) is
+// ringfire_workqueue_*. docs/dispatcher.md says how each maps on the
+// Dispatcher.
+
+// Reasons a request is dropped, the "reason" label of the dropped metric.
+const (
+	dropNotOwned = "not_owned" // enqueued for a slot not held
+	dropSlotLost = "slot_lost" // its slot was lost before or while it ran
+	dropStopped  = "stopped"   // the dispatcher stopped
+)
+
+// dispatchMetrics are a Dispatcher's metrics, labelled with its name. They
+// exist, unregistered, when the config has no Registerer.
+type dispatchMetrics struct {
+	depth, inFlight     prometheus.GaugeFunc
+	unfinished, longest prometheus.GaugeFunc
+	adds                prometheus.Counter
+	queueLatency        prometheus.Histogram
+	handlerDuration     prometheus.Histogram
+	errors              prometheus.Counter
+	panics              prometheus.Counter
+	retries             prometheus.Counter
+	giveUps             prometheus.Counter
+	coalesced           prometheus.Counter
+	drops               *prometheus.CounterVec
+	dropsBy             map[string]prometheus.Counter
+}
+
+// latencyBuckets span 100µs to about 7 minutes, for both queue latency
+// (first attempts only, so no backoff) and handler duration. client-go's
+// workqueue buckets (1ns to 10s) would put a slow Job reconcile in +Inf.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 12)
+
+// dispatchGauges are what the gauges read from the Dispatcher at scrape time.
+type dispatchGauges struct {
+	depth, inFlight func() int
+	busy            *busyWorkers
+}
+
+func newDispatchMetrics(name string, g dispatchGauges) *dispatchMetrics {
+	opts := func(metric, help string) prometheus.Opts {
+		return prometheus.Opts{Name: metric, Help: help, ConstLabels: prometheus.Labels{"name": name}}
+	}
+	histogram := func(metric, help string) prometheus.Histogram {
+		o := opts(metric, help)
+		return prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: o.Name, Help: o.Help, ConstLabels: o.ConstLabels, Buckets: latencyBuckets,
+		})
+	}
+	counter := func(metric, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts(opts(metric, help)))
+	}
+	gauge := func(metric, help string, value func() float64) prometheus.GaugeFunc {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts(metric, help)), value)
+	}
+	m := &dispatchMetrics{
+		depth: gauge("workqueue_depth", "Requests waiting for a worker or for a retry.",
+			func() float64 { return float64(g.depth()) }),
+		inFlight: gauge("ringfire_workqueue_in_flight", "Handlers running.",
+			func() float64 { return float64(g.inFlight()) }),
+		unfinished: gauge("workqueue_unfinished_work_seconds",
+			"Seconds the running handlers have run so far, summed: work not yet in workqueue_work_duration_seconds. Growing steadily, a handler is stuck.",
+			func() float64 { sum, _ := g.busy.running(time.Now()); return sum.Seconds() }),
+		longest: gauge("workqueue_longest_running_processor_seconds",
+			"Seconds the longest-running handler has run so far.",
+			func() float64 { _, longest := g.busy.running(time.Now()); return longest.Seconds() }),
+		adds: counter("workqueue_adds_total",
+			"Requests put in a key's mailbox: enqueued, or delayed and due, less those coalesced or dropped. Retries are in workqueue_retries_total."),
+		queueLatency: histogram("workqueue_queue_duration_seconds",
+			"Time from enqueueing a request (or its delay ending) to the start of its first handler call; retries are not timed again."),
+		handlerDuration: histogram("workqueue_work_duration_seconds",
+			"Duration of handler calls (reconciles), retries included."),
+		errors:    counter("ringfire_workqueue_errors_total", "Handler calls that failed or panicked."),
+		panics:    counter("ringfire_workqueue_panics_total", "Handler calls that panicked."),
+		retries:   counter("workqueue_retries_total", "Failed requests scheduled for a retry."),
+		giveUps:   counter("ringfire_workqueue_give_ups_total", "Requests given up after the last retry failed."),
+		coalesced: counter("ringfire_workqueue_coalesced_total", "Requests merged into an equal queued request."),
+		drops: prometheus.NewCounterVec(prometheus.CounterOpts(opts("ringfire_workqueue_dropped_total",
+			"Requests dropped unhandled, by reason: not_owned (its slot is not held here), slot_lost, stopped.")), []string{"reason"}),
+	}
+	m.dropsBy = make(map[string]prometheus.Counter)
+	for _, reason := range []string{dropNotOwned, dropSlotLost, dropStopped} {
+		m.dropsBy[reason] = m.drops.WithLabelValues(reason)
+	}
+	return m
+}
+
+func (m *dispatchMetrics) dropped(reason string, n int) {
+	if n > 0 {
+		m.dropsBy[reason].Add(float64(n))
+	}
+}
+
+// register registers every metric, or none.
+func (m *dispatchMetrics) register(r prometheus.Registerer) error {
+	return promreg.Register(r, m.depth, m.inFlight, m.unfinished, m.longest, m.adds, m.queueLatency,
+		m.handlerDuration, m.errors, m.panics, m.retries, m.giveUps, m.coalesced, m.drops)
+}
+
+// busyWorkers holds, per worker, when its running handler started (Unix
+// nanoseconds), or 0 while it runs none. A worker writes only its own entry,
+// twice per handler call, without a lock; a scrape reads them all.
+type busyWorkers struct{ since []atomic.Int64 }
+
+func newBusyWorkers(workers int) *busyWorkers {
+	return &busyWorkers{since: make([]atomic.Int64, workers)}
+}
+
+func (b *busyWorkers) start(worker int, at time.Time) { b.since[worker].Store(at.UnixNano()) }
+func (b *busyWorkers) stop(worker int)                { b.since[worker].Store(0) }
+
+// running returns, at now, how long the running handlers have run, summed,
+// and the longest of them.
+func (b *busyWorkers) running(now time.Time) (sum, longest time.Duration) {
+	for i := range b.since {
+		if at := b.since[i].Load(); at != 0 {
+			d := max(now.Sub(time.Unix(0, at)), 0)
+			sum += d
+			longest = max(longest, d)
+		}
+	}
+	return sum, longest
+}
