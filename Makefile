@@ -24,8 +24,8 @@ dev: ## try ringfire: local control plane, fake nodes, 3 replicas, sample jobs (
 run: ## run one ringfire replica on an embedded etcd (a ring of one)
 	$(GO) run ./cmd/ringfire run
 
-tools: ## build the pinned e2e binaries (kube-apiserver, etcd, kwok, ...) into the cache
-	@e2e/tools/build.sh
+tools: ## build the pinned e2e binaries (kube-apiserver, etcd, kubectl, kwok, ...) into the cache, and fetch Prometheus
+	@e2e/tools/prometheus.sh "$$(e2e/tools/build.sh | tail -n 1)"
 
 .PHONY: crds
 crds: ## regenerate deploy/crds/ from the volcano.sh/apis types (controller-gen, then ringfire's CEL rules and defaults)

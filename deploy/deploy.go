@@ -1,10 +1,14 @@
-// Package deploy holds the manifests that run ringfire in a cluster: ringfire/ (namespace,
+// Package deploy holds the manifests that run ringfire in a cluster, as a kustomize base
+// (kustomization.yaml: `kubectl apply -k deploy/`) of two parts: ringfire/ (namespace,
 // least-privilege RBAC, headless Service, StatefulSet, PodDisruptionBudget) and etcd/ (the
-// ring's three-member etcd with TLS). The CRDs are in crds/, the monitoring in monitoring/.
+// ring's three-member etcd with TLS). The CRDs and admission policies are a kustomization of
+// their own in crds/ (package crds installs them for the tests), the ServiceMonitor, alerts and
+// Grafana dashboard are in monitoring/ (package monitoring), the overlays for common changes in
+// overlays/ and the pieces they share in components/; docs/operations.md tells how to use them.
 //
-// The package applies them too, for the tests and for `ringfire dev`: every end-to-end suite
-// runs its replicas as the ServiceAccount of ringfire/10-rbac.yaml (ServiceAccountConfig), so
-// a permission the code needs and the ClusterRole lacks fails the tests.
+// The package applies the manifests too, for the tests and for `ringfire dev`: every end-to-end
+// suite runs its replicas as the ServiceAccount of ringfire/10-rbac.yaml (ServiceAccountConfig),
+// so a permission the code needs and the ClusterRole lacks fails the tests.
 package deploy
 
 import (
@@ -44,7 +48,9 @@ const (
 //go:embed ringfire/*.yaml etcd/*.yaml
 var manifests embed.FS
 
-// Objects decodes the manifests of dir ("ringfire" or "etcd"), in file order.
+// Objects decodes the manifests of dir ("ringfire" or "etcd"), in file order, as they are
+// written: without what an overlay would change, and without the directory's
+// kustomization.yaml, which is kustomize's index of them and no object.
 func Objects(dir string) ([]*unstructured.Unstructured, error) {
 	entries, err := fs.ReadDir(manifests, dir)
 	if err != nil {
@@ -52,6 +58,9 @@ func Objects(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var out []*unstructured.Unstructured
 	for _, e := range entries {
+		if e.Name() == "kustomization.yaml" {
+			continue
+		}
 		name := path.Join(dir, e.Name())
 		data, err := manifests.ReadFile(name)
 		if err != nil {

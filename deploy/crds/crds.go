@@ -247,6 +247,9 @@ func load() (crds, others []*unstructured.Unstructured, err error) {
 		return nil, nil, err
 	}
 	for _, e := range entries {
+		if e.Name() == "kustomization.yaml" { // kustomize's index of the files, for kubectl apply -k
+			continue
+		}
 		data, err := manifests.ReadFile(e.Name())
 		if err != nil {
 			return nil, nil, err

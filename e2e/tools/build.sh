@@ -21,10 +21,11 @@ declare -A tool_pkgs=(
 	[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
 	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
 	[kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+	[kubectl]=k8s.io/kubernetes/cmd/kubectl
 	[kwok]=sigs.k8s.io/kwok/cmd/kwok
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 )
-all_tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok controller-gen)
+all_tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok controller-gen)
 
 log() { echo "build.sh: $*" >&2; }
 
@@ -76,7 +77,7 @@ kube_ldflags() {
 
 ldflags_for() {
 	case "$1" in
-	kube-apiserver | kube-controller-manager | kube-scheduler) kube_ldflags ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) kube_ldflags ;;
 	*) echo "-s -w" ;;
 	esac
 }
