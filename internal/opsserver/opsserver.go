@@ -4,7 +4,6 @@ package opsserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -54,14 +53,9 @@ func ServeListener(ctx context.Context, ln net.Listener, cfg Config) error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(cfg.Status())
-	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		renderStatus(w, cfg.Status())
-	})
+	page := newStatusPage(cfg)
+	mux.HandleFunc("GET /status.json", page.serveJSON)
+	mux.HandleFunc("GET /{$}", page.serveHTML)
 	if cfg.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
