@@ -19,6 +19,7 @@ type page struct {
 	unowned     int            // cells marked unowned
 	toFills     map[string]int // fill colour → inner marks of the assignee
 	moved       int            // moved marks
+	movedByFill map[string]int // fill colour → moved marks on cells of it
 	here        int            // cells marked as held by this replica
 	moving      string         // the number (or "settled") at the ring's centre
 	waiting     string         // the not-ready banner's text
@@ -34,7 +35,8 @@ func readPage(t testing.TB, body []byte) page {
 		t.Fatalf("status page is not HTML: %v", err)
 	}
 	p := page{legend: map[string]string{}, held: map[string]string{}, cellsByFill: map[string]int{},
-		toFills: map[string]int{}, controllers: map[string][]string{}, phases: map[string]string{}}
+		toFills: map[string]int{}, movedByFill: map[string]int{}, controllers: map[string][]string{}, phases: map[string]string{}}
+	lastFill := "" // of the last slot cell: a moved mark follows its cell
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		if n.Type == html.ElementNode {
@@ -43,7 +45,8 @@ func readPage(t testing.TB, body []byte) page {
 			switch {
 			case n.Data == "path" && attr(n, "data-slot") != "":
 				p.cells++
-				p.cellsByFill[attr(n, "fill")]++
+				lastFill = attr(n, "fill")
+				p.cellsByFill[lastFill]++
 				if has("handover") {
 					p.handover++
 				}
@@ -57,6 +60,7 @@ func readPage(t testing.TB, body []byte) page {
 				p.toFills[attr(n, "fill")]++
 			case n.Data == "circle" && has("moved"):
 				p.moved++
+				p.movedByFill[lastFill]++
 			case attr(n, "id") == "moving":
 				p.moving = text(n)
 			case attr(n, "id") == "waiting":
