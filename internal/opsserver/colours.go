@@ -18,10 +18,8 @@ var palette = []string{
 	"#edc948", // yellow
 	"#9c755f", // brown
 	"#ff9da7", // pink
-	"#2f4b7c", // navy
-	"#a0cbe8", // light blue
-	"#8cd17d", // light green
-	"#d4a6c8", // lilac
+	"#6b6ecf", // periwinkle
+	"#b5cf6b", // lime
 }
 
 // memberColours gives each id a palette colour: its hash's, or when an id

@@ -44,8 +44,9 @@ svg.ring text.moving{fill:#d9480f}
 </style>
 <script>
 // Refresh the page in place every two seconds; say so when the replica
-// stops answering, and keep the last page seen.
+// stops answering, and keep the last page seen. A saved copy stays as saved.
 addEventListener("DOMContentLoaded", function () {
+  if (location.protocol === "file:") return;
   var last = new Date();
   setInterval(function () {
     fetch(location.pathname, {cache: "no-store"}).then(function (r) {
