@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,27 +78,19 @@ func startMember(t *testing.T, endpoint, id string, drainer shard.Drainer) *shar
 	return m
 }
 
-// servePage serves m's ops server on a free port until the test ends and
-// returns the page's URL.
+// servePage serves m's status page until the test ends and returns its
+// URL.
 func servePage(t *testing.T, m *shard.Manager) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	ready := func() error {
 		if !m.Ready() {
 			return errors.New("not a member of the ring yet")
 		}
 		return nil
 	}
-	go func() {
-		done <- ServeListener(ctx, ln, Config{Gatherer: prometheus.NewRegistry(), Status: m.Status, Ready: ready})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String() + "/"
+	srv := httptest.NewServer(http.HandlerFunc(newStatusPage(Config{Gatherer: prometheus.NewRegistry(), Status: m.Status, Ready: ready}).serveHTML))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
 }
 
 // waitPage reads the page every 100ms until ok accepts it, for at most

@@ -2,12 +2,11 @@ package opsserver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
@@ -242,18 +241,11 @@ func TestMemberColoursStableAndDistinct(t *testing.T) {
 // level as before.
 func TestStatusJSON(t *testing.T) {
 	st, handover, _, _ := handoverStatus()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- ServeListener(ctx, ln, Config{Gatherer: prometheus.NewRegistry(), Status: func() shard.Status { return st },
-			Ready: func() error { return errors.New("fenced") }})
-	}()
-	defer func() { cancel(); <-done }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/status.json")
+	page := newStatusPage(Config{Gatherer: prometheus.NewRegistry(), Status: func() shard.Status { return st },
+		Ready: func() error { return errors.New("fenced") }})
+	srv := httptest.NewServer(http.HandlerFunc(page.serveJSON))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/status.json")
 	if err != nil {
 		t.Fatal(err)
 	}
