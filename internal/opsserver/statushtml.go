@@ -86,11 +86,11 @@ addEventListener("DOMContentLoaded", function () {
 {{if .Cells}}<text y="{{if .Moving}}62{{else}}34{{end}}">{{len .Moved}} moved in the last {{.MovedWithin}}</text>{{end}}
 </svg>
 <div class="key">
-<span><svg width="14" height="14"><rect x=".5" y=".5" width="13" height="13" fill="#4e79a7" stroke="#212529"/><rect x=".5" y="8" width="13" height="5.5" fill="#f28e2b"/></svg>being handed over: holder outside, assignee inside</span>
-<span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#fff0f0" stroke="#e03131" stroke-width="1.5"/><rect x="1.7" y="8" width="10.6" height="4.3" fill="#f28e2b"/></svg>unowned</span>
-<span><svg width="14" height="14"><rect width="14" height="14" fill="#59a14f"/><circle cx="7" cy="7" r="2" fill="#111"/></svg>moved in the last {{.MovedWithin}}</span>
-<span><svg width="14" height="14"><rect y="5" width="6" height="9" fill="#b07aa1"/><rect x="8" width="6" height="14" fill="#b07aa1"/></svg>raised: held by this replica</span>
-<span>slot 0 at the top of the outer lane, clockwise</span>
+<span><svg width="14" height="14"><rect x=".5" y=".5" width="13" height="13" fill="#868e96" stroke="#212529"/><rect x=".5" y="8" width="13" height="5.5" fill="#dee2e6"/></svg>being handed over: holder's colour outside, assignee's inside</span>
+<span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#fff0f0" stroke="#e03131" stroke-width="1.5"/><rect x="1.7" y="8" width="10.6" height="4.3" fill="#dee2e6"/></svg>unowned</span>
+<span><svg width="14" height="14"><rect width="14" height="14" fill="#868e96"/><circle cx="7" cy="7" r="2" fill="#111"/></svg>moved in the last {{.MovedWithin}}</span>
+<span><svg width="14" height="14"><rect y="5" width="6" height="9" fill="#868e96"/><rect x="8" width="6" height="14" fill="#868e96"/></svg>raised: held by this replica</span>
+<span>slot 0 at the top of the outer lane, then clockwise lane by lane</span>
 </div>
 </div>
 <div class="side">
