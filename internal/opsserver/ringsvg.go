@@ -59,15 +59,16 @@ func ringCells(rep statusReport, colours map[string]string) []cell {
 	}
 	cells := make([]cell, st.Slots)
 	for s := range st.Slots {
+		holder, assignee := st.Holders[s], assigneeOf(st, s)
+		here := holder != "" && holder == st.ID
 		lane, pos := s/per, s%per
 		rOut := ringOuter - float64(lane)*(thick+laneGap)
 		rIn := rOut - thick
-		if holder := st.Holders[s]; holder == "" || holder != st.ID {
+		if !here {
 			rOut -= raise // the cells held here stand out
 		}
 		a0 := 2 * math.Pi * float64(pos) / float64(per)
 		a1 := 2 * math.Pi * float64(pos+1) / float64(per)
-		holder, assignee := st.Holders[s], assigneeOf(st, s)
 		c := cell{Slot: s, Fill: colours[holder], Class: "held"}
 		switch {
 		case holder == "":
@@ -83,7 +84,7 @@ func ringCells(rep statusReport, colours map[string]string) []cell {
 		if c.Class != "held" && assignee != "" {
 			c.To, c.ToFill = sector(rIn, rIn+thick*0.45, a0, a1), colours[assignee]
 		}
-		if holder == st.ID && holder != "" {
+		if here {
 			c.Class += " here"
 		}
 		if moved[s] {
