@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance sidebyside
+.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance sidebyside screenshot
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ sidebyside: tools ## the same Jobs under real Volcano and under ringfire, compar
 	mkdir -p .ringfire
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 SIDEBYSIDE_REPORT="$${SIDEBYSIDE_REPORT:-$(CURDIR)/.ringfire/sidebyside.md}" \
 		$(GO) test -race -count=1 -timeout 30m -run TestSideBySide -v ./e2e/sidebyside/
+
+screenshot: ## docs/status-page.png: a replica's status page mid-handover on a dev cluster, by headless Chromium (apt-get installs Debian's chromium when missing)
+	$(GO) run ./hack/screenshot -out docs/status-page.png
 
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')

@@ -21,4 +21,6 @@
 //   - dispatcher.go: the Dispatcher, per-key ordered workers over owned slots.
 //   - guard.go: CheckOwner, the check every controller makes before a write.
 //   - snapshot.go: the whole ring read at one revision, for operators.
+//   - ringview.go: every slot's holder and assignee as this replica sees
+//     them, copied into Status on request.
 package shard

@@ -28,6 +28,17 @@ type keyHolder struct {
 	// Created is the key's create revision: the revision of the create
 	// transaction that put it, the epoch its creator holds the slot with.
 	Created int64
+	// Holder is the member id the key names (its value), for the status
+	// page; the protocol goes by Lease.
+	Holder string
+}
+
+// holderID is the member holding the slot, "" when it is free.
+func (k keyHolder) holderID() string {
+	if k.Lease == 0 {
+		return ""
+	}
+	return k.Holder
 }
 
 // situation is everything decideHandover looks at.

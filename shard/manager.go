@@ -106,6 +106,7 @@ type Manager struct {
 
 	statusMu sync.Mutex
 	status   Status
+	view     atomic.Pointer[ringView] // set by Run once the slot count is known
 }
 
 // heldSlot is a slot this replica holds.
@@ -128,6 +129,16 @@ type Status struct {
 	Assigned int   // slots the assignment gives this replica
 	Orphaned int   // slots no member holds
 	Revision int64 // etcd revision of the member view
+	// Holders is the member holding each slot, "" when it is free; nil
+	// until the slot keys have been read. A holder may have left the member
+	// set already and still be draining.
+	Holders []string
+	// Assignment is the member the assignment gives each slot to; nil until
+	// the first member view. Where it differs from Holders, the slot is
+	// being handed over (or is free).
+	Assignment []string
+	// Moved are the slots whose holder changed within MovedWithin, sorted.
+	Moved []int
 }
 
 // NewManager validates cfg and returns a Manager; AddDrainer and AddListener
@@ -189,12 +200,16 @@ func (m *Manager) Epoch(slot int) (int64, bool) {
 // Ready reports whether this replica is a live member that has read the ring.
 func (m *Manager) Ready() bool { return m.ready.Load() }
 
-// Status returns the latest view of the ring.
+// Status returns the latest view of the ring. It copies every slot's holder
+// and assignee: a status page's request pays for it, not every ring event.
 func (m *Manager) Status() Status {
 	m.statusMu.Lock()
-	defer m.statusMu.Unlock()
 	st := m.status
+	m.statusMu.Unlock()
 	st.Members, st.Held = slices.Clone(st.Members), slices.Clone(st.Held)
+	if v := m.view.Load(); v != nil {
+		v.fill(&st, time.Now())
+	}
 	return st
 }
 
@@ -221,6 +236,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	table := make([]atomic.Pointer[heldSlot], slots)
 	m.table.Store(&table)
+	m.view.Store(newRingView(slots))
 	m.slots.Store(int64(slots))
 	for ctx.Err() == nil {
 		sess, err := m.cfg.Member.Session(ctx)
@@ -240,7 +256,7 @@ func (m *Manager) newTenure(sess *membership.Session) *tenure {
 		id: sess.ID, lease: sess.Lease, ctx: sess.Context(), slots: m.Slots(),
 		store: m.store, table: *m.table.Load(),
 		drainTimeout: m.cfg.DrainTimeout, timings: m.cfg.Timings,
-		drain: m.drain, listeners: m.listeners, report: m.report,
+		drain: m.drain, listeners: m.listeners, report: m.report, view: m.view.Load(),
 		log: m.log, metrics: m.metrics,
 		holders:    map[int]keyHolder{},
 		freeSince:  map[int]time.Time{},

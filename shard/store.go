@@ -26,7 +26,7 @@ type ringStore interface {
 	// only if every one of them exists under lease. deleted reports whether
 	// it did.
 	DeleteSlots(ctx context.Context, slots []int, lease clientv3.LeaseID) (deleted bool, err error)
-	// FollowHolders sends the lease and create revision of every slot key
+	// FollowHolders sends the lease, create revision and value of every slot key
 	// to out until ctx is done: all keys (reset), then each watch response's
 	// changes, and all keys again whenever the watch breaks.
 	FollowHolders(ctx context.Context, slots int, out chan<- holderUpdate)
@@ -111,7 +111,7 @@ func (e *etcdStore) FollowHolders(ctx context.Context, slots int, out chan<- hol
 			u := holderUpdate{reset: true, holders: map[int]keyHolder{}}
 			for _, kv := range kvs {
 				if s, ok := parseSlotKey(e.prefix, string(kv.Key), slots); ok {
-					u.holders[s] = keyHolder{Lease: clientv3.LeaseID(kv.Lease), Created: kv.CreateRevision}
+					u.holders[s] = keyHolder{Lease: clientv3.LeaseID(kv.Lease), Created: kv.CreateRevision, Holder: string(kv.Value)}
 				}
 			}
 			return send(u)
@@ -123,7 +123,7 @@ func (e *etcdStore) FollowHolders(ctx context.Context, slots int, out chan<- hol
 					if ev.Type == clientv3.EventTypeDelete {
 						u.holders[s] = keyHolder{}
 					} else {
-						u.holders[s] = keyHolder{Lease: clientv3.LeaseID(ev.Kv.Lease), Created: ev.Kv.CreateRevision}
+						u.holders[s] = keyHolder{Lease: clientv3.LeaseID(ev.Kv.Lease), Created: ev.Kv.CreateRevision, Holder: string(ev.Kv.Value)}
 					}
 				}
 			}

@@ -102,15 +102,15 @@ func TestEtcdStoreFollowsHolders(t *testing.T) {
 			return holderUpdate{}
 		}
 	}
-	if u := next(); !u.reset || len(u.holders) != 1 || u.holders[1] != (keyHolder{Lease: g.ID, Created: created1}) {
-		t.Fatalf("first update %+v, want a reset with slot 1 under %x, created at %d", u, g.ID, created1)
+	if u := next(); !u.reset || len(u.holders) != 1 || u.holders[1] != (keyHolder{Lease: g.ID, Created: created1, Holder: "me"}) {
+		t.Fatalf("first update %+v, want a reset with slot 1 held by me under %x, created at %d", u, g.ID, created1)
 	}
 	put, err := client.Put(ctx, slotKey("/storetest", 2), "me", clientv3.WithLease(g.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := next(); u.reset || len(u.holders) != 1 || u.holders[2] != (keyHolder{Lease: g.ID, Created: put.Header.Revision}) {
-		t.Fatalf("update %+v, want slot 2 under %x, created at %d", u, g.ID, put.Header.Revision)
+	if u := next(); u.reset || len(u.holders) != 1 || u.holders[2] != (keyHolder{Lease: g.ID, Created: put.Header.Revision, Holder: "me"}) {
+		t.Fatalf("update %+v, want slot 2 held by me under %x, created at %d", u, g.ID, put.Header.Revision)
 	}
 	if _, err := client.Delete(ctx, slotKey("/storetest", 1)); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ type tenure struct {
 	drain        func(ctx context.Context, slots []int) bool // every Drainer
 	listeners    []Listener
 	report       func(st Status, ready bool)
+	view         *ringView // the Manager's: every slot's holder and assignee, for Status
 	log          hclog.Logger
 	metrics      *managerMetrics
 
@@ -103,6 +104,7 @@ func (t *tenure) setView(v membership.View) {
 	ids := v.IDs()
 	if t.assignment == nil || !slices.Equal(ids, t.members) {
 		t.assignment = Assign(ids, t.slots)
+		t.view.setAssignment(t.assignment)
 		t.log.Info("member set changed", "members", ids, "revision", v.Revision,
 			"assigned_here", Counts(t.assignment)[t.id])
 	}
@@ -116,6 +118,7 @@ func (t *tenure) setView(v membership.View) {
 // whose acquire has not answered, or never will.
 func (t *tenure) applyHolders(u holderUpdate) {
 	now := time.Now()
+	t.view.applyHolders(u, now)
 	if u.reset {
 		t.holders = map[int]keyHolder{}
 		t.holdersOK = true

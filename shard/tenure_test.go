@@ -133,7 +133,7 @@ func testTenure(t *testing.T, store ringStore, slots int, rec *recorder) *tenure
 		id: "me", lease: testLease, ctx: ctx, slots: slots,
 		store: store, table: make([]atomic.Pointer[heldSlot], slots),
 		drainTimeout: time.Second, timings: DefaultTimings(),
-		drain: rec.Drain, listeners: []Listener{rec}, report: func(Status, bool) {},
+		drain: rec.Drain, listeners: []Listener{rec}, report: func(Status, bool) {}, view: newRingView(slots),
 		log: hclog.NewNullLogger(), metrics: noMetrics(t),
 		holders: map[int]keyHolder{}, freeSince: map[int]time.Time{}, acquiring: map[int]bool{},
 		discarding: map[int]int64{}, deleted: map[int]int64{},

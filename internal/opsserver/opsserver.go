@@ -8,7 +8,6 @@ package opsserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -129,14 +128,9 @@ func serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
 func metricsMux(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(cfg.Status())
-	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		renderStatus(w, cfg.Status())
-	})
+	page := newStatusPage(cfg)
+	mux.HandleFunc("GET /status.json", page.serveJSON)
+	mux.HandleFunc("GET /{$}", page.serveHTML)
 	return mux
 }
 

@@ -1,57 +1,189 @@
 package opsserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
-	"math"
+	"net/http"
+	"slices"
+	"time"
 
 	"github.com/ringfire/ringfire/shard"
 )
 
-// The status page draws the ring: one dot per slot around a circle, filled
-// where this replica holds the slot.
-var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>ringfire {{.ID}}</title>
-<meta http-equiv="refresh" content="2">
-<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 10px;text-align:left}</style></head>
-<body><h1>ringfire replica {{.ID}}</h1>
-<table><tr><th>slots</th><td>{{.Slots}}</td></tr>
-<tr><th>held here</th><td>{{len .Held}}</td></tr>
-<tr><th>assigned here</th><td>{{.Assigned}}</td></tr>
-<tr><th>orphaned in the ring</th><td>{{.Orphaned}}</td></tr>
-<tr><th>members</th><td>{{range .Members}}{{.}} {{end}}</td></tr>
-<tr><th>member view revision</th><td>{{.Revision}}</td></tr></table>
-<svg width="420" height="420" viewBox="-210 -210 420 420">
-<circle r="190" fill="none" stroke="#ccc"/>
-{{range .Dots}}<circle cx="{{.X}}" cy="{{.Y}}" r="{{.R}}" fill="{{.Fill}}"/>{{end}}
-</svg></body></html>`))
-
-type dot struct {
-	X, Y, R float64
-	Fill    string
+// statusReport is what the status page draws and /status.json carries: the
+// ring as this replica sees it, its readiness, and the work of its
+// controllers.
+type statusReport struct {
+	// shard.Status is embedded so that its fields stay at the top level of
+	// /status.json, where readers of earlier versions find them.
+	shard.Status
+	Ready    bool
+	NotReady string `json:",omitempty"` // what the replica waits for, from the Ready func
+	// Legend has a line per member, and per holder that is no member any
+	// more (it left and is still draining).
+	Legend []memberLine
+	// Handover are the slots held by one member and assigned to another;
+	// Unowned the slots no member holds. Both are empty until the holders
+	// are known (Status.Holders).
+	Handover, Unowned []int
+	Controllers       []controllerWork
+	// RateWindowSeconds is the span the controllers' PerSecond rates cover.
+	RateWindowSeconds float64 `json:",omitempty"`
+	// Jobs are the Jobs of the slots held here by phase, over all queues;
+	// JobsMetric says whether the registry has the Jobs gauge at all.
+	Jobs       []phaseCount
+	JobsMetric bool
+	Time       time.Time
 }
 
-func renderStatus(w io.Writer, st shard.Status) {
-	held := make(map[int]bool, len(st.Held))
-	for _, s := range st.Held {
-		held[s] = true
+// memberLine is one line of the page's legend.
+type memberLine struct {
+	ID       string
+	Colour   string
+	Held     int
+	Assigned int
+	Member   bool // in the member set; false for a holder that has left
+	This     bool // this replica
+}
+
+// buildReport puts a Status, the readiness and the work together.
+func buildReport(st shard.Status, readyErr error, work workSample, window time.Duration) statusReport {
+	rep := statusReport{Status: st, Ready: readyErr == nil, Controllers: work.controllers,
+		Jobs: work.jobs, JobsMetric: work.jobsKnown, Time: work.at}
+	if readyErr != nil {
+		rep.NotReady = readyErr.Error()
 	}
-	dots := make([]dot, 0, st.Slots)
-	r := math.Max(0.6, math.Min(4, 600/float64(max(st.Slots, 1))))
-	for s := range st.Slots {
-		a := 2*math.Pi*float64(s)/float64(st.Slots) - math.Pi/2
-		fill := "#ddd"
-		if held[s] {
-			fill = "#d9480f"
+	if window > 0 {
+		rep.RateWindowSeconds = window.Seconds()
+	}
+	for s, h := range st.Holders {
+		switch a := assigneeOf(st, s); {
+		case h == "":
+			rep.Unowned = append(rep.Unowned, s)
+		case a != h:
+			rep.Handover = append(rep.Handover, s)
 		}
-		dots = append(dots, dot{X: 190 * math.Cos(a), Y: 190 * math.Sin(a), R: r, Fill: fill})
 	}
-	data := struct {
-		shard.Status
-		Dots []dot
-	}{st, dots}
-	if err := statusPage.Execute(w, data); err != nil {
+	rep.Legend = legend(st)
+	return rep
+}
+
+// legend lists the members in order, then holders that are no members, each
+// with the slots it holds and the slots the assignment gives it.
+func legend(st shard.Status) []memberLine {
+	var ids []string
+	ids = append(ids, st.Members...)
+	for _, h := range st.Holders {
+		if h != "" && !slices.Contains(ids, h) {
+			ids = append(ids, h)
+		}
+	}
+	if st.ID != "" && !slices.Contains(ids, st.ID) {
+		ids = append(ids, st.ID)
+	}
+	colours := memberColours(ids)
+	lines := make([]memberLine, len(ids))
+	index := make(map[string]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
+		lines[i] = memberLine{ID: id, Colour: colours[id], Member: slices.Contains(st.Members, id), This: id == st.ID}
+	}
+	for _, h := range st.Holders {
+		if h != "" {
+			lines[index[h]].Held++
+		}
+	}
+	if st.Holders == nil && st.ID != "" {
+		lines[index[st.ID]].Held = len(st.Held)
+	}
+	for _, a := range st.Assignment {
+		if i, ok := index[a]; ok {
+			lines[i].Assigned++
+		}
+	}
+	return lines
+}
+
+// statusPage serves / and /status.json.
+type statusPage struct {
+	status func() shard.Status
+	ready  Readiness
+	rates  workRates
+}
+
+func newStatusPage(cfg Config) *statusPage {
+	return &statusPage{status: cfg.Status, ready: cfg.Ready, rates: workRates{gatherer: cfg.Gatherer}}
+}
+
+func (p *statusPage) report() statusReport {
+	var st shard.Status
+	if p.status != nil {
+		st = p.status()
+	}
+	var readyErr error
+	if p.ready != nil {
+		readyErr = p.ready()
+	}
+	work, window := p.rates.sample(time.Now())
+	return buildReport(st, readyErr, work, window)
+}
+
+func (p *statusPage) serveJSON(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(p.report())
+}
+
+func (p *statusPage) serveHTML(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	renderStatus(w, p.report())
+}
+
+// renderStatus writes the status page of rep.
+func renderStatus(w io.Writer, rep statusReport) {
+	colours := map[string]string{}
+	for _, l := range rep.Legend {
+		colours[l.ID] = l.Colour
+	}
+	maxJobs := 0
+	for _, j := range rep.Jobs {
+		maxJobs = max(maxJobs, j.Jobs)
+	}
+	maxSlots := 1
+	for _, l := range rep.Legend {
+		maxSlots = max(maxSlots, l.Held, l.Assigned)
+	}
+	data := pageData{statusReport: rep, Cells: ringCells(rep, colours), MaxJobs: max(maxJobs, 1),
+		MaxSlots: maxSlots, Moving: len(rep.Handover) + len(rep.Unowned), MovedWithin: shard.MovedWithin.String()}
+	if err := statusTemplate.Execute(w, data); err != nil {
 		fmt.Fprintf(w, "status page: %v", err)
 	}
 }
+
+// pageData is what the template sees.
+type pageData struct {
+	statusReport
+	Cells       []cell
+	MaxJobs     int // the longest bar of Jobs by phase
+	MaxSlots    int // the longest bar of the legend
+	Moving      int // slots being handed over or unowned
+	MovedWithin string
+}
+
+var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
+	"pct": func(n, of int) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(max(of, 1))) },
+	"num": func(f float64) string {
+		if f == float64(int64(f)) {
+			return fmt.Sprintf("%d", int64(f))
+		}
+		return fmt.Sprintf("%.1f", f)
+	},
+	"rate": func(f *float64) string {
+		if f == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", *f)
+	},
+}).Parse(statusHTML))
