@@ -39,10 +39,7 @@ test: tools lint ## the whole suite under -race, as CI runs it
 	$(GO) test $(TESTFLAGS) -exec /bin/true $(PKGS) >/dev/null # build every test binary, in parallel
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 e2e/run-suite.sh $(TESTFLAGS) -- $(PKGS) # one package at a time, the CronJob suite beside them
 	@if [ -n "$$VOLCANO_BIN" ] || [ -x ../shared/volcano/unpack.sh ]; then \
-		echo "Volcano's jobp suite and the quick cronjob specs against ringfire (the part of make conformance that CI runs)"; \
-		RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" CONFORMANCE_FLAKE_ATTEMPTS=2 \
-			CONFORMANCE_FOCUS_cronjob='basic cronjob|many miss schedule|remove finished job' \
-			CONFORMANCE_OUT="$(CURDIR)/.ringfire/conformance-ci" e2e/conformance/run.sh jobp cronjob; \
+		RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" e2e/conformance/ci.sh; \
 	else echo "no Volcano binaries (VOLCANO_BIN, ../shared/volcano): Volcano's suites not run"; fi
 
 bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, allocation
