@@ -17,12 +17,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
-	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/e2e/standin"
@@ -43,18 +41,9 @@ const (
 func TestRunningReplicasExposeTheContract(t *testing.T) {
 	log := hclog.New(&hclog.LoggerOptions{Name: "metricstest", Level: hclog.Warn, Output: os.Stderr})
 	cl := cluster.StartForTest(t, cluster.Options{Nodes: 2, Logger: log.Named("cluster")})
+	_, vc := standin.StartForTest(t, cl, 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := crds.Install(ctx, cl.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 200, 200
-	kube, vc := kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg)
-	standinCtx, stopStandin := context.WithCancel(ctx)
-	standinDone := make(chan struct{})
-	go func() { defer close(standinDone); standin.Run(standinCtx, kube, vc, cl.NodeNames()) }()
-	defer func() { stopStandin(); <-standinDone }()
 
 	ring := localetcd.StartForTest(t)
 	args := procs.Args{

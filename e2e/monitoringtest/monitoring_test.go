@@ -18,11 +18,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/deploy"
-	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/deploy/monitoring"
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/procs"
@@ -62,19 +59,9 @@ func TestAlertsAndDashboardOnALiveRing(t *testing.T) {
 	}
 	bin := procs.Build(t)
 	cl := cluster.StartForTest(t, cluster.Options{Nodes: 4})
+	_, vc := standin.StartForTest(t, cl, 200)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	installCtx, installed := context.WithTimeout(ctx, time.Minute)
-	defer installed()
-	if err := crds.Install(installCtx, cl.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 200, 200
-	kube, vc := kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg)
-	standinDone := make(chan struct{})
-	go func() { defer close(standinDone); standin.Run(ctx, kube, vc, cl.NodeNames()) }()
-	t.Cleanup(func() { cancel(); <-standinDone })
 
 	ring := localetcd.StartForTest(t)
 	args := procs.Args{
