@@ -1,0 +1,266 @@
+package jobtest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/job/build"
+	"github.com/ringfire/ringfire/controllers/job/plugins"
+	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// ringSlots is the slot count of the stack's ring.
+const ringSlots = 256
+
+// made is an object the test made as vc-controller-manager would: kind, name and UID.
+type made struct {
+	kind, name string
+	uid        types.UID
+}
+
+// A Job that vc-controller-manager started (its PodGroup, the svc and ssh plugins' Service,
+// ConfigMap, NetworkPolicy and Secret, and its pods, all without the slot label) is taken
+// over by three ringfire replicas started afterwards: they label every object with the Job's
+// slot, create no pod, delete nothing, and run the Job to Completed.
+func TestAdoptsWhatVolcanoMade(t *testing.T) {
+	s := stack.Start(t, stack.Options{NoReplicas: true, StandIn: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const name = "adopted"
+	job := vcjob.New(ns, name, vcjob.Task("master", 1, "25s", ""), vcjob.Task("worker", 2, "25s", ""))
+	job.Spec.Plugins = map[string][]string{"svc": nil, "ssh": nil, "env": nil}
+	state.Defaults(job)
+	job = vcjob.Create(t, s.Volcano, job)
+	objs := startAsVolcano(ctx, t, s, job)
+
+	// The pods run (the stand-in bound them, KWOK runs them); the Job is Running, as
+	// vc-controller-manager would have written it.
+	waitRunning(ctx, t, s, name, 3)
+	setRunning(ctx, t, s, name, 3)
+
+	for i := range 3 {
+		s.StartReplica(fmt.Sprintf("r%d", i))
+	}
+	s.WaitRing(60 * time.Second)
+
+	got := s.WaitPhase(ns, name, 120*time.Second, batch.Completed)
+	if got.Status.Succeeded != 3 {
+		t.Errorf("succeeded %d, want 3\n%s", got.Status.Succeeded, s.Describe(ns, name))
+	}
+
+	// No pod created (nor any other object of the Job's: every one existed), no create refused.
+	owned := map[string]bool{"pods": true, "podgroups": true, "services": true, "configmaps": true,
+		"secrets": true, "networkpolicies": true, "persistentvolumeclaims": true}
+	for _, w := range s.Writes() {
+		parts := strings.Split(w, "/")
+		if strings.HasPrefix(w, "POST ") && strings.Contains(w, "/namespaces/"+ns+"/") && owned[parts[len(parts)-1]] {
+			t.Errorf("a replica created an object the Job had already: %s", w)
+		}
+	}
+	if refused := s.RefusedCreates(); len(refused) > 0 {
+		t.Errorf("creates refused as AlreadyExists: %v", refused)
+	}
+
+	// Every object made before is still there, the same object, with the Job's slot label.
+	slot := strconv.Itoa(shard.SlotOf(ns+"/"+name, ringSlots))
+	for _, o := range objs {
+		m, err := getMeta(ctx, s, o.kind, o.name)
+		if err != nil {
+			t.Errorf("%s %s made before the switch: %v", o.kind, o.name, err)
+			continue
+		}
+		if m.GetUID() != o.uid {
+			t.Errorf("%s %s was re-created (UID %s, made as %s)", o.kind, o.name, m.GetUID(), o.uid)
+		}
+		if got := m.GetLabels()[shard.SlotLabel]; got != slot {
+			t.Errorf("%s %s has slot label %q, want %q", o.kind, o.name, got, slot)
+		}
+	}
+	if pods := s.Pods(ns, name); len(pods) != 3 {
+		t.Errorf("%d pods, want the 3 made before the switch", len(pods))
+	}
+}
+
+// startAsVolcano makes what vc-controller-manager makes for a new Job, without the slot label
+// (ringfire's builders are Volcano's names, labels, annotations and owner references), and
+// returns what it made.
+func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batch.Job) []made {
+	t.Helper()
+	var out []made
+	unlabel := func(m metav1.Object) {
+		l := m.GetLabels()
+		delete(l, shard.SlotLabel)
+		m.SetLabels(l)
+	}
+	pg := build.PodGroup(job, 0, nil)
+	unlabel(pg)
+	pgGot, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, made{"PodGroup", pgGot.Name, pgGot.UID})
+
+	set, err := plugins.ForJob(job, plugins.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := set.OnJobAdd(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range append(changes.Create, changes.Apply...) {
+		unlabel(o)
+		var uid types.UID
+		var kind string
+		switch o := o.(type) {
+		case *corev1.Service:
+			kind = "Service"
+			got, err := s.Kube.CoreV1().Services(ns).Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid = got.UID
+		case *corev1.ConfigMap:
+			kind = "ConfigMap"
+			got, err := s.Kube.CoreV1().ConfigMaps(ns).Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid = got.UID
+		case *corev1.Secret:
+			kind = "Secret"
+			got, err := s.Kube.CoreV1().Secrets(ns).Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid = got.UID
+		case *networkingv1.NetworkPolicy:
+			kind = "NetworkPolicy"
+			got, err := s.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid = got.UID
+		default:
+			t.Fatalf("plugin object %T", o)
+		}
+		out = append(out, made{kind, o.GetName(), uid})
+	}
+	if len(out) != 5 {
+		t.Fatalf("made %d objects besides the pods, want the PodGroup and 4 of the plugins: %v", len(out), out)
+	}
+
+	for i := range job.Spec.Tasks {
+		task := &job.Spec.Tasks[i]
+		for index := range int(task.Replicas) {
+			pod := build.Pod(job, task, index, 0)
+			if err := set.OnPodCreate(pod, job); err != nil {
+				t.Fatal(err)
+			}
+			unlabel(pod)
+			got, err := s.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, made{"Pod", got.Name, got.UID})
+		}
+	}
+	return out
+}
+
+// waitRunning waits until n pods of the Job run.
+func waitRunning(ctx context.Context, t *testing.T, s *stack.Stack, name string, n int) {
+	t.Helper()
+	for {
+		running := 0
+		for _, p := range s.Pods(ns, name) {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d pods of %s running: %v", running, n, name, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// setRunning writes the status vc-controller-manager writes once n pods of the Job run.
+func setRunning(ctx context.Context, t *testing.T, s *stack.Stack, name string, n int32) {
+	t.Helper()
+	job, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	job.Status = batch.JobStatus{
+		State:        batch.JobState{Phase: batch.Running, LastTransitionTime: now},
+		MinAvailable: job.Spec.MinAvailable,
+		Running:      n,
+		TaskStatusCount: map[string]batch.TaskState{
+			"master": {Phase: map[corev1.PodPhase]int32{corev1.PodRunning: 1}},
+			"worker": {Phase: map[corev1.PodPhase]int32{corev1.PodRunning: n - 1}},
+		},
+		ControlledResources: map[string]string{"plugin-env": "env", "plugin-ssh": "ssh", "plugin-svc": "svc"},
+		Conditions: []batch.JobCondition{
+			{Status: batch.Pending, LastTransitionTime: &now},
+			{Status: batch.Running, LastTransitionTime: &now},
+		},
+	}
+	if _, err := s.Volcano.BatchV1alpha1().Jobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The stand-in writes the PodGroup too: read it again on a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, build.PodGroupName(job), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pg.Status.Phase = scheduling.PodGroupRunning
+		pg.Status.Running = n
+		_, err = s.Volcano.SchedulingV1beta1().PodGroups(ns).Update(ctx, pg, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getMeta reads the metadata of the object of kind named name.
+func getMeta(ctx context.Context, s *stack.Stack, kind, name string) (metav1.Object, error) {
+	get := metav1.GetOptions{}
+	switch kind {
+	case "PodGroup":
+		return s.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, get)
+	case "Service":
+		return s.Kube.CoreV1().Services(ns).Get(ctx, name, get)
+	case "ConfigMap":
+		return s.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, get)
+	case "Secret":
+		return s.Kube.CoreV1().Secrets(ns).Get(ctx, name, get)
+	case "NetworkPolicy":
+		return s.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, get)
+	default:
+		return s.Kube.CoreV1().Pods(ns).Get(ctx, name, get)
+	}
+}
