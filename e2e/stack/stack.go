@@ -39,7 +39,7 @@ import (
 
 // Options configures a Stack.
 type Options struct {
-	Replicas   int           // started at once; default 1
+	Replicas int // started at once; default 1
 	// NoReplicas starts none: the test starts them (StartReplica, then
 	// WaitRing) once it has set the cluster up.
 	NoReplicas bool
