@@ -3,8 +3,10 @@ package jobtest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -27,59 +30,99 @@ import (
 // ringSlots is the slot count of the stack's ring.
 const ringSlots = 256
 
-// made is an object the test made as vc-controller-manager would: kind, name and UID.
+// made is an object the test made as vc-controller-manager would: kind, name, UID and its
+// Job's name.
 type made struct {
 	kind, name string
 	uid        types.UID
+	job        string
 }
 
 // A Job that vc-controller-manager started (its PodGroup, the svc and ssh plugins' Service,
-// ConfigMap, NetworkPolicy and Secret, and its pods, all without the slot label) is taken
-// over by three ringfire replicas started afterwards: they label every object with the Job's
-// slot, create no pod, delete nothing, and run the Job to Completed.
+// ConfigMap, NetworkPolicy and Secret, and its pods, all without the slot label), and one it
+// was stopped in the middle of starting (its PodGroup and one of its two pods), are taken over
+// by three ringfire replicas started afterwards: they label every object with its Job's slot,
+// create only the missing pod, delete nothing, and run both Jobs to Completed.
 func TestAdoptsWhatVolcanoMade(t *testing.T) {
 	s := stack.Start(t, stack.Options{NoReplicas: true, StandIn: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	const name = "adopted"
+	const name, partial = "adopted", "partial"
 	job := vcjob.New(ns, name, vcjob.Task("master", 1, "25s", ""), vcjob.Task("worker", 2, "25s", ""))
 	job.Spec.Plugins = map[string][]string{"svc": nil, "ssh": nil, "env": nil}
 	state.Defaults(job)
 	job = vcjob.Create(t, s.Volcano, job)
-	objs := startAsVolcano(ctx, t, s, job)
+	objs := startAsVolcano(ctx, t, s, job, -1)
+	if len(objs) != 8 {
+		t.Fatalf("made %d objects, want the PodGroup, 4 of the plugins and 3 pods: %v", len(objs), objs)
+	}
+	half := vcjob.New(ns, partial, vcjob.Task("worker", 2, "25s", ""))
+	state.Defaults(half)
+	half = vcjob.Create(t, s.Volcano, half)
+	objs = append(objs, startAsVolcano(ctx, t, s, half, 1)...)
+	setPending(ctx, t, s, partial)
 
-	// The pods run (the stand-in bound them, KWOK runs them); the Job is Running, as
+	// The pods run (the stand-in bound them, KWOK runs them); the first Job is Running, as
 	// vc-controller-manager would have written it.
 	waitRunning(ctx, t, s, name, 3)
 	setRunning(ctx, t, s, name, 3)
+
+	// Every pod that comes to exist from now on, by name: its UIDs.
+	var mu sync.Mutex
+	uids := map[string]map[types.UID]bool{}
+	s.WatchPods(ns, func(_ watch.EventType, p *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		if uids[p.Name] == nil {
+			uids[p.Name] = map[types.UID]bool{}
+		}
+		uids[p.Name][p.UID] = true
+	})
 
 	for i := range 3 {
 		s.StartReplica(fmt.Sprintf("r%d", i))
 	}
 	s.WaitRing(60 * time.Second)
 
-	got := s.WaitPhase(ns, name, 120*time.Second, batch.Completed)
-	if got.Status.Succeeded != 3 {
-		t.Errorf("succeeded %d, want 3\n%s", got.Status.Succeeded, s.Describe(ns, name))
+	for _, j := range []struct {
+		name string
+		pods int32
+	}{{name, 3}, {partial, 2}} {
+		got := s.WaitPhase(ns, j.name, 120*time.Second, batch.Completed)
+		if got.Status.Succeeded != j.pods {
+			t.Errorf("%s: succeeded %d, want %d\n%s", j.name, got.Status.Succeeded, j.pods, s.Describe(ns, j.name))
+		}
 	}
 
-	// No pod created (nor any other object of the Job's: every one existed), no create refused.
+	// The one pod missing was created, once; every other pod is the one made before. No other
+	// object of the Jobs was created (every one existed), no create was refused.
+	mu.Lock()
+	for pod, seen := range uids {
+		if len(seen) != 1 {
+			t.Errorf("pod %s existed as %d objects, want 1", pod, len(seen))
+		}
+	}
+	mu.Unlock()
 	owned := map[string]bool{"pods": true, "podgroups": true, "services": true, "configmaps": true,
 		"secrets": true, "networkpolicies": true, "persistentvolumeclaims": true}
+	creates := map[string]int{}
 	for _, w := range s.Writes() {
 		parts := strings.Split(w, "/")
 		if strings.HasPrefix(w, "POST ") && strings.Contains(w, "/namespaces/"+ns+"/") && owned[parts[len(parts)-1]] {
-			t.Errorf("a replica created an object the Job had already: %s", w)
+			creates[parts[len(parts)-1]]++
 		}
+	}
+	if want := map[string]int{"pods": 1}; !maps.Equal(creates, want) {
+		t.Errorf("the replicas created %v, want only the missing pod (%v)", creates, want)
 	}
 	if refused := s.RefusedCreates(); len(refused) > 0 {
 		t.Errorf("creates refused as AlreadyExists: %v", refused)
 	}
 
-	// Every object made before is still there, the same object, with the Job's slot label.
-	slot := strconv.Itoa(shard.SlotOf(ns+"/"+name, ringSlots))
+	// Every object made before is still there, the same object, with its Job's slot label.
 	for _, o := range objs {
+		slot := strconv.Itoa(shard.SlotOf(ns+"/"+o.job, ringSlots))
 		m, err := getMeta(ctx, s, o.kind, o.name)
 		if err != nil {
 			t.Errorf("%s %s made before the switch: %v", o.kind, o.name, err)
@@ -93,14 +136,18 @@ func TestAdoptsWhatVolcanoMade(t *testing.T) {
 		}
 	}
 	if pods := s.Pods(ns, name); len(pods) != 3 {
-		t.Errorf("%d pods, want the 3 made before the switch", len(pods))
+		t.Errorf("%d pods of %s, want the 3 made before the switch", len(pods), name)
+	}
+	if pods := s.Pods(ns, partial); len(pods) != 2 {
+		t.Errorf("%d pods of %s, want 2", len(pods), partial)
 	}
 }
 
 // startAsVolcano makes what vc-controller-manager makes for a new Job, without the slot label
-// (ringfire's builders are Volcano's names, labels, annotations and owner references), and
+// (ringfire's builders are Volcano's names, labels, annotations and owner references): the
+// PodGroup, the plugins' objects and the first pods of each task (all when pods < 0). It
 // returns what it made.
-func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batch.Job) []made {
+func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batch.Job, pods int) []made {
 	t.Helper()
 	var out []made
 	unlabel := func(m metav1.Object) {
@@ -114,7 +161,7 @@ func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batc
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append(out, made{"PodGroup", pgGot.Name, pgGot.UID})
+	out = append(out, made{"PodGroup", pgGot.Name, pgGot.UID, job.Name})
 
 	set, err := plugins.ForJob(job, plugins.Env{})
 	if err != nil {
@@ -160,15 +207,16 @@ func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batc
 		default:
 			t.Fatalf("plugin object %T", o)
 		}
-		out = append(out, made{kind, o.GetName(), uid})
-	}
-	if len(out) != 5 {
-		t.Fatalf("made %d objects besides the pods, want the PodGroup and 4 of the plugins: %v", len(out), out)
+		out = append(out, made{kind, o.GetName(), uid, job.Name})
 	}
 
 	for i := range job.Spec.Tasks {
 		task := &job.Spec.Tasks[i]
-		for index := range int(task.Replicas) {
+		n := int(task.Replicas)
+		if pods >= 0 {
+			n = min(n, pods)
+		}
+		for index := range n {
 			pod := build.Pod(job, task, index, 0)
 			if err := set.OnPodCreate(pod, job); err != nil {
 				t.Fatal(err)
@@ -178,7 +226,7 @@ func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batc
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, made{"Pod", got.Name, got.UID})
+			out = append(out, made{"Pod", got.Name, got.UID, job.Name})
 		}
 	}
 	return out
@@ -242,6 +290,24 @@ func setRunning(ctx context.Context, t *testing.T, s *stack.Stack, name string, 
 		return err
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setPending writes the status vc-controller-manager writes once it has made a Job's PodGroup.
+func setPending(ctx context.Context, t *testing.T, s *stack.Stack, name string) {
+	t.Helper()
+	job, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	job.Status = batch.JobStatus{
+		State:        batch.JobState{Phase: batch.Pending, LastTransitionTime: now},
+		MinAvailable: job.Spec.MinAvailable,
+		Conditions:   []batch.JobCondition{{Status: batch.Pending, LastTransitionTime: &now}},
+	}
+	if _, err := s.Volcano.BatchV1alpha1().Jobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
