@@ -213,3 +213,60 @@ func TestAdoptSweepIsFenced(t *testing.T) {
 		}
 	}
 }
+
+// A gained slot is ready only once its adoption sweep is done, besides its lists; a sweep done
+// for an earlier gain of the slot does not make a later gain ready.
+func TestSlotReadyWaitsForAdoption(t *testing.T) {
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan []int, 8)
+	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(),
+		Metadata: metadatafake.NewSimpleMetadataClient(scheme), Slots: func() int { return testSlots },
+		SlotsReady: func(slots []int) { ready <- slots }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Not started: the test stands in for the lists and the adopter's loop.
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	listAll := func() {
+		for i := 0; i <= jobsBit; i++ {
+			c.listed(i, []int{3})
+		}
+	}
+
+	c.SlotsGained([]int{3})
+	listAll()
+	c.mu.Lock()
+	left := c.unlisted[3]
+	c.mu.Unlock()
+	if left != 1<<adoptBit {
+		t.Fatalf("slot 3 waits for %b after its lists, want only the adoption bit %b", left, 1<<adoptBit)
+	}
+	select {
+	case got := <-ready:
+		t.Fatalf("slots %v ready before their sweep", got)
+	default:
+	}
+
+	c.SlotsLost([]int{3})
+	c.SlotsGained([]int{3}) // generation 2
+	listAll()
+	c.adoptedSlots(map[int]uint64{3: 1})
+	select {
+	case got := <-ready:
+		t.Fatalf("the sweep of an earlier gain made slots %v ready", got)
+	default:
+	}
+	c.adoptedSlots(map[int]uint64{3: 2})
+	select {
+	case got := <-ready:
+		if !slices.Equal(got, []int{3}) {
+			t.Fatalf("ready %v, want [3]", got)
+		}
+	default:
+		t.Fatal("slot 3 not ready after its lists and its sweep")
+	}
+}

@@ -323,6 +323,11 @@ func (c *Cache) gainCurrent(slot int, gen uint64) bool {
 
 // adoptedSlots is told that the sweep for the gains gens is done.
 func (c *Cache) adoptedSlots(gens map[int]uint64) {
+	// Like a reflector's store write that tells listed, under a resource's gate: a loss of
+	// these slots waits for SlotsReady (cf. listed).
+	gate := &c.owned[Pods].gate
+	gate.RLock()
+	defer gate.RUnlock()
 	slots := make([]int, 0, len(gens))
 	c.mu.Lock()
 	for n, g := range gens {
