@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -268,5 +270,38 @@ func TestSlotReadyWaitsForAdoption(t *testing.T) {
 		}
 	default:
 		t.Fatal("slot 3 not ready after its lists and its sweep")
+	}
+}
+
+// A sweep waits for what it labelled to reach the index, but not for an object of a slot whose
+// gain is over.
+func TestAdoptAwaitsTheIndex(t *testing.T) {
+	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(),
+		Metadata: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), Slots: func() int { return testSlots }})
+	c.unlisted[1], c.gen[1] = 1<<adoptBit, 1
+	c.unlisted[2], c.gen[2] = 1<<adoptBit, 1
+	gens := map[int]uint64{1: 1, 2: 1}
+	objs := []labelled{{r: Pods, key: "ns/a", slot: 1}, {r: Pods, key: "ns/b", slot: 2}}
+	done := make(chan struct{})
+	go func() { c.adopt.awaitIndex(context.Background(), gens, objs); close(done) }()
+
+	select {
+	case <-done:
+		t.Fatal("returned before the labelled pods reached the index")
+	case <-time.After(200 * time.Millisecond):
+	}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	if err := c.owned[Pods].Indexer().Add(pod("a")); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	delete(c.unlisted, 2) // slot 2 lost: its pod is its next owner's
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting with one pod in the index and the other's slot lost")
 	}
 }
