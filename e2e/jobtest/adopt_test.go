@@ -49,15 +49,15 @@ func TestAdoptsWhatVolcanoMade(t *testing.T) {
 	defer cancel()
 
 	const name, partial = "adopted", "partial"
-	job := vcjob.New(ns, name, vcjob.Task("master", 1, "25s", ""), vcjob.Task("worker", 2, "25s", ""))
-	job.Spec.Plugins = map[string][]string{"svc": nil, "ssh": nil, "env": nil}
+	job := vcjob.New(ns, name, vcjob.Task("master", 1, "40s", ""), vcjob.Task("worker", 2, "40s", ""))
+	job.Spec.Plugins = map[string][]string{"svc": {}, "ssh": {}, "env": {}}
 	state.Defaults(job)
 	job = vcjob.Create(t, s.Volcano, job)
 	objs := startAsVolcano(ctx, t, s, job, -1)
 	if len(objs) != 8 {
 		t.Fatalf("made %d objects, want the PodGroup, 4 of the plugins and 3 pods: %v", len(objs), objs)
 	}
-	half := vcjob.New(ns, partial, vcjob.Task("worker", 2, "25s", ""))
+	half := vcjob.New(ns, partial, vcjob.Task("worker", 2, "40s", ""))
 	state.Defaults(half)
 	half = vcjob.Create(t, s.Volcano, half)
 	objs = append(objs, startAsVolcano(ctx, t, s, half, 1)...)
@@ -84,6 +84,27 @@ func TestAdoptsWhatVolcanoMade(t *testing.T) {
 		s.StartReplica(fmt.Sprintf("r%d", i))
 	}
 	s.WaitRing(60 * time.Second)
+
+	// While the Jobs run, every object made before is still there, the same object, and comes
+	// to carry its Job's slot label. (Once a Job completes, its PodGroup and plugin objects go,
+	// as under Volcano; its pods stay.)
+	start := time.Now()
+	for {
+		problems := checkAdopted(ctx, s, objs)
+		if len(problems) == 0 {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("30 s after the ring settled:\n%s", strings.Join(problems, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("every object made before carries its slot label %v after the ring settled", time.Since(start).Round(time.Millisecond))
+	for _, j := range []string{name, partial} {
+		if got, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, j, metav1.GetOptions{}); err != nil || got.Status.State.Phase == batch.Completed {
+			t.Fatalf("job %s completed (or is gone: %v) before its objects were checked; the check proves nothing", j, err)
+		}
+	}
 
 	for _, j := range []struct {
 		name string
@@ -120,20 +141,15 @@ func TestAdoptsWhatVolcanoMade(t *testing.T) {
 		t.Errorf("creates refused as AlreadyExists: %v", refused)
 	}
 
-	// Every object made before is still there, the same object, with its Job's slot label.
+	// The pods made before are still there once the Jobs completed.
+	var pods []made
 	for _, o := range objs {
-		slot := strconv.Itoa(shard.SlotOf(ns+"/"+o.job, ringSlots))
-		m, err := getMeta(ctx, s, o.kind, o.name)
-		if err != nil {
-			t.Errorf("%s %s made before the switch: %v", o.kind, o.name, err)
-			continue
+		if o.kind == "Pod" {
+			pods = append(pods, o)
 		}
-		if m.GetUID() != o.uid {
-			t.Errorf("%s %s was re-created (UID %s, made as %s)", o.kind, o.name, m.GetUID(), o.uid)
-		}
-		if got := m.GetLabels()[shard.SlotLabel]; got != slot {
-			t.Errorf("%s %s has slot label %q, want %q", o.kind, o.name, got, slot)
-		}
+	}
+	for _, p := range checkAdopted(ctx, s, pods) {
+		t.Error(p)
 	}
 	if pods := s.Pods(ns, name); len(pods) != 3 {
 		t.Errorf("%d pods of %s, want the 3 made before the switch", len(pods), name)
@@ -292,6 +308,24 @@ func setRunning(ctx context.Context, t *testing.T, s *stack.Stack, name string, 
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkAdopted says which of objs is gone, re-created or without its Job's slot label.
+func checkAdopted(ctx context.Context, s *stack.Stack, objs []made) []string {
+	var out []string
+	for _, o := range objs {
+		slot := strconv.Itoa(shard.SlotOf(ns+"/"+o.job, ringSlots))
+		m, err := getMeta(ctx, s, o.kind, o.name)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s %s made before the switch: %v", o.kind, o.name, err))
+		case m.GetUID() != o.uid:
+			out = append(out, fmt.Sprintf("%s %s was re-created (UID %s, made as %s)", o.kind, o.name, m.GetUID(), o.uid))
+		case m.GetLabels()[shard.SlotLabel] != slot:
+			out = append(out, fmt.Sprintf("%s %s has slot label %q, want %q", o.kind, o.name, m.GetLabels()[shard.SlotLabel], slot))
+		}
+	}
+	return out
 }
 
 // setPending writes the status vc-controller-manager writes once it has made a Job's PodGroup.
