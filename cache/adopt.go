@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,8 +147,11 @@ type labelled struct {
 }
 
 // sweep labels the unlabelled objects of the slots in gens, resource by
-// resource, and returns those it labelled. A resource whose list keeps
-// failing is logged and skipped, so that the slots still become ready: its
+// resource, and returns those it labelled. A list that fails is tried again,
+// backing off to 10 s, while any of the slots is still held by its gain: the
+// slots wait, since their Jobs must not run on a partial view. A resource the
+// replica may not list (Forbidden) or the API server does not serve
+// (NotFound) is logged and skipped, so that the slots still become ready: its
 // objects stay invisible, as they were before adoption existed.
 func (a *adopter) sweep(ctx context.Context, gens map[int]uint64) []labelled {
 	a.sweeps.Add(1)
@@ -155,14 +159,14 @@ func (a *adopter) sweep(ctx context.Context, gens map[int]uint64) []labelled {
 	var out []labelled
 	for _, r := range Owned {
 		var found []found
-		backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 10 * time.Second}
+		backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: 10 * time.Second}
 		for {
 			var err error
 			found, err = a.list(ctx, r, gens)
-			if err == nil || ctx.Err() != nil {
+			if err == nil || ctx.Err() != nil || !a.anyCurrent(gens) {
 				break
 			}
-			if apierrors.IsForbidden(err) || backoff.Steps <= 1 {
+			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 				a.log.Error("cannot list unlabelled objects to adopt; objects Volcano made of this kind stay invisible to ringfire",
 					"resource", r, "error", err)
 				break
@@ -180,6 +184,17 @@ func (a *adopter) sweep(ctx context.Context, gens map[int]uint64) []labelled {
 		a.log.Info("adopted objects made before ringfire", "slots", len(gens), "objects", len(out), "took", time.Since(start).Round(time.Millisecond))
 	}
 	return out
+}
+
+// anyCurrent reports whether any slot of gens is still held by its gain and
+// not ready.
+func (a *adopter) anyCurrent(gens map[int]uint64) bool {
+	for n, g := range gens {
+		if a.c.gainCurrent(n, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // found is an unlabelled object a sweep will label.

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -303,5 +305,39 @@ func TestAdoptAwaitsTheIndex(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("still waiting with one pod in the index and the other's slot lost")
+	}
+}
+
+// A list that fails is tried again while the slot is held; a kind the replica may not list is
+// skipped, and the others are still adopted.
+func TestAdoptSweepRetriesAndSkipsForbidden(t *testing.T) {
+	held1, _, _ := jobsIn(t)
+	slot := slotOfJob(held1)
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	md := metadatafake.NewSimpleMetadataClient(scheme,
+		objMeta("v1", "Pod", held1+"-worker-0", held1, map[string]string{batch.JobNameKey: held1}),
+		objMeta("v1", "Secret", held1+"-ssh", held1, nil))
+	failures := 2
+	md.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failures > 0 {
+			failures--
+			return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd is away"))
+		}
+		return false, nil, nil
+	})
+	md.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", fmt.Errorf("no"))
+	})
+	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(), Metadata: md, Slots: func() int { return testSlots }})
+	if err := c.jobs.indexer.Add(&batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: held1, UID: types.UID("uid-" + held1)}}); err != nil {
+		t.Fatal(err)
+	}
+	c.unlisted[slot], c.gen[slot] = 1<<adoptBit, 1
+	got := c.adopt.sweep(context.Background(), map[int]uint64{slot: 1})
+	if len(got) != 1 || got[0].r != Pods {
+		t.Errorf("labelled %v, want the pod alone (its list failed twice, the secrets' is forbidden)", got)
 	}
 }
