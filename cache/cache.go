@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	schedulingv1informers "k8s.io/client-go/informers/scheduling/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -64,6 +65,13 @@ type Config struct {
 	// cache tells the Jobs of held slots, kept in full, from the others, kept
 	// as summaries. Nil keeps every Job in full.
 	Slots func() int
+	// Metadata, when set with Slots, turns on adoption (adopt.go): the
+	// objects of gained slots' Volcano Jobs that lack the slot label are
+	// labelled before the slots become ready.
+	Metadata metadata.Interface
+	// Valid, when set, reports whether this replica's membership is still
+	// valid right now; adoption checks it before every write.
+	Valid func() error
 }
 
 // Cache is a replica's view of the cluster. It implements shard.Listener.
@@ -75,6 +83,7 @@ type Cache struct {
 	owned   map[Resource]*Sharded
 	jobs    *Jobs
 	expect  *Expectations
+	adopt   *adopter // nil when adoption is off
 
 	synced atomic.Bool // the cluster-wide informers have listed
 
@@ -82,13 +91,21 @@ type Cache struct {
 	ctx     context.Context // set by Start
 	pending [][]int         // gains that arrived before Start
 	// unlisted holds, for each gained slot not ready yet, the Owned
-	// resources (bit i for Owned[i]) that have not listed it yet, and bit
-	// len(Owned) while its Jobs are not all in full yet.
+	// resources (bit i for Owned[i]) that have not listed it yet, bit
+	// len(Owned) while its Jobs are not all in full yet, and bit
+	// len(Owned)+1 until its adoption sweep is done.
 	unlisted map[int]uint32
+	// gen counts the gains of each slot, so that a sweep for one gain
+	// cannot answer for a later one.
+	gen map[int]uint64
 }
 
-// jobsBit is the bit of unlisted that stands for the Jobs.
-var jobsBit = len(Owned)
+// jobsBit is the bit of unlisted that stands for the Jobs; adoptBit the one
+// that stands for the adoption sweep.
+var (
+	jobsBit  = len(Owned)
+	adoptBit = len(Owned) + 1
+)
 
 // New returns a Cache; register handlers on its factories' informers and on
 // its Owned resources, then Start it.
@@ -105,6 +122,10 @@ func New(cfg Config) *Cache {
 		expect:  NewExpectations(cfg.ExpectationTTL),
 	}
 	c.unlisted = map[int]uint32{}
+	c.gen = map[int]uint64{}
+	if cfg.Metadata != nil && cfg.Slots != nil {
+		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
+	}
 	for i, r := range Owned {
 		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), c.log)
 		c.owned[r].OnListed(func(slots []int) { c.listed(i, slots) })
@@ -217,6 +238,9 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.kube.Start(ctx.Done())
 	c.volcano.Start(ctx.Done())
 	go c.jobs.run(ctx)
+	if c.adopt != nil {
+		go c.adopt.run(ctx)
+	}
 	go c.remindWhileListing(ctx)
 	if !c.jobs.waitSynced(ctx) {
 		return fmt.Errorf("cache of jobs did not sync: %w", errors.Join(ctx.Err(), errors.New("is the Volcano CRD installed?")))
@@ -269,13 +293,64 @@ func (c *Cache) gainLocked(ctx context.Context, slots []int) {
 	if len(slots) == 0 {
 		return
 	}
+	mask := uint32(1)<<(len(Owned)+1) - 1
+	if c.adopt != nil {
+		mask |= 1 << adoptBit
+	}
+	gens := make(map[int]uint64, len(slots))
 	for _, n := range slots {
-		c.unlisted[n] = 1<<(len(Owned)+1) - 1
+		c.unlisted[n] = mask
+		c.gen[n]++
+		gens[n] = c.gen[n]
 	}
 	for _, r := range Owned {
 		c.owned[r].Gain(ctx, slots)
 	}
 	c.jobs.gain(ctx, slots)
+	if c.adopt != nil {
+		c.adopt.gain(gens)
+	}
+}
+
+// gainCurrent reports whether slot is held, not ready yet, by the gain of
+// generation gen.
+func (c *Cache) gainCurrent(slot int, gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pending := c.unlisted[slot]
+	return pending && c.gen[slot] == gen
+}
+
+// adoptedSlots is told that the sweep for the gains gens is done.
+func (c *Cache) adoptedSlots(gens map[int]uint64) {
+	// Like a reflector's store write that tells listed, under a resource's gate: a loss of
+	// these slots waits for SlotsReady (cf. listed).
+	gate := &c.owned[Pods].gate
+	gate.RLock()
+	defer gate.RUnlock()
+	slots := make([]int, 0, len(gens))
+	c.mu.Lock()
+	for n, g := range gens {
+		if c.gen[n] == g {
+			slots = append(slots, n)
+		}
+	}
+	ready := c.clearLocked(adoptBit, slots)
+	ctx := c.ctx
+	c.mu.Unlock()
+	c.tellReady(ctx, ready)
+}
+
+// slotCount is the ring's slot count.
+func (c *Cache) slotCount() int { return c.cfg.Slots() }
+
+// AdoptStats returns what the adoption sweeps have done; zero when adoption
+// is off.
+func (c *Cache) AdoptStats() AdoptStats {
+	if c.adopt == nil {
+		return AdoptStats{}
+	}
+	return c.adopt.stats()
 }
 
 // Listed reports whether every owned resource has listed the objects of the slot of key
@@ -318,8 +393,20 @@ func (c *Cache) remindWhileListing(ctx context.Context) {
 // gain: a reflector that loses some of its slots before it lists starts over
 // on the rest, and those must still become ready.
 func (c *Cache) listed(i int, slots []int) {
-	var ready []int
 	c.mu.Lock()
+	ready := c.clearLocked(i, slots)
+	ctx := c.ctx
+	c.mu.Unlock()
+	// Called here, on the reflector's goroutine inside its store write, so that it comes
+	// before any loss of these slots (Lose waits for store writes) and never after a later
+	// gain of them.
+	c.tellReady(ctx, ready)
+}
+
+// clearLocked clears bit i of slots in unlisted and returns the slots that
+// are ready now; c.mu is held.
+func (c *Cache) clearLocked(i int, slots []int) []int {
+	var ready []int
 	for _, n := range slots {
 		left, ok := c.unlisted[n]
 		if !ok {
@@ -332,11 +419,11 @@ func (c *Cache) listed(i int, slots []int) {
 			c.unlisted[n] = left
 		}
 	}
-	ctx := c.ctx
-	c.mu.Unlock()
-	// Called here, on the reflector's goroutine inside its store write, so that it comes
-	// before any loss of these slots (Lose waits for store writes) and never after a later
-	// gain of them. SlotsReady must not block.
+	return ready
+}
+
+// tellReady passes ready slots to SlotsReady, which must not block.
+func (c *Cache) tellReady(ctx context.Context, ready []int) {
 	if len(ready) > 0 && c.cfg.SlotsReady != nil && ctx != nil && ctx.Err() == nil {
 		c.cfg.SlotsReady(ready)
 	}

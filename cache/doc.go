@@ -14,4 +14,8 @@
 // memory at once, and stops a reflector once none of its slots is held. All
 // reflectors of a resource feed one index, so lookups do not care which
 // reflector brought an object.
+//
+// Objects of Volcano Jobs made before the switch to ringfire carry no slot
+// label; when slots are gained the cache adopts those of the slots' Jobs
+// (adopt.go: label them, then let the slots become ready).
 package cache

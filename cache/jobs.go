@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -102,6 +103,19 @@ func (j *Jobs) Get(key string) (*batch.Job, bool, error) {
 		return nil, false, fmt.Errorf("job %s: %w", key, ErrSummaryOnly)
 	}
 	return obj.(*batch.Job), true, nil
+}
+
+// uid returns the UID of the Job at key, in full or summary.
+func (j *Jobs) uid(key string) (types.UID, bool) {
+	obj, ok, err := j.indexer.GetByKey(key)
+	if err != nil || !ok {
+		return "", false
+	}
+	job, ok := obj.(*batch.Job)
+	if !ok {
+		return "", false
+	}
+	return job.UID, true
 }
 
 // Summaries is how many Jobs are held as summaries.

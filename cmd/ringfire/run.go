@@ -38,6 +38,7 @@ type runFlags struct {
 	pprofAddr    string
 	workers      int
 	coalesce     time.Duration
+	adopt        bool
 	scheduler    string
 	podEvents    bool
 	controllers  string
@@ -69,6 +70,7 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); leave out cronjob on a cluster without the CronJob CRD")
 	fs.BoolVar(&f.podEvents, "scheduler-pod-events", false, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
 	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")
+	fs.BoolVar(&f.adopt, "adopt", true, "label the objects of Volcano Jobs that lack the ringfire.io/slot label (made by vc-controller-manager before the switch) when slots are gained; turn off once no such object is left (docs/migration.md)")
 	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); negative: every change is written")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address for /metrics, the status page (/) and /status.json; empty: none")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address for the probes /healthz and /readyz; empty: none")
@@ -154,7 +156,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	r, err := replica.New(replica.Config{
 		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
-		DrainTimeout: f.drainTimeout, Kube: kubeCfg, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
+		DrainTimeout: f.drainTimeout, Kube: kubeCfg, NoAdopt: !f.adopt, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return err

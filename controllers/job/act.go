@@ -463,9 +463,13 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 		have[o.(*corev1.PersistentVolumeClaim).Name] = true
 	}
 	expect := c.cfg.Cache.Expectations()
-	for i, v := range job.Spec.Volumes {
+	for i := range job.Spec.Volumes {
 		name := build.ClaimName(job, i)
-		if v.VolumeClaim == nil || have[name] {
+		// A volume that names its claim is only mounted, as in Volcano: that includes the
+		// claims vc-controller-manager made, whose generated names it wrote back into the
+		// Job's volumes beside their claim spec.
+		pvc := build.PVC(job, i, slot)
+		if pvc == nil || have[name] {
 			continue
 		}
 		if _, pending := c.cfg.Cache.Creating(slot, key, cache.PVCs, job.Namespace, name); pending {
@@ -474,7 +478,6 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 		if err := c.guard(ctx); err != nil {
 			return err
 		}
-		pvc := build.PVC(job, i, slot)
 		expect.ExpectCreate(slot, key, cache.PVCs, pvc.Namespace, pvc.Name)
 		_, err := c.cfg.Kube.CoreV1().PersistentVolumeClaims(job.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {

@@ -39,7 +39,10 @@ import (
 
 // Options configures a Stack.
 type Options struct {
-	Replicas   int           // started at once; default 1
+	Replicas int // started at once; default 1
+	// NoReplicas starts none: the test starts them (StartReplica, then
+	// WaitRing) once it has set the cluster up.
+	NoReplicas bool
 	Nodes      int           // KWOK nodes; default 4
 	StandIn    bool          // admit PodGroups and bind pods without a scheduler
 	Workers    int           // per replica; default 4
@@ -132,8 +135,10 @@ func Start(t testing.TB, opts Options) *Stack {
 		go func() { defer close(done); standin.Run(ctx, s.Kube, s.Volcano, cl.NodeNames()) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	for i := range opts.Replicas {
-		s.StartReplica(fmt.Sprintf("r%d", i))
+	if !opts.NoReplicas {
+		for i := range opts.Replicas {
+			s.StartReplica(fmt.Sprintf("r%d", i))
+		}
 	}
 	t.Cleanup(s.stopAll)
 	t.Cleanup(func() {
@@ -153,7 +158,9 @@ func Start(t testing.TB, opts Options) *Stack {
 			t.Logf("the API server refused %d requests of the replicas while its RBAC caches were cold (just started); the role allows them all", len(refused))
 		}
 	})
-	s.WaitRing(30 * time.Second)
+	if !opts.NoReplicas {
+		s.WaitRing(30 * time.Second)
+	}
 	return s
 }
 

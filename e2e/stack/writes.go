@@ -71,6 +71,13 @@ func (s *Stack) RefusedCreates() []RefusedCreate {
 	return slices.Clone(s.writes.conflicts)
 }
 
+// Writes returns the replicas' API writes so far ("METHOD path"), in order.
+func (s *Stack) Writes() []string {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	return slices.Clone(s.writes.writes)
+}
+
 // refused returns the requests RBAC refused.
 func (l *writeLog) refused() []string {
 	l.mu.Lock()

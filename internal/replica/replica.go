@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -60,6 +61,9 @@ type Config struct {
 	// informer would never list, and the replica's cache would wait for it
 	// for ever.
 	CronJobs bool
+	// NoAdopt turns off adoption (cache.Config.Metadata): the objects of
+	// Volcano Jobs that lack the slot label stay invisible.
+	NoAdopt bool
 	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
 	MaxRequeue int
 	// Observe is told of every Job reconcile (tests, tracing).
@@ -153,8 +157,14 @@ func New(cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("volcano client: %w", err)
 	}
+	var md metadata.Interface
+	if !cfg.NoAdopt {
+		if md, err = metadata.NewForConfig(cfg.Kube); err != nil {
+			return nil, fmt.Errorf("metadata client: %w", err)
+		}
+	}
 	r.Cache = cache.New(cache.Config{
-		Kube: kube, Volcano: vc, Logger: cfg.Logger, Slots: manager.Slots,
+		Kube: kube, Volcano: vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: md, Valid: manager.Valid,
 		SlotsReady: func(slots []int) { r.Jobs.SlotsReady(slots) },
 	})
 	if cfg.Registerer != nil {
