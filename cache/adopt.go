@@ -133,10 +133,34 @@ func (a *adopter) run(ctx context.Context) {
 		if len(gens) == 0 {
 			continue
 		}
+		// The sweep keeps an object only if its Job, with that UID, is in the cache: at
+		// start-up the slots are held before the Jobs' first list, and a sweep then would
+		// find no Job and leave everything unlabelled, every slot ready on a partial view.
+		if !a.awaitJobs(ctx, gens) {
+			return
+		}
 		labelled := a.sweep(ctx, gens)
 		a.awaitIndex(ctx, gens, labelled)
 		a.c.adoptedSlots(gens)
 	}
+}
+
+// jobsPoll is how often a sweep looks whether the Jobs of its slots are listed.
+const jobsPoll = 20 * time.Millisecond
+
+// awaitJobs waits until the Jobs of every slot of gens still held by its gain are in the
+// cache in full; false if ctx ended first.
+func (a *adopter) awaitJobs(ctx context.Context, gens map[int]uint64) bool {
+	t := time.NewTicker(jobsPoll)
+	defer t.Stop()
+	for !a.c.jobsListed(gens) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // labelled is an object a sweep labelled: resource, key and slot.

@@ -341,3 +341,80 @@ func TestAdoptSweepRetriesAndSkipsForbidden(t *testing.T) {
 		t.Errorf("labelled %v, want the pod alone (its list failed twice, the secrets' is forbidden)", got)
 	}
 }
+
+// A sweep waits until the Jobs of its slots are listed (it keeps only objects whose Job is in
+// the cache), but not for a slot whose gain is over.
+func TestAdoptAwaitsTheJobs(t *testing.T) {
+	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(),
+		Metadata: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), Slots: func() int { return testSlots }})
+	c.unlisted[1], c.gen[1] = 1<<jobsBit|1<<adoptBit, 1
+	c.unlisted[2], c.gen[2] = 1<<jobsBit|1<<adoptBit, 1
+	gens := map[int]uint64{1: 1, 2: 1}
+	done := make(chan bool)
+	go func() { done <- c.adopt.awaitJobs(context.Background(), gens) }()
+
+	select {
+	case <-done:
+		t.Fatal("returned before the Jobs of the slots were listed")
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.listed(jobsBit, []int{1})
+	select {
+	case <-done:
+		t.Fatal("returned with slot 2's Jobs not listed")
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.SlotsLost([]int{2})
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("awaitJobs = false with its context alive")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting with slot 1's Jobs listed and slot 2 lost")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c.unlisted[3], c.gen[3] = 1<<jobsBit, 1
+	go func() { done <- c.adopt.awaitJobs(ctx, map[int]uint64{3: 1}) }()
+	cancel()
+	if ok := <-done; ok {
+		t.Fatal("awaitJobs = true after its context ended")
+	}
+}
+
+// The ring marks a slot held, and the dispatcher runs its work, a moment before the cache
+// hears of the gain: a key of a slot the cache has not gained is not listed, nor is one of a
+// slot gained and not ready, nor one of a slot lost.
+func TestListedOnlyForReadySlotsTheCacheHolds(t *testing.T) {
+	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(),
+		Slots: func() int { return testSlots }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.mu.Lock()
+	c.ctx = ctx // not started: the test stands in for the lists
+	c.mu.Unlock()
+	key, _, _ := jobsIn(t)
+	key = "ns/" + key
+	slot := shard.SlotOf(key, testSlots)
+	if c.Listed(key, testSlots) {
+		t.Fatal("listed before the cache gained its slot")
+	}
+	c.SlotsGained([]int{slot})
+	if c.Listed(key, testSlots) {
+		t.Fatal("listed right after the gain, before any list")
+	}
+	for i := 0; i <= jobsBit; i++ {
+		c.listed(i, []int{slot})
+	}
+	if !c.Listed(key, testSlots) {
+		t.Fatal("not listed after every list of its slot")
+	}
+	c.SlotsLost([]int{slot})
+	if c.Listed(key, testSlots) {
+		t.Fatal("listed after its slot was lost")
+	}
+	if unsharded := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset()}); !unsharded.Listed(key, testSlots) {
+		t.Fatal("a cache without a slot count holds every key, but said this one is not listed")
+	}
+}

@@ -98,6 +98,10 @@ type Cache struct {
 	// gen counts the gains of each slot, so that a sweep for one gain
 	// cannot answer for a later one.
 	gen map[int]uint64
+	// held is the slots gained and not lost since. The ring marks a slot held
+	// (and the dispatcher runs its work) a moment before the cache hears of the
+	// gain: Listed says no for such a slot.
+	held map[int]bool
 }
 
 // jobsBit is the bit of unlisted that stands for the Jobs; adoptBit the one
@@ -122,6 +126,7 @@ func New(cfg Config) *Cache {
 		expect:  NewExpectations(cfg.ExpectationTTL),
 	}
 	c.unlisted = map[int]uint32{}
+	c.held = map[int]bool{}
 	c.gen = map[int]uint64{}
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
@@ -281,6 +286,9 @@ func (c *Cache) SlotsGained(slots []int) {
 	c.jobs.hold(slots)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, n := range slots {
+		c.held[n] = true
+	}
 	if c.ctx == nil {
 		c.pending = append(c.pending, slices.Clone(slots))
 		return
@@ -321,6 +329,19 @@ func (c *Cache) gainCurrent(slot int, gen uint64) bool {
 	return pending && c.gen[slot] == gen
 }
 
+// jobsListed reports whether the Jobs of every slot of gens that is still held by its gain,
+// and not ready, are in the cache in full.
+func (c *Cache) jobsListed(gens map[int]uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, g := range gens {
+		if left, pending := c.unlisted[n]; pending && c.gen[n] == g && left&(1<<jobsBit) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // adoptedSlots is told that the sweep for the gains gens is done.
 func (c *Cache) adoptedSlots(gens map[int]uint64) {
 	// Like a reflector's store write that tells listed, under a resource's gate: a loss of
@@ -353,15 +374,21 @@ func (c *Cache) AdoptStats() AdoptStats {
 	return c.adopt.stats()
 }
 
-// Listed reports whether every owned resource has listed the objects of the slot of key
-// since the slot was last gained (or the slot was never gained here: then the dispatcher
-// drops its work anyway). Before that, the cache's view of the key is partial, and the
-// controllers leave it to SlotsReady.
+// Listed reports whether the slot of key is held and every owned resource has listed its
+// objects since it was last gained (and its adoption sweep is done). Before that, the cache's
+// view of the key is partial or empty, and the controllers leave the key to SlotsReady. A slot
+// the ring holds and the cache has not heard of yet is not listed: the ring marks a slot held
+// a moment before it tells the cache. A cache without a slot count (Config.Slots) holds every
+// key.
 func (c *Cache) Listed(key string, slots int) bool {
+	if c.cfg.Slots == nil {
+		return true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, pending := c.unlisted[shard.SlotOf(key, slots)]
-	return !pending
+	n := shard.SlotOf(key, slots)
+	_, pending := c.unlisted[n]
+	return c.held[n] && !pending && c.ctx != nil
 }
 
 // Synced reports whether the cluster-wide informers have listed: until then the
@@ -436,6 +463,7 @@ func (c *Cache) SlotsLost(slots []int) {
 	c.mu.Lock()
 	for _, n := range slots {
 		delete(c.unlisted, n)
+		delete(c.held, n)
 	}
 	if c.ctx == nil {
 		// Not started: forget the slots in the gains held back for Start.

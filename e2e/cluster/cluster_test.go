@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -217,6 +219,31 @@ func TestDeletedPodDisappears(t *testing.T) {
 
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPodGone(ctx, t, c, pod.Name)
+}
+
+// kwok deletes a pod by name, without its UID: a delete of it played again after a new pod of
+// the same name was made would delete the new one. The control plane refuses kwok's delete of
+// a pod that is not being deleted, so that only the pod kwok meant goes.
+func TestKwokDeletesOnlyPodsBeingDeleted(t *testing.T) {
+	c := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pod := createPod(ctx, t, c, "kwok-delete", cluster.NodeName(0), map[string]string{cluster.PodDurationAnnotation: "1h"})
+	waitForPod(ctx, t, c, pod, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.Dir(), "kwok.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asKwok := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(metav1.NamespaceDefault)
+	err = asKwok.Delete(ctx, pod.Name, *metav1.NewDeleteOptions(0))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "kwok deletes only pods being deleted") {
+		t.Fatalf("kwok's delete of a pod not being deleted: %v, want it refused by the policy", err)
+	}
+	// A pod being deleted is kwok's to delete, as before: TestDeletedPodDisappears.
+	if err := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitForPodGone(ctx, t, c, pod.Name)

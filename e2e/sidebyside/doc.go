@@ -6,7 +6,7 @@
 // how to run it and what it found.
 //
 //   - env.go: Env, a control plane with the Volcano API installed.
-//   - volcano.go: VolcanoBin (where Volcano's programs are) and StartVolcano.
+//   - volcano.go: StartVolcano (Volcano's programs come from e2e/volcano).
 //   - ringfire.go: StartRingfire, also used by e2e/vcctltest.
 //   - scenario.go: the scenario files of scenarios/.
 //   - recorder.go: the watches that record what each side did.

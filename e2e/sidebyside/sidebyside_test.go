@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/procs"
+	"github.com/ringfire/ringfire/e2e/volcano"
 )
 
 // Environment variables of TestSideBySide.
@@ -25,7 +26,7 @@ const (
 // allow.yaml does not explain and that a second run of the differing scenarios repeats.
 func TestSideBySide(t *testing.T) {
 	cluster.RequireTools(t)
-	vcbin := VolcanoBin(t)
+	vcbin := volcano.Bin(t)
 	scenarios, err := LoadScenarios("scenarios", os.Getenv(ScenariosEnv))
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,8 @@
 package sidebyside
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,64 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/ringfire/ringfire/e2e/procs"
-	runprocs "github.com/ringfire/ringfire/internal/procs"
+	"github.com/ringfire/ringfire/e2e/volcano"
 )
-
-// VolcanoBinEnv names the environment variable that holds the directory of
-// Volcano's programs: vc-controller-manager, vc-scheduler and vcctl.
-const VolcanoBinEnv = "VOLCANO_BIN"
-
-// VolcanoVerbosityEnv names an environment variable: a klog level (say 4) for Volcano's two
-// programs, whose logs then say why they did what they did.
-const VolcanoVerbosityEnv = "SIDEBYSIDE_VOLCANO_V"
-
-// VolcanoBin returns the directory of Volcano's programs: $VOLCANO_BIN, else
-// the one the project's CI unpacks beside the clone (its unpack script prints
-// it on its last line). Without either the test is skipped, whatever
-// $RINGFIRE_E2E says: Volcano is not part of ringfire's build.
-func VolcanoBin(t testing.TB) string {
-	t.Helper()
-	if dir := os.Getenv(VolcanoBinEnv); dir != "" {
-		return dir
-	}
-	script := filepath.Join(RepoRoot(t), "..", "shared", "volcano", "unpack.sh")
-	if _, err := os.Stat(script); err != nil {
-		t.Skipf("no Volcano programs: set $%s to a directory holding vc-controller-manager, vc-scheduler and vcctl "+
-			"(built from github.com/volcano-sh/volcano at the commit docs/conformance.md names)", VolcanoBinEnv)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, script).Output()
-	if err != nil {
-		t.Fatalf("%s: %v", script, err)
-	}
-	dir, err := lastLine(string(out))
-	if err != nil {
-		t.Fatalf("%s: %v", script, err)
-	}
-	return dir
-}
-
-// RepoRoot is the root of ringfire's checkout: the nearest directory above
-// the working directory (a test's package directory) holding go.mod.
-func RepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // StartVolcano starts a control plane and real Volcano against it:
 // vc-controller-manager (the job, queue, PodGroup, CronJob and garbage
@@ -91,31 +26,9 @@ func StartVolcano(t testing.TB, bin string) *Env {
 	env := startControlPlane(t, "volcano")
 	installSchedulerOnlyCRDs(t, env)
 	kubeconfig := env.Cluster.Kubeconfig()
-	conf := filepath.Join(RepoRoot(t), "e2e", "conformance", "vc-scheduler.conf")
-	start := func(name string, args ...string) {
-		port, err := procs.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "--kubeconfig", kubeconfig, "--leader-elect=false",
-			"--listen-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if v := os.Getenv(VolcanoVerbosityEnv); v != "" {
-			args = append(args, "-v", v)
-		}
-		p, err := startProcess(filepath.Join(bin, name), filepath.Join(env.LogDir, name+".log"), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			p.stop()
-			if t.Failed() {
-				fmt.Fprintf(os.Stderr, "=== %s failed: %s log tail:\n%s\n", t.Name(), name, runprocs.Tail(p.log, 40))
-			}
-		})
-	}
-	start("vc-controller-manager",
+	volcano.Start(t, bin, env.LogDir, kubeconfig, "vc-controller-manager",
 		"--controllers", "job-controller,queue-controller,pg-controller,cronjob-controller,gc-controller")
-	start("vc-scheduler", "--scheduler-conf", conf, "--cache-dumper=false")
+	volcano.Start(t, bin, env.LogDir, kubeconfig, "vc-scheduler", "--scheduler-conf", volcano.SchedulerConf(t), "--cache-dumper=false")
 	waitDefaultQueueOpen(t, env)
 	return env
 }
@@ -178,59 +91,4 @@ func waitDefaultQueueOpen(t testing.TB, env *Env) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// process is one of Volcano's programs, in a process group of its own, dying
-// with the test (Pdeathsig).
-type process struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func startProcess(bin, logPath string, args ...string) (*process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &process{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// stop sends SIGTERM to the process group, SIGKILL after 10 s, and waits.
-func (p *process) stop() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// lastLine is the last non-empty line of s.
-func lastLine(s string) (string, error) {
-	var last string
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			last = l
-		}
-	}
-	if last == "" {
-		return "", errors.New("no output")
-	}
-	return last, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/e2e/sidebyside"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/volcano"
 )
 
 // The namespace of the Jobs vcctl runs with -n, besides default.
@@ -49,7 +50,7 @@ spec:
 // ringfire replicas with the gang scheduler. The subtests share the cluster and build on each
 // other (the Job that vcctl ran is the one it lists, suspends and deletes).
 func TestVcctl(t *testing.T) {
-	vcbin := sidebyside.VolcanoBin(t)
+	vcbin := volcano.Bin(t)
 	env := sidebyside.StartRingfire(t, procs.Build(t))
 	v := vcctl{bin: filepath.Join(vcbin, "vcctl"), kubeconfig: env.Cluster.Kubeconfig()}
 	ctx := context.Background()

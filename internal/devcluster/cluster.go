@@ -148,6 +148,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.waitFor(ctx, "kube-apiserver ready", []Component{Etcd, APIServer}, c.apiServerReady); err != nil {
 		return err
 	}
+	if err := c.installKwokDeletesPolicy(ctx); err != nil {
+		return err
+	}
 	for _, name := range c.components()[2:] {
 		if err := c.launch(name); err != nil {
 			return err
