@@ -83,4 +83,3 @@ func InstallCRDsAsHelm(ctx context.Context, cfg *rest.Config, dir string) ([]str
 	}
 	return names, nil
 }
-
