@@ -25,6 +25,7 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	vcbatchinformers "volcano.sh/apis/pkg/client/informers/externalversions/batch/v1alpha1"
 	vcbusinformers "volcano.sh/apis/pkg/client/informers/externalversions/bus/v1alpha1"
+	vcflowinformers "volcano.sh/apis/pkg/client/informers/externalversions/flow/v1alpha1"
 	vcschedulinginformers "volcano.sh/apis/pkg/client/informers/externalversions/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/shard"
@@ -170,6 +171,18 @@ func (c *Cache) PriorityClasses() schedulingv1informers.PriorityClassInformer {
 // waits for it to list.
 func (c *Cache) CronJobs() vcbatchinformers.CronJobInformer {
 	return c.volcano.Batch().V1alpha1().CronJobs()
+}
+
+// JobFlows are the cluster's JobFlows, and JobTemplates its JobTemplates. Only a replica that
+// runs the JobFlow controllers asks for them: the informers start then, and the cache waits
+// for them to list.
+func (c *Cache) JobFlows() vcflowinformers.JobFlowInformer {
+	return c.volcano.Flow().V1alpha1().JobFlows()
+}
+
+// JobTemplates: see JobFlows.
+func (c *Cache) JobTemplates() vcflowinformers.JobTemplateInformer {
+	return c.volcano.Flow().V1alpha1().JobTemplates()
 }
 
 // QueuePodGroups are every PodGroup of the cluster, as summaries for

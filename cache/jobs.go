@@ -155,6 +155,18 @@ func summarize(job *batch.Job) *batch.Job {
 	delete(s.Annotations, lastApplied)
 	s.Spec.Queue = job.Spec.Queue // for the workload metrics of slots gained and not listed yet
 	s.Status.State = *job.Status.State.DeepCopy()
+	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "JobFlow" {
+		// What a JobFlow reports of its Jobs (controllers/flow): the flow is on another
+		// slot than most of its Jobs, so its replica sees them as summaries.
+		s.Status.RetryCount = job.Status.RetryCount
+		s.Status.RunningDuration = job.Status.RunningDuration.DeepCopy()
+		if job.Status.TaskStatusCount != nil {
+			s.Status.TaskStatusCount = make(map[string]batch.TaskState, len(job.Status.TaskStatusCount))
+			for task, st := range job.Status.TaskStatusCount {
+				s.Status.TaskStatusCount[task] = *st.DeepCopy()
+			}
+		}
+	}
 	return s
 }
 

@@ -58,7 +58,7 @@ func devCommand(args []string) error {
 	fs.IntVar(&f.replicas, "replicas", 3, "ringfire replicas to start")
 	fs.IntVar(&f.nodes, "nodes", 4, "KWOK fake nodes")
 	fs.BoolVar(&f.examples, "examples", true, "submit the sample jobs of deploy/examples")
-	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,scheduler",
+	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow,scheduler",
 		"the replicas' --controllers; leave out scheduler to run them beside another scheduler (vc-scheduler)")
 	fs.BoolVar(&f.kubeScheduler, "kube-scheduler", true, "run kube-scheduler too, for pods of the default scheduler")
 	fs.IntVar(&f.firstPort, "port", 18080, "metrics and status page port of the first replica, the next ones counting up from it; each replica's health probes are on its port + 100")

@@ -53,12 +53,7 @@ type Config struct {
 
 // JobSource is what the controller reads Jobs from: a shared informer, or the replica's
 // cache.Jobs.
-type JobSource interface {
-	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
-	AddIndexers(toolscache.Indexers) error
-	GetIndexer() toolscache.Indexer
-	HasSynced() bool
-}
+type JobSource = kit.JobSource
 
 // Controller starts the Jobs of the CronJobs whose slots this replica holds.
 type Controller struct {

@@ -14,15 +14,18 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	flowv1alpha1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/cronjob"
+	"github.com/ringfire/ringfire/controllers/flow"
 	"github.com/ringfire/ringfire/controllers/job"
 	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/podgroup"
@@ -61,6 +64,9 @@ type Config struct {
 	// informer would never list, and the replica's cache would wait for it
 	// for ever.
 	CronJobs bool
+	// JobFlows runs the JobFlow and JobTemplate controllers (`--controllers` with jobflow),
+	// left out with a warning on a cluster without their CRDs, as CronJobs.
+	JobFlows bool
 	// NoAdopt turns off adoption (cache.Config.Metadata): the objects of
 	// Volcano Jobs that lack the slot label stay invisible.
 	NoAdopt bool
@@ -83,6 +89,8 @@ type Replica struct {
 	Queues    *queue.Controller
 	PodGroups *podgroup.Controller
 	CronJobs  *cronjob.Controller   // nil unless Config.CronJobs
+	JobFlows  *flow.Flows           // nil unless Config.JobFlows
+	Templates *flow.Templates       // nil unless Config.JobFlows
 	Scheduler *scheduler.Controller // nil unless Config.Scheduler
 
 	api apiHealth // the API server probe's last answer (ready.go)
@@ -212,8 +220,30 @@ func New(cfg Config) (*Replica, error) {
 	}
 	drainers := []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()}
 	listeners := []shard.Listener{r.Cache, r.Queues, r.PodGroups}
-	if cfg.CronJobs && !servesCronJobs(cfg.Kube, cfg.Logger) {
+	if cfg.CronJobs && !serves(cfg.Kube, cfg.Logger, batchv1alpha1.SchemeGroupVersion.String(), "cronjobs") {
+		cfg.Logger.Warn("the API server has no CronJob CRD (cronjobs." + batchv1alpha1.SchemeGroupVersion.Group + "): the CronJob controller is off; " +
+			"install deploy/crds/batch.volcano.sh_cronjobs.yaml and restart the replica to run it")
 		cfg.CronJobs = false
+	}
+	if cfg.JobFlows && !serves(cfg.Kube, cfg.Logger, flowv1alpha1.SchemeGroupVersion.String(), "jobflows", "jobtemplates") {
+		cfg.Logger.Warn("the API server has no JobFlow or JobTemplate CRD (" + flowv1alpha1.SchemeGroupVersion.Group + "): the JobFlow controllers are off; " +
+			"install deploy/crds/flow.volcano.sh_jobflows.yaml and flow.volcano.sh_jobtemplates.yaml and restart the replica to run them")
+		cfg.JobFlows = false
+	}
+	if cfg.JobFlows {
+		fcfg := flow.Config{
+			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
+			JobFlows: r.Cache.JobFlows(), JobTemplates: r.Cache.JobTemplates(), Jobs: r.Cache.Jobs(),
+			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, StatusCoalesce: cfg.StatusCoalesce, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		}
+		if r.JobFlows, err = flow.NewFlows(fcfg); err != nil {
+			return nil, err
+		}
+		if r.Templates, err = flow.NewTemplates(fcfg); err != nil {
+			return nil, err
+		}
+		drainers = append(drainers, r.JobFlows.Drainer(), r.Templates.Drainer())
+		listeners = append(listeners, r.JobFlows, r.Templates)
 	}
 	if cfg.CronJobs {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
@@ -263,6 +293,10 @@ func (r *Replica) Run(ctx context.Context) error {
 	if r.CronJobs != nil {
 		wg.Go(func() { r.CronJobs.Run(work) })
 	}
+	if r.JobFlows != nil {
+		wg.Go(func() { r.JobFlows.Run(work) })
+		wg.Go(func() { r.Templates.Run(work) })
+	}
 	if r.Scheduler != nil {
 		wg.Go(func() { r.Scheduler.Run(work) })
 	}
@@ -277,30 +311,34 @@ func (r *Replica) Run(ctx context.Context) error {
 	return err
 }
 
-// servesCronJobs reports whether the API server serves Volcano's CronJobs. A cluster with an
-// older Volcano has Jobs but no CronJob CRD, and the CronJob informer would never list, nor
-// would the cache it shares: the controller is left out then, with a warning that says how
-// to get it. When the API server cannot be asked, the controller stays (the cache's
-// reminders say what it waits for).
-func servesCronJobs(kube *rest.Config, log hclog.Logger) bool {
+// serves reports whether the API server serves every one of resources in the group version
+// gv. A cluster with an older Volcano has Jobs but no CronJob or JobFlow CRDs, and their
+// informers would never list, nor would the cache they share: the controllers are left out
+// then, with a warning that says how to get them. When the API server cannot be asked, the
+// controllers stay (the cache's reminders say what it waits for).
+func serves(kube *rest.Config, log hclog.Logger, gv string, resources ...string) bool {
 	cfg := rest.CopyConfig(kube)
 	cfg.Timeout = 10 * time.Second
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return true
 	}
-	gv := batchv1alpha1.SchemeGroupVersion.String()
 	list, err := dc.ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
 	if err != nil {
-		log.Debug("cannot tell whether the API server serves CronJobs; running the CronJob controller", "error", err)
+		log.Debug("cannot tell whether the API server serves "+gv+"; running its controllers", "error", err)
 		return true
 	}
+	served := map[string]bool{}
 	for _, r := range list.APIResources {
-		if r.Name == "cronjobs" {
-			return true
+		served[r.Name] = true
+	}
+	for _, r := range resources {
+		if !served[r] {
+			return false
 		}
 	}
-	log.Warn("the API server has no CronJob CRD (cronjobs." + batchv1alpha1.SchemeGroupVersion.Group + "): the CronJob controller is off; " +
-		"install deploy/crds/batch.volcano.sh_cronjobs.yaml and restart the replica to run it")
-	return false
+	return true
 }

@@ -12,26 +12,35 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// The CronJob controller is left out, with a warning, on an API server without the CronJob
-// CRD; it stays when the CRD is there or the API server cannot tell.
-func TestServesCronJobs(t *testing.T) {
+// The CronJob and JobFlow controllers are left out on an API server without their CRDs; they
+// stay when the CRDs are there or the API server cannot tell.
+func TestServes(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		resources []string // served in batch.volcano.sh/v1alpha1; nil: the group is an error
-		want      bool
-		warns     bool
+		gv        string
+		want      []string // asked for
+		resources []string // served in gv; nil: the group is an error
+		notFound  bool     // the group is not served at all
+		serves    bool
 	}{
-		{"CronJob CRD installed", []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}, true, false},
-		{"an older Volcano: Jobs only", []string{"jobs", "jobs/status"}, false, true},
-		{"the API server cannot tell", nil, true, false},
+		{"CronJob CRD installed", "batch.volcano.sh/v1alpha1", []string{"cronjobs"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}, false, true},
+		{"an older Volcano: Jobs only", "batch.volcano.sh/v1alpha1", []string{"cronjobs"}, []string{"jobs", "jobs/status"}, false, false},
+		{"the API server cannot tell", "batch.volcano.sh/v1alpha1", []string{"cronjobs"}, nil, false, true},
+		{"flow CRDs installed", "flow.volcano.sh/v1alpha1", []string{"jobflows", "jobtemplates"}, []string{"jobflows", "jobtemplates", "jobflows/status"}, false, true},
+		{"JobFlows without JobTemplates", "flow.volcano.sh/v1alpha1", []string{"jobflows", "jobtemplates"}, []string{"jobflows"}, false, false},
+		{"no flow group at all", "flow.volcano.sh/v1alpha1", []string{"jobflows", "jobtemplates"}, nil, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/apis/batch.volcano.sh/v1alpha1" || tc.resources == nil {
+				if tc.notFound {
+					http.NotFound(w, r)
+					return
+				}
+				if r.URL.Path != "/apis/"+tc.gv || tc.resources == nil {
 					http.Error(w, "unavailable", http.StatusServiceUnavailable)
 					return
 				}
-				list := metav1.APIResourceList{GroupVersion: "batch.volcano.sh/v1alpha1"}
+				list := metav1.APIResourceList{GroupVersion: tc.gv}
 				for _, name := range tc.resources {
 					list.APIResources = append(list.APIResources, metav1.APIResource{Name: name, Namespaced: true, Kind: "X"})
 				}
@@ -41,11 +50,8 @@ func TestServesCronJobs(t *testing.T) {
 			defer srv.Close()
 			var logs strings.Builder
 			log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
-			if got := servesCronJobs(&rest.Config{Host: srv.URL}, log); got != tc.want {
-				t.Errorf("servesCronJobs = %v, want %v", got, tc.want)
-			}
-			if warned := strings.Contains(logs.String(), "deploy/crds/batch.volcano.sh_cronjobs.yaml"); warned != tc.warns {
-				t.Errorf("warning logged %v, want %v; log: %s", warned, tc.warns, logs.String())
+			if got := serves(&rest.Config{Host: srv.URL}, log, tc.gv, tc.want...); got != tc.serves {
+				t.Errorf("serves = %v, want %v", got, tc.serves)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 var apiPackages = []string{
 	"volcano.sh/apis/pkg/apis/batch/v1alpha1",
 	"volcano.sh/apis/pkg/apis/bus/v1alpha1",
+	"volcano.sh/apis/pkg/apis/flow/v1alpha1",
 	"volcano.sh/apis/pkg/apis/scheduling/v1beta1",
 	"volcano.sh/apis/pkg/apis/topology/v1alpha1",
 }
@@ -35,6 +36,8 @@ var crds = []struct {
 	{"batch.volcano.sh_jobs.yaml", jobEdits},
 	{"batch.volcano.sh_cronjobs.yaml", cronJobEdits},
 	{"bus.volcano.sh_commands.yaml", commandEdits},
+	{"flow.volcano.sh_jobflows.yaml", jobFlowEdits},
+	{"flow.volcano.sh_jobtemplates.yaml", jobTemplateEdits},
 	{"scheduling.volcano.sh_podgroups.yaml", podGroupEdits},
 	{"scheduling.volcano.sh_queues.yaml", queueEdits},
 	// HyperNodes (network topology) are served by Volcano's scheduler and its hypernode

@@ -123,6 +123,61 @@ func cronJobEdits() []edit {
 	return append(edits, jobSpecEdits("spec.jobTemplate.spec")...)
 }
 
+// maxSteps bounds the steps of a JobFlow, and of what one step depends on: far above any
+// real flow, and low enough for the rules over them to be proven cheap.
+const maxSteps = 64
+
+// jobTemplateEdits are the edits to the JobTemplate CRD: its spec is a Job's and obeys the
+// Job's rules, so that a template the API server takes makes a Job it takes.
+func jobTemplateEdits() []edit {
+	return append([]edit{{at: "", required: []string{"spec"}}}, jobSpecEdits("spec")...)
+}
+
+// jobFlowEdits are the edits to the JobFlow CRD: what Volcano's JobFlow webhook checks, short
+// of a cycle longer than one step (CEL has no recursion; the controller tells it in an
+// InvalidFlow Warning and makes no Job of the flow), and the length of the Jobs' names.
+func jobFlowEdits() []edit {
+	steps := "spec.flows"
+	noTargets := `!has(f.dependsOn) || !has(f.dependsOn.targets)`
+	return []edit{declareName, {
+		at: "",
+		rules: []rule{{
+			Rule:      `!has(self.metadata.name) || !has(self.spec) || !has(self.spec.flows) || self.spec.flows.all(f, size(self.metadata.name) + 1 + size(f.name) <= 63)`,
+			Message:   "a step's Job is named <jobflow>-<step> and must be at most 63 characters: shorten the JobFlow's or the step's name",
+			FieldPath: ".metadata.name",
+		}},
+	}, {
+		at:  steps,
+		set: map[string]any{"maxItems": maxSteps},
+		rules: []rule{{
+			Rule:    `self.all(f, self.exists_one(g, g.name == f.name))`,
+			Message: "step names must be unique within a JobFlow",
+		}, {
+			Rule:              `self.all(f, ` + noTargets + ` || f.dependsOn.targets.all(t, self.exists(g, g.name == t)))`,
+			Message:           "dependsOn.targets must name steps of the same JobFlow",
+			MessageExpression: `'step ' + self.filter(f, !(` + noTargets + ` || f.dependsOn.targets.all(t, self.exists(g, g.name == t))))[0].name + ' depends on a step that is not in spec.flows'`,
+		}},
+	}, {
+		at:  steps + "[].name",
+		set: map[string]any{"maxLength": 63},
+	}, {
+		at:  steps + "[].dependsOn.targets",
+		set: map[string]any{"maxItems": maxSteps},
+	}, {
+		at:  steps + "[].dependsOn.targets[]",
+		set: map[string]any{"maxLength": 63},
+	}, {
+		at: steps + "[]",
+		rules: []rule{{
+			Rule:    `!has(self.dependsOn) || !has(self.dependsOn.targets) || !(self.name in self.dependsOn.targets)`,
+			Message: "a step cannot depend on itself",
+		}},
+	},
+		{at: steps + "[].patch.jobSpec.tasks[].template", terse: true},
+		{at: steps + "[].patch.jobSpec.volumes[].volumeClaim", terse: true},
+	}
+}
+
 // jobSpecEdits are the edits to a JobSpec at path spec.
 func jobSpecEdits(spec string) []edit {
 	tasks := spec + ".tasks"

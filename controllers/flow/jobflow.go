@@ -1,0 +1,299 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
+	vcflowinformers "volcano.sh/apis/pkg/client/informers/externalversions/flow/v1alpha1"
+	flowlisters "volcano.sh/apis/pkg/client/listers/flow/v1alpha1"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// DefaultStatusCoalesce is how long changes of a flow's Jobs that move no phase (task counts,
+// running times) are merged into one status write.
+const DefaultStatusCoalesce = time.Second
+
+// Config configures the JobFlow and JobTemplate controllers.
+type Config struct {
+	Kube    kubernetes.Interface
+	Volcano vcclient.Interface
+	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
+	// whether this replica's membership is still valid right now, checked before every write.
+	Ownership shard.Ownership
+	Valid     func() error
+	// JobFlows, JobTemplates and Jobs are informers whose owner starts them (the replica's
+	// cache: cache.Cache.JobFlows, JobTemplates and Jobs, which holds every Job at least as a
+	// summary, with what a flow reports of its Jobs).
+	JobFlows     vcflowinformers.JobFlowInformer
+	JobTemplates vcflowinformers.JobTemplateInformer
+	Jobs         kit.JobSource
+	// Clock stamps the phase histories; tests set a fake one. Default: real.
+	Clock clock.PassiveClock
+	// Workers reconcile flows (and templates) in parallel; one key is never in two at once.
+	// Default 2.
+	Workers int
+	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
+	// Warning event. Default 15.
+	MaxRequeue int
+	// StatusCoalesce merges a flow's status changes that move no phase over this window
+	// (DefaultStatusCoalesce when 0; negative writes each at once).
+	StatusCoalesce time.Duration
+	Logger         hclog.Logger
+	Registerer     prometheus.Registerer
+}
+
+// Flows is the JobFlow controller: it makes each step's Job once the Jobs it depends on have
+// Completed, reports the Jobs in the flow's status, and deletes them when a flow whose retain
+// policy is delete has Succeeded.
+type Flows struct {
+	kit.Base[request]
+	cfg       Config
+	clock     clock.PassiveClock
+	flows     flowlisters.JobFlowLister
+	flowInf   toolscache.SharedIndexInformer
+	templates flowlisters.JobTemplateLister
+	tmplInf   toolscache.SharedIndexInformer
+	jobInf    kit.JobSource
+	written   cache.Written[*flowv1.JobFlow]
+	memory    memory
+}
+
+// request is what the dispatcher carries for a key: look at it. Any two coalesce.
+type request struct{}
+
+// Indexes: Jobs by the UID of the JobFlow that controls them; JobFlows by the templates their
+// steps name ("<namespace>/<template>"); Jobs by the template they were made from.
+const (
+	byFlow     = "jobflow-owner"
+	byStep     = "jobflow-template"
+	byTemplate = "jobtemplate"
+)
+
+// NewFlows builds the JobFlow controller and registers its handlers and indexes on the
+// informers, which must not have started yet.
+func NewFlows(cfg Config) (*Flows, error) {
+	if cfg.Volcano == nil || cfg.JobFlows == nil || cfg.JobTemplates == nil || cfg.Jobs == nil {
+		return nil, errors.New("jobflow controller: Volcano, JobFlows, JobTemplates and Jobs are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.StatusCoalesce == 0 {
+		cfg.StatusCoalesce = DefaultStatusCoalesce
+	}
+	c := &Flows{cfg: cfg, clock: cfg.Clock}
+	err := c.Init(kit.Settings[request]{
+		Name: "jobflow", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
+		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Handler: c.reconcile, OnGiveUp: c.giveUp,
+		Coalesce: func(request, request) bool { return true },
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.flows, c.flowInf = cfg.JobFlows.Lister(), cfg.JobFlows.Informer()
+	c.templates, c.tmplInf = cfg.JobTemplates.Lister(), cfg.JobTemplates.Informer()
+	c.jobInf = cfg.Jobs
+	if err := addIndexer(c.jobInf, byFlow, flowIndex); err != nil {
+		return nil, err
+	}
+	if err := addIndexer(c.flowInf, byStep, stepIndex); err != nil {
+		return nil, err
+	}
+	if err := c.register(); err != nil {
+		return nil, fmt.Errorf("jobflow controller: %w", err)
+	}
+	return c, nil
+}
+
+// indexed is what addIndexer needs of an informer.
+type indexed interface {
+	AddIndexers(toolscache.Indexers) error
+	GetIndexer() toolscache.Indexer
+}
+
+// addIndexer adds an index unless the informer has it already (the JobFlow and JobTemplate
+// controllers share the Job informer).
+func addIndexer(inf indexed, name string, fn toolscache.IndexFunc) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
+		return nil
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{name: fn}); err != nil {
+		return fmt.Errorf("index %s: %w", name, err)
+	}
+	return nil
+}
+
+// Run reconciles until ctx is done, once the informers have listed.
+func (c *Flows) Run(ctx context.Context) {
+	c.Base.Run(ctx, nil, "stopped before the JobFlow, JobTemplate and Job informers listed; are the flow.volcano.sh CRDs installed?",
+		c.flowInf.HasSynced, c.tmplInf.HasSynced, c.jobInf.HasSynced)
+}
+
+// SlotsGained enqueues every JobFlow of the slots. It implements shard.Listener.
+func (c *Flows) SlotsGained(slots []int) {
+	enqueueHeld(c.flowInf, c.Disp, c.cfg.Ownership, slots)
+}
+
+// SlotsLost forgets what was remembered of the slots' flows. It implements shard.Listener.
+func (c *Flows) SlotsLost(slots []int) {
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
+	c.memory.forgetWhere(func(key string) bool { return held.HasKey(key, n) })
+}
+
+// enqueueHeld enqueues the keys of inf that fall in slots.
+func enqueueHeld(inf toolscache.SharedIndexInformer, disp *shard.Dispatcher[request], own shard.Ownership, slots []int) {
+	held, n := shard.NewSlotSet(slots), own.Slots()
+	for _, key := range inf.GetStore().ListKeys() {
+		if held.HasKey(key, n) {
+			disp.Enqueue(key, request{})
+		}
+	}
+}
+
+func (c *Flows) register() error {
+	if _, err := c.flowInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: c.onFlow,
+		UpdateFunc: func(old, cur any) {
+			if o, ok := old.(*flowv1.JobFlow); ok {
+				if n, ok := cur.(*flowv1.JobFlow); ok && o.ResourceVersion != n.ResourceVersion {
+					c.onFlow(n)
+				}
+			}
+		},
+		DeleteFunc: c.onFlowDelete,
+	}); err != nil {
+		return err
+	}
+	// A step waiting for its template goes on when the template comes.
+	if _, err := c.tmplInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: c.onTemplate}); err != nil {
+		return err
+	}
+	_, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.onJob(obj, false) },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*batch.Job)
+			n, ok2 := cur.(*batch.Job)
+			if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion {
+				c.onJob(n, false)
+			}
+		},
+		DeleteFunc: func(obj any) { c.onJob(obj, true) },
+	})
+	return err
+}
+
+func (c *Flows) onFlow(obj any) {
+	if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
+		c.Disp.Enqueue(key, request{})
+	}
+}
+
+func (c *Flows) onFlowDelete(obj any) {
+	if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.written.Forget(key)
+		c.memory.forget(key)
+	}
+}
+
+func (c *Flows) onTemplate(obj any) {
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	flows, _ := c.flowInf.GetIndexer().ByIndex(byStep, key)
+	for _, f := range flows {
+		c.onFlow(f)
+	}
+}
+
+// onJob looks at the flow that controls a Job that came, changed or went, and meets the
+// expectation of its create or delete.
+func (c *Flows) onJob(obj any, deleted bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	job, ok := obj.(*batch.Job)
+	if !ok {
+		return
+	}
+	name, uid, ok := FlowOf(job)
+	if !ok {
+		return
+	}
+	key := job.Namespace + "/" + name
+	c.memory.seen(key, job.Name, deleted)
+	if jf, err := c.flows.JobFlows(job.Namespace).Get(name); err == nil && jf.UID == uid {
+		c.Disp.Enqueue(key, request{})
+	}
+}
+
+// flowIndex is the byFlow index function.
+func flowIndex(obj any) ([]string, error) {
+	if job, ok := obj.(*batch.Job); ok {
+		if _, uid, ok := FlowOf(job); ok {
+			return []string{string(uid)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// stepIndex is the byStep index function: the templates a flow's steps are made from.
+func stepIndex(obj any) ([]string, error) {
+	jf, ok := obj.(*flowv1.JobFlow)
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(jf.Spec.Flows))
+	for _, step := range jf.Spec.Flows {
+		keys = append(keys, jf.Namespace+"/"+step.Name)
+	}
+	return keys, nil
+}
+
+// jobsOf returns the Jobs the flow controls, from the informer.
+func (c *Flows) jobsOf(jf *flowv1.JobFlow) ([]*batch.Job, error) {
+	objs, err := c.jobInf.GetIndexer().ByIndex(byFlow, string(jf.UID))
+	if err != nil {
+		return nil, fmt.Errorf("jobs of jobflow %s/%s: %w", jf.Namespace, jf.Name, err)
+	}
+	jobs := make([]*batch.Job, 0, len(objs))
+	for _, obj := range objs {
+		if job, ok := obj.(*batch.Job); ok && job.Namespace == jf.Namespace {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs, nil
+}
+
+// giveUp records that a flow failed MaxRequeue times in a row. It is looked at again when it
+// or one of its Jobs or templates changes.
+func (c *Flows) giveUp(key string, _ request, err error) {
+	c.Log.Error("jobflow failed too often; trying again when it or one of its Jobs changes", "jobflow", key, "error", err)
+	ns, name, serr := toolscache.SplitMetaNamespaceKey(key)
+	if serr != nil {
+		return
+	}
+	if jf, gerr := c.flows.JobFlows(ns).Get(name); gerr == nil {
+		c.Recorder.Eventf(jf, corev1.EventTypeWarning, string(flowv1.SyncJobFlowAction),
+			"gave up after %d failed tries: %v; the JobFlow is tried again when it or one of its Jobs changes", c.cfg.MaxRequeue+1, err)
+	}
+}
+
+// guard is checked right before every write.
+func (c *Flows) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

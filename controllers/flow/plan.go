@@ -1,0 +1,224 @@
+package flow
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
+)
+
+// CreatedByJobTemplate is the label and annotation a flow's Job carries: "<namespace>.<template>",
+// the JobTemplate it was made from. Volcano's name for it; vcctl and the JobTemplate status read it.
+const CreatedByJobTemplate = "volcano.sh/createdByJobTemplate"
+
+// flowKind is the kind of the controller reference a flow's Jobs carry.
+var flowKind = flowv1.SchemeGroupVersion.WithKind("JobFlow")
+
+// JobName is the name of the Job a flow makes for one of its steps: "<flow>-<step>". One name
+// per step is what keeps a Job from being made twice: a second create, from a retry or a stale
+// owner of the flow's slot, finds it AlreadyExists.
+func JobName(flowName, step string) string { return flowName + "-" + step }
+
+// TemplateRef is the value of CreatedByJobTemplate for the template name in namespace.
+func TemplateRef(namespace, template string) string { return namespace + "." + template }
+
+// TemplateOf parses a CreatedByJobTemplate value back into the template's key
+// ("<namespace>/<name>"). A namespace has no dots, so the first one splits the two.
+func TemplateOf(ref string) (key string, ok bool) {
+	ns, name, found := strings.Cut(ref, ".")
+	if !found || ns == "" || name == "" {
+		return "", false
+	}
+	return ns + "/" + name, true
+}
+
+// FlowOf returns the name and UID of the JobFlow that controls job, if one does.
+func FlowOf(job metav1.Object) (name string, uid types.UID, ok bool) {
+	ref := metav1.GetControllerOf(job)
+	if ref == nil || ref.Kind != flowKind.Kind || ref.APIVersion != flowKind.GroupVersion().String() {
+		return "", "", false
+	}
+	return ref.Name, ref.UID, true
+}
+
+// JobFor is the Job a flow's step starts: the step's JobTemplate's spec (Volcano names the
+// template after the step), with the step's patch over it, the flow as its controller, and the
+// template named in CreatedByJobTemplate.
+func JobFor(jf *flowv1.JobFlow, step flowv1.Flow, tmpl *flowv1.JobTemplate) *batch.Job {
+	ref := TemplateRef(jf.Namespace, step.Name)
+	job := &batch.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            JobName(jf.Name, step.Name),
+			Namespace:       jf.Namespace,
+			Labels:          map[string]string{CreatedByJobTemplate: ref},
+			Annotations:     map[string]string{CreatedByJobTemplate: ref},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(jf, flowKind)},
+		},
+	}
+	tmpl.Spec.DeepCopyInto(&job.Spec)
+	if step.Patch != nil {
+		applyPatch(&job.Spec, &step.Patch.JobSpec)
+	}
+	return job
+}
+
+// Graph is a flow's steps and what each waits for, checked once: every target names a step,
+// no step is named twice, and there is no cycle.
+type Graph struct {
+	order []string            // the steps, as the spec lists them
+	needs map[string][]string // step → the steps it waits for
+}
+
+// NewGraph checks the flow's dependencies. Its error says what to fix.
+func NewGraph(flows []flowv1.Flow) (*Graph, error) {
+	g := &Graph{needs: make(map[string][]string, len(flows))}
+	for _, f := range flows {
+		if _, dup := g.needs[f.Name]; dup {
+			return nil, fmt.Errorf("step %q is listed twice in spec.flows", f.Name)
+		}
+		g.order = append(g.order, f.Name)
+		g.needs[f.Name] = nil
+		if f.DependsOn != nil {
+			g.needs[f.Name] = slices.Clone(f.DependsOn.Targets)
+		}
+	}
+	for _, step := range g.order {
+		for _, t := range g.needs[step] {
+			if _, ok := g.needs[t]; !ok {
+				return nil, fmt.Errorf("step %q depends on %q, which is not a step of spec.flows", step, t)
+			}
+		}
+	}
+	if cycle := g.cycle(); cycle != nil {
+		return nil, fmt.Errorf("spec.flows is not a DAG: %s", strings.Join(cycle, " → "))
+	}
+	return g, nil
+}
+
+// cycle returns a dependency cycle (its first step repeated at the end), or nil.
+func (g *Graph) cycle() []string {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make(map[string]int, len(g.order))
+	var path []string
+	var visit func(step string) []string
+	visit = func(step string) []string {
+		state[step] = onPath
+		path = append(path, step)
+		for _, t := range g.needs[step] {
+			switch state[t] {
+			case onPath:
+				i := slices.Index(path, t)
+				return append(slices.Clone(path[i:]), t)
+			case unseen:
+				if c := visit(t); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[step] = done
+		return nil
+	}
+	for _, step := range g.order {
+		if state[step] == unseen {
+			if c := visit(step); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Ready returns the steps whose Job may be made now, in spec order: those without a Job whose
+// every dependency's Job has Completed. phase gives the phase of a step's Job, ok false when
+// the step has none.
+func (g *Graph) Ready(phase func(step string) (batch.JobPhase, bool)) []string {
+	var ready []string
+	for _, step := range g.order {
+		if _, made := phase(step); made {
+			continue
+		}
+		if g.met(step, phase) {
+			ready = append(ready, step)
+		}
+	}
+	return ready
+}
+
+func (g *Graph) met(step string, phase func(string) (batch.JobPhase, bool)) bool {
+	for _, t := range g.needs[step] {
+		if p, ok := phase(t); !ok || p != batch.Completed {
+			return false
+		}
+	}
+	return true
+}
+
+// Steps are the flow's steps in spec order.
+func (g *Graph) Steps() []string { return slices.Clone(g.order) }
+
+// applyPatch lays a step's patch over the template's spec: fields the patch sets replace the
+// template's, tasks and volumes are merged by name (a patched task's fields replace the
+// template task's, its pod template merged as patchPodSpec says), and plugins by key.
+func applyPatch(spec, p *batch.JobSpec) {
+	if p.SchedulerName != "" {
+		spec.SchedulerName = p.SchedulerName
+	}
+	if p.MinAvailable != 0 {
+		spec.MinAvailable = p.MinAvailable
+	}
+	if p.Queue != "" {
+		spec.Queue = p.Queue
+	}
+	if p.MaxRetry != 0 {
+		spec.MaxRetry = p.MaxRetry
+	}
+	if p.PriorityClassName != "" {
+		spec.PriorityClassName = p.PriorityClassName
+	}
+	if p.TTLSecondsAfterFinished != nil {
+		spec.TTLSecondsAfterFinished = p.TTLSecondsAfterFinished
+	}
+	if p.MinSuccess != nil {
+		spec.MinSuccess = p.MinSuccess
+	}
+	if p.RunningEstimate != nil {
+		spec.RunningEstimate = p.RunningEstimate
+	}
+	if p.NetworkTopology != nil {
+		spec.NetworkTopology = p.NetworkTopology.DeepCopy()
+	}
+	if p.Policies != nil {
+		spec.Policies = slices.Clone(p.Policies)
+	}
+	if p.Plugins != nil {
+		if spec.Plugins == nil {
+			spec.Plugins = map[string][]string{}
+		}
+		maps.Copy(spec.Plugins, p.Plugins)
+	}
+	for _, v := range p.Volumes {
+		if i := slices.IndexFunc(spec.Volumes, func(w batch.VolumeSpec) bool { return w.MountPath == v.MountPath }); i >= 0 {
+			spec.Volumes[i] = *v.DeepCopy()
+		} else {
+			spec.Volumes = append(spec.Volumes, *v.DeepCopy())
+		}
+	}
+	for _, t := range p.Tasks {
+		i := slices.IndexFunc(spec.Tasks, func(u batch.TaskSpec) bool { return u.Name == t.Name })
+		if i < 0 {
+			spec.Tasks = append(spec.Tasks, *t.DeepCopy())
+			continue
+		}
+		patchTask(&spec.Tasks[i], &t)
+	}
+}

@@ -1,0 +1,239 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
+)
+
+// Warning reasons, each told once per flow until it is resolved.
+const (
+	reasonInvalid     = "InvalidFlow"      // spec.flows is not a DAG, or names an unknown step
+	reasonNoTemplate  = "TemplateNotFound" // a step's JobTemplate does not exist (yet)
+	reasonNameTaken   = "JobNameTaken"     // a Job of a step's name exists, made by someone else
+	reasonCreateError = "FailedCreate"     // the API server refused a step's Job
+)
+
+// reconcile is the dispatcher's handler for a JobFlow key.
+func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.flows.JobFlows(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get jobflow %s: %w", key, err)
+	}
+	if cached.DeletionTimestamp != nil {
+		return nil // its Jobs go with it, by their owner references
+	}
+	base := c.written.Latest(key, cached)
+	jobs, err := c.jobsOf(base)
+	if err != nil {
+		return err
+	}
+	// A Succeeded flow that does not retain its Jobs deletes them, and its status stays as
+	// it was when it Succeeded.
+	if base.Status.State.Phase == flowv1.Succeed && base.Spec.JobRetainPolicy == flowv1.Delete {
+		return c.deleteJobs(ctx, key, base, jobs)
+	}
+	graph, err := NewGraph(base.Spec.Flows)
+	if err != nil {
+		c.warn(key, base, reasonInvalid, err.Error()+"; fix spec.flows: no Job of the flow is made until then")
+		return nil
+	}
+	c.memory.resolved(key, reasonInvalid)
+	createErr := c.startReady(ctx, key, base, graph, jobs)
+	if err := c.writeStatus(ctx, key, base, jobs); err != nil {
+		return err
+	}
+	return createErr
+}
+
+// startReady creates the Job of every step whose dependencies have Completed and that has
+// none yet. A step whose template is missing waits for it (its add event brings the flow
+// back); the other steps go on.
+func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, graph *Graph, jobs []*batch.Job) error {
+	now := c.clock.Now()
+	byName := make(map[string]*batch.Job, len(jobs))
+	for _, job := range jobs {
+		byName[job.Name] = job
+	}
+	phase := func(step string) (batch.JobPhase, bool) {
+		jobName := JobName(jf.Name, step)
+		if job, ok := byName[jobName]; ok {
+			return job.Status.State.Phase, true
+		}
+		return "", c.memory.pending(key, jobName, false, now)
+	}
+	var errs []error
+	var missing []string
+	for _, step := range graph.Ready(phase) {
+		i := slices.IndexFunc(jf.Spec.Flows, func(f flowv1.Flow) bool { return f.Name == step })
+		tmpl, err := c.templates.JobTemplates(jf.Namespace).Get(step)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, step)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := c.createJob(ctx, key, jf, JobFor(jf, jf.Spec.Flows[i], tmpl)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(missing) > 0 {
+		c.warn(key, jf, reasonNoTemplate, fmt.Sprintf("no JobTemplate %v in namespace %s: steps %v start once it is created", missing, jf.Namespace, missing))
+	} else {
+		c.memory.resolved(key, reasonNoTemplate)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("jobflow %s: %w", key, errors.Join(errs...))
+	}
+	return nil
+}
+
+// createJob creates a step's Job, once: the create is remembered until the informer shows
+// the Job, and a Job of that name found already is not made again.
+func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, job *batch.Job) error {
+	if other, ok, _ := c.jobInf.GetIndexer().GetByKey(job.Namespace + "/" + job.Name); ok {
+		// In the namespace, not controlled by this flow (ours are in jobs, by the index).
+		if o, ok := other.(*batch.Job); ok {
+			c.warn(key, jf, reasonNameTaken, fmt.Sprintf("Job %s exists and is not this JobFlow's (controller: %v): rename the step or delete that Job", o.Name, ownerName(o)))
+		}
+		return nil
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	c.memory.expect(key, job.Name, false, c.clock.Now())
+	_, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		c.memory.resolved(key, reasonCreateError)
+		c.Recorder.Eventf(jf, corev1.EventTypeNormal, "Created", "create a job named %v!", job.Name)
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return nil // the informer will show it; the expectation holds it until then
+	}
+	c.memory.seen(key, job.Name, false)
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		c.warn(key, jf, reasonCreateError, fmt.Sprintf("the API server refused Job %s: %v; fix JobTemplate %s or the step's patch", job.Name, err, job.Annotations[CreatedByJobTemplate]))
+	}
+	return fmt.Errorf("create job %s/%s: %w", job.Namespace, job.Name, err)
+}
+
+// deleteJobs deletes the Jobs of a Succeeded flow that keeps none, each once, with the Job's
+// UID as a precondition.
+func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, jobs []*batch.Job) error {
+	now := c.clock.Now()
+	for _, job := range jobs {
+		if job.DeletionTimestamp != nil || c.memory.pending(key, job.Name, true, now) {
+			continue
+		}
+		if err := c.guard(ctx); err != nil {
+			return err
+		}
+		c.memory.expect(key, job.Name, true, now)
+		err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: ptr.To(job.UID)},
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			c.memory.seen(key, job.Name, true)
+			return fmt.Errorf("delete job %s/%s of jobflow %s: %w", job.Namespace, job.Name, key, err)
+		}
+	}
+	return nil
+}
+
+// writeStatus writes the flow's status if it changed. A change that moves no phase and no Job
+// between the lists (task counts, running times) waits until StatusCoalesce has passed since
+// the last write, so that a busy flow costs one write per window.
+func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlow, jobs []*batch.Job) error {
+	now := c.clock.Now()
+	st := Status(base.Status, jobs, now)
+	for {
+		next := NextPhase(st.State.Phase, &st, len(base.Spec.Flows))
+		if next == st.State.Phase {
+			break
+		}
+		st.State.Phase = next
+	}
+	if equality.Semantic.DeepEqual(base.Status, st) {
+		return nil
+	}
+	if !significant(&base.Status, &st) && c.cfg.StatusCoalesce > 0 {
+		if since := c.memory.sinceWrite(key, now); since < c.cfg.StatusCoalesce {
+			c.Disp.EnqueueAfter(key, request{}, c.cfg.StatusCoalesce-since)
+			return nil
+		}
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	updated := base.DeepCopy()
+	updated.Status = st
+	got, err := c.cfg.Volcano.FlowV1alpha1().JobFlows(base.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("update status of jobflow %s: %w", key, err)
+	}
+	c.memory.wrote(key, now)
+	c.written.Remember(key, base.ResourceVersion, got)
+	if from, to := base.Status.State.Phase, st.State.Phase; from != to {
+		c.Log.Debug("jobflow phase", "jobflow", key, "from", from, "to", to)
+		switch to {
+		case flowv1.Succeed:
+			c.Recorder.Eventf(got, corev1.EventTypeNormal, string(to), "every Job of the flow Completed: %v", st.CompletedJobs)
+		case flowv1.Failed:
+			c.Recorder.Eventf(got, corev1.EventTypeWarning, string(to), "Jobs failed: %v; the steps that depend on them will not start", append(slices.Clone(st.FailedJobs), st.TerminatedJobs...))
+		}
+	}
+	return nil
+}
+
+// significant reports whether a status change is one a user or a dependent step waits for: the
+// flow's phase, a Job's phase, or a Job added.
+func significant(old, cur *flowv1.JobFlowStatus) bool {
+	if old.State.Phase != cur.State.Phase || len(old.JobStatusList) != len(cur.JobStatusList) {
+		return true
+	}
+	for i := range cur.JobStatusList {
+		if old.JobStatusList[i].Name != cur.JobStatusList[i].Name || old.JobStatusList[i].State != cur.JobStatusList[i].State {
+			return true
+		}
+	}
+	return false
+}
+
+// warn tells a fault of the flow in a Warning Event and a log line, once until it changes.
+func (c *Flows) warn(key string, jf *flowv1.JobFlow, reason, msg string) {
+	if !c.memory.tell(key, reason, msg) {
+		return
+	}
+	c.Log.Warn("jobflow waits until fixed", "jobflow", key, "reason", reason, "error", msg)
+	c.Recorder.Event(jf, corev1.EventTypeWarning, reason, msg)
+}
+
+func ownerName(job *batch.Job) string {
+	if ref := metav1.GetControllerOf(job); ref != nil {
+		return ref.Kind + " " + ref.Name
+	}
+	return "none"
+}
