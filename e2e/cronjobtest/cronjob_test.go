@@ -113,13 +113,13 @@ func handover(t *testing.T, s *stack.Stack) {
 	stack.WaitFor(t, "the first Job", 90*time.Second, func() (bool, string) { return len(jobs.list()) > 0, jobs.String() })
 	first := jobs.list()[0]
 	next := first.scheduled.Add(time.Minute)
-	holder := slotHolder(t, s, ns+"/"+name)
+	holder := s.SlotHolder(ns + "/" + name)
 	sleepUntil(next.Add(-500 * time.Millisecond))
 	stopped := time.Now()
 	s.StopReplica(holder)
 	var taker string
 	stack.WaitFor(t, "another replica holds the slot", 30*time.Second, func() (bool, string) {
-		taker = slotHolder(t, s, ns+"/"+name)
+		taker = s.SlotHolder(ns + "/" + name)
 		return taker != "" && taker != holder, taker
 	})
 	t.Logf("stopped %s, the holder of the CronJob's slot, %v before %s; %s held the slot %v later",

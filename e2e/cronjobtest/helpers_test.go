@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,7 +23,6 @@ import (
 
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
-	"github.com/ringfire/ringfire/shard"
 )
 
 // TestMain lets the subtests run side by side even on a machine of two cores: they wait on the
@@ -40,9 +37,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
-
-// slots is the stack's slot count.
-const slots = 256
 
 // newCronJob is a CronJob in ns whose Jobs run one pod for podDuration.
 func newCronJob(ns, name, schedule, podDuration string) *batch.CronJob {
@@ -201,24 +195,4 @@ func checkOnePerTime(t *testing.T, cronJobName string, jobs []seenJob) {
 		}
 		times[j.scheduled] = j.name
 	}
-}
-
-// slotHolder returns the id of the replica that holds the slot of key, from the ring's etcd.
-func slotHolder(t *testing.T, s *stack.Stack, key string) string {
-	t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := client.Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix("/ringfire"), shard.SlotOf(key, slots)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Kvs) == 0 {
-		return ""
-	}
-	return string(resp.Kvs[0].Value)
 }

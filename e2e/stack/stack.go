@@ -35,7 +35,11 @@ import (
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/replica"
 	"github.com/ringfire/ringfire/internal/runlog"
+	"github.com/ringfire/ringfire/shard"
 )
+
+// Slots is the slot count of a stack's ring.
+const Slots = 256
 
 // Options configures a Stack.
 type Options struct {
@@ -189,8 +193,8 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.Wrap(s.writes.wrap)
 	r, err := replica.New(replica.Config{
-		ID: id, Etcd: client, Prefix: "/ringfire", Slots: 256, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
-		Kube: cfg, CronJobs: true, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
+		ID: id, Etcd: client, Prefix: "/ringfire", Slots: Slots, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
+		Kube: cfg, CronJobs: true, JobFlows: true, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
 		Observe: func(key string, start, end time.Time) {
 			s.Runs.Add(runlog.Run{Key: key, Replica: id, Start: start, End: end})
 		},
@@ -450,4 +454,25 @@ func WatchPods(t testing.TB, kube kubernetes.Interface, ns string, see func(watc
 		}
 	}()
 	t.Cleanup(w.Stop)
+}
+
+// SlotHolder returns the id of the replica that holds the slot of key, from the ring's etcd;
+// "" when no one holds it.
+func (s *Stack) SlotHolder(key string) string {
+	s.t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := client.Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix("/ringfire"), shard.SlotOf(key, Slots)))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
 }
