@@ -153,8 +153,8 @@ func jobFlowEdits() []edit {
 			Rule:    `self.all(f, self.exists_one(g, g.name == f.name))`,
 			Message: "step names must be unique within a JobFlow",
 		}, {
-			Rule:              `self.all(f, ` + noTargets + ` || f.dependsOn.targets.all(t, self.exists(g, g.name == t)))`,
-			Message:           "dependsOn.targets must name steps of the same JobFlow",
+			Rule:    `self.all(f, ` + noTargets + ` || f.dependsOn.targets.all(t, self.exists(g, g.name == t)))`,
+			Message: "dependsOn.targets must name steps of the same JobFlow",
 		}},
 	}, {
 		at:  steps + "[].name",
