@@ -198,12 +198,6 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 	c.written.Remember(key, base.ResourceVersion, got)
 	if from, to := base.Status.State.Phase, st.State.Phase; from != to {
 		c.Log.Debug("jobflow phase", "jobflow", key, "from", from, "to", to)
-		switch to {
-		case flowv1.Succeed:
-			c.Recorder.Eventf(got, corev1.EventTypeNormal, string(to), "every Job of the flow Completed: %v", st.CompletedJobs)
-		case flowv1.Failed:
-			c.Recorder.Eventf(got, corev1.EventTypeWarning, string(to), "Jobs failed: %v; the steps that depend on them will not start", append(slices.Clone(st.FailedJobs), st.TerminatedJobs...))
-		}
 	}
 	return nil
 }

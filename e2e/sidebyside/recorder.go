@@ -17,6 +17,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
@@ -50,7 +51,14 @@ type nsRecord struct {
 	podGroups map[string]*pgRecord
 	objects   map[string]*objRecord // by kind/name
 	cronJobs  map[string]*batch.CronJob
+	flows     map[string]*flowRecord
+	templates map[string]*flowv1.JobTemplate
 	changed   time.Time // of the last event of the namespace
+}
+
+type flowRecord struct {
+	last   *flowv1.JobFlow
+	phases []flowv1.Phase // consecutive repeats dropped
 }
 
 type jobRecord struct {
@@ -93,6 +101,12 @@ func StartRecorder(t testing.TB, env *Env) *Recorder {
 		},
 		"CronJob": func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return env.Volcano.BatchV1alpha1().CronJobs(metav1.NamespaceAll).Watch(ctx, o)
+		},
+		"JobFlow": func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return env.Volcano.FlowV1alpha1().JobFlows(metav1.NamespaceAll).Watch(ctx, o)
+		},
+		"JobTemplate": func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return env.Volcano.FlowV1alpha1().JobTemplates(metav1.NamespaceAll).Watch(ctx, o)
 		},
 		"PodGroup": func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return env.Volcano.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).Watch(ctx, o)
@@ -173,6 +187,18 @@ func (r *Recorder) see(kind string, ev watch.Event) {
 		}
 	case *batch.CronJob:
 		ns.cronJobs[o.Name] = o
+	case *flowv1.JobFlow:
+		f := ns.flows[o.Name]
+		if f == nil {
+			f = &flowRecord{}
+			ns.flows[o.Name] = f
+		}
+		f.last = o
+		if ph := o.Status.State.Phase; ph != "" && (len(f.phases) == 0 || f.phases[len(f.phases)-1] != ph) {
+			f.phases = append(f.phases, ph)
+		}
+	case *flowv1.JobTemplate:
+		ns.templates[o.Name] = o
 	case *unstructured.Unstructured:
 		if kind == "ConfigMap" && o.GetName() == "kube-root-ca.crt" {
 			return // every namespace has it
@@ -215,6 +241,7 @@ func (r *Recorder) ns(name string) *nsRecord {
 		ns = &nsRecord{
 			jobs: map[string]*jobRecord{}, pods: map[types.UID]*podRecord{},
 			podGroups: map[string]*pgRecord{}, objects: map[string]*objRecord{}, cronJobs: map[string]*batch.CronJob{},
+			flows: map[string]*flowRecord{}, templates: map[string]*flowv1.JobTemplate{},
 		}
 		r.nss[name] = ns
 	}
@@ -232,10 +259,15 @@ func (r *Recorder) view(ns string, f func(*nsRecord)) {
 var finalPhases = map[batch.JobPhase]bool{batch.Completed: true, batch.Failed: true, batch.Terminated: true, batch.Aborted: true}
 
 // settled reports whether every Job of the namespace is in a final phase or gone (and there is
-// at least one) and nothing changed for quiet.
+// at least one), so is every JobFlow (Succeed or Failed), and nothing changed for quiet.
 func (ns *nsRecord) settled(quiet time.Duration) bool {
 	if len(ns.jobs) == 0 || time.Since(ns.changed) < quiet {
 		return false
+	}
+	for _, f := range ns.flows {
+		if ph := f.last.Status.State.Phase; ph != flowv1.Succeed && ph != flowv1.Failed {
+			return false
+		}
 	}
 	for _, j := range ns.jobs {
 		if !j.deleted && !finalPhases[j.last.Status.State.Phase] {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
@@ -50,8 +51,12 @@ func (r *Result) Value(field string) (string, bool) {
 // result turns what the recorder saw of sc's namespace into sc's Result.
 func (p *player) result(ctx context.Context, sc *Scenario, outcome string) *Result {
 	ns := sc.Namespace()
-	events, err := p.jobEvents(ctx, ns)
+	events, err := p.events(ctx, ns, "Job")
 	res := &Result{Scenario: sc.Name, Side: p.env.Name, Rows: []Row{{"outcome", outcome}}}
+	if err != nil {
+		res.Rows = append(res.Rows, Row{"error", "list events: " + err.Error()})
+	}
+	flowEvents, err := p.events(ctx, ns, "JobFlow")
 	if err != nil {
 		res.Rows = append(res.Rows, Row{"error", "list events: " + err.Error()})
 	}
@@ -87,6 +92,17 @@ func (p *player) result(ctx context.Context, sc *Scenario, outcome string) *Resu
 		}
 		for _, name := range slices.Sorted(maps.Keys(r.cronJobs)) {
 			add("cronjob "+name, cronStatus(r.cronJobs[name], r.jobsOf(name)))
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.flows)) {
+			f := r.flows[name]
+			prefix := "jobflow " + name + ": "
+			add(prefix+"phases", strings.Join(toStrings(f.phases), " → "))
+			add(prefix+"jobs", flowJobs(&f.last.Status))
+			add(prefix+"job status list", flowJobStatusList(&f.last.Status))
+			add(prefix+"events", eventList(flowEvents[name]))
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.templates)) {
+			add("jobtemplate "+name+": jobDependsOnList", listOrNone(sorted(r.templates[name].Status.JobDependsOnList)))
 		}
 	})
 	return res
@@ -440,3 +456,46 @@ func cronStatus(cj *batch.CronJob, made []*jobRecord) string {
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
 	return slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == uid })
 }
+
+// flowJobs lists a JobFlow's Jobs by the phase its status gives them.
+func flowJobs(st *flowv1.JobFlowStatus) string {
+	lists := []struct {
+		name  string
+		names []string
+	}{
+		{"pending", st.PendingJobs}, {"running", st.RunningJobs}, {"completed", st.CompletedJobs},
+		{"failed", st.FailedJobs}, {"terminated", st.TerminatedJobs}, {"unknown", st.UnKnowJobs},
+	}
+	var out []string
+	for _, l := range lists {
+		if len(l.names) > 0 {
+			out = append(out, l.name+" "+strings.Join(sorted(l.names), ","))
+		}
+	}
+	return listOrNone(out)
+}
+
+// flowJobStatusList describes a JobFlow's jobStatusList: each Job's phase, restarts and the
+// phases of its history, by name.
+func flowJobStatusList(st *flowv1.JobFlowStatus) string {
+	var out []string
+	for _, js := range st.JobStatusList {
+		var history []string
+		for _, h := range js.RunningHistories {
+			history = append(history, string(h.State))
+		}
+		out = append(out, fmt.Sprintf("%s %s restarts %d history [%s] conditions %v", js.Name, js.State, js.RestartCount,
+			strings.Join(history, " "), st.Conditions[js.Name].Phase))
+	}
+	return listOrNone(sorted(out))
+}
+
+func toStrings[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
+}
+
+func sorted(in []string) []string { return slices.Sorted(slices.Values(in)) }

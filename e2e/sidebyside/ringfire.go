@@ -44,7 +44,7 @@ func StartRingfire(t testing.TB, bin string) *Env {
 	ring := localetcd.StartForTest(t)
 	args := procs.Args{
 		Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: kubeconfigPath, LogDir: env.LogDir,
-		Controllers: "job,queue,podgroup,cronjob,scheduler", Slots: 256,
+		Controllers: "job,queue,podgroup,cronjob,jobflow,scheduler", Slots: 256,
 	}
 	if os.Getenv("RINGFIRE_E2E_DEBUG") != "" { // as e2e/stack: the replicas log at debug level
 		args.LogLevel = "debug"

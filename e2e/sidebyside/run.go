@@ -230,9 +230,9 @@ func (p *player) resource(ns string, ref ObjectRef) (dynamic.ResourceInterface, 
 	return p.env.Dynamic.Resource(m.Resource), false, nil
 }
 
-// jobEvents lists the Events of ns recorded on Jobs, by Job name.
-func (p *player) jobEvents(ctx context.Context, ns string) (map[string][]corev1.Event, error) {
-	list, err := p.env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Job"})
+// events lists the Events of ns recorded on objects of kind, by object name.
+func (p *player) events(ctx context.Context, ns, kind string) (map[string][]corev1.Event, error) {
+	list, err := p.env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func StartVolcano(t testing.TB, bin string) *Env {
 	installSchedulerOnlyCRDs(t, env)
 	kubeconfig := env.Cluster.Kubeconfig()
 	volcano.Start(t, bin, env.LogDir, kubeconfig, "vc-controller-manager",
-		"--controllers", "job-controller,queue-controller,pg-controller,cronjob-controller,gc-controller")
+		"--controllers", "job-controller,queue-controller,pg-controller,cronjob-controller,jobflow-controller,jobtemplate-controller,gc-controller")
 	volcano.Start(t, bin, env.LogDir, kubeconfig, "vc-scheduler", "--scheduler-conf", volcano.SchedulerConf(t), "--cache-dumper=false")
 	waitDefaultQueueOpen(t, env)
 	return env
