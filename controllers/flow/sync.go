@@ -56,7 +56,10 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 		return nil
 	}
 	c.memory.resolved(key, reasonInvalid)
-	createErr := c.startReady(ctx, key, base, graph, jobs)
+	var createErr error
+	if base.Status.State.Phase != flowv1.Failed { // a Failed flow starts nothing more, as under Volcano
+		createErr = c.startReady(ctx, key, base, graph, jobs)
+	}
 	if err := c.writeStatus(ctx, key, base, jobs); err != nil {
 		return err
 	}

@@ -10,10 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/flow"
+	"github.com/ringfire/ringfire/deploy/examples"
 	"github.com/ringfire/ringfire/e2e/stack"
 )
 
@@ -29,6 +31,7 @@ func TestJobFlows(t *testing.T) {
 		stack.Case{Name: "missing template, then made", Run: missingTemplate},
 		stack.Case{Name: "bad dependencies", Run: badDependencies},
 		stack.Case{Name: "flow deleted mid-run", Run: deletedMidRun},
+		stack.Case{Name: "the example of deploy/examples", Run: example},
 	)
 	// Alone, and first (the parallel cases wait for the test function to return): it kills a
 	// replica, and the cases above then run on the two left.
@@ -285,4 +288,46 @@ func replicaKilled(t *testing.T, s *stack.Stack) {
 	if got := s.Events(ns, name, "Created"); len(got) != 4 {
 		t.Errorf("Created events %v, want one per step", got)
 	}
+}
+
+// example: the JobFlow of deploy/examples (two extracts, then a merge of both), applied as
+// `ringfire dev up` applies it, Succeeds.
+func example(t *testing.T, s *stack.Stack) {
+	const ns = "flow-example"
+	namespace(t, s, ns)
+	jobs := watchJobs(t, s, ns)
+	data, err := examples.Files.ReadFile("50-jobflow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "JobTemplate":
+			var jt flowv1.JobTemplate
+			if err := yaml.UnmarshalStrict([]byte(doc), &jt); err != nil {
+				t.Fatal(err)
+			}
+			jt.Namespace = ns
+			if _, err := s.Volcano.FlowV1alpha1().JobTemplates(ns).Create(context.Background(), &jt, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case "JobFlow":
+			var jf flowv1.JobFlow
+			if err := yaml.UnmarshalStrict([]byte(doc), &jf); err != nil {
+				t.Fatal(err)
+			}
+			jf.Namespace, name = ns, jf.Name
+			createFlow(t, s, &jf)
+		default:
+			t.Fatalf("50-jobflow.yaml: unexpected kind %q", meta.Kind)
+		}
+	}
+	waitFlow(t, s, ns, name, flowv1.Succeed, 90*time.Second, jobs)
+	checkAfter(t, jobs, name+"-merge", name+"-extract-users", name+"-extract-orders")
+	checkOnce(t, jobs)
 }
