@@ -14,11 +14,13 @@
 //  1. if the flow has Succeeded and its jobRetainPolicy is delete, deletes its Jobs and stops;
 //  2. checks the dependencies (NewGraph): an unknown step or a cycle is told in an InvalidFlow
 //     Warning and nothing is made until the spec is fixed;
-//  3. creates the Job of each step (JobFor: "<flow>-<step>", the template's spec with the step's
-//     patch over it) that has none and whose dependencies' Jobs have Completed; a step whose
-//     template does not exist waits for it, told in a TemplateNotFound Warning;
+//  3. unless the flow has Failed or Succeeded, creates the Job of each step (JobFor:
+//     "<flow>-<step>", the template's spec) that has none and whose dependencies' Jobs have
+//     Completed; a step whose template does not exist waits for it, told in a TemplateNotFound
+//     Warning; a patch or probe a step sets is not acted on, as under Volcano, and told in an
+//     Ignored Warning;
 //  4. computes the status as Volcano reports it (Status) and the flow's phase (NextPhase), and
-//     writes it if it changed: at once when a phase moved or a Job came, else merged over
+//     writes it if it changed: at once when the flow's phase moved, else merged over
 //     Config.StatusCoalesce.
 //
 // # Writes a stale owner cannot land

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -12,9 +11,13 @@ import (
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 )
 
-// CreatedByJobTemplate is the label and annotation a flow's Job carries: "<namespace>.<template>",
-// the JobTemplate it was made from. Volcano's name for it; vcctl and the JobTemplate status read it.
-const CreatedByJobTemplate = "volcano.sh/createdByJobTemplate"
+// The labels (and annotations, the same) a flow's Job carries, as Volcano names them: the
+// JobTemplate it was made from and the JobFlow that made it, each "<namespace>.<name>". The
+// JobTemplate's status is found through the first.
+const (
+	CreatedByJobTemplate = "volcano.sh/createdByJobTemplate"
+	CreatedByJobFlow     = "volcano.sh/createdByJobFlow"
+)
 
 // flowKind is the kind of the controller reference a flow's Jobs carry.
 var flowKind = flowv1.SchemeGroupVersion.WithKind("JobFlow")
@@ -46,25 +49,54 @@ func FlowOf(job metav1.Object) (name string, uid types.UID, ok bool) {
 	return ref.Name, ref.UID, true
 }
 
-// JobFor is the Job a flow's step starts: the step's JobTemplate's spec (Volcano names the
-// template after the step), with the step's patch over it, the flow as its controller, and the
-// template named in CreatedByJobTemplate.
-func JobFor(jf *flowv1.JobFlow, step flowv1.Flow, tmpl *flowv1.JobTemplate) *batch.Job {
-	ref := TemplateRef(jf.Namespace, step.Name)
+// JobFor is the Job a flow's step starts: the spec of the step's JobTemplate (Volcano names the
+// template after the step) as it is now, the flow as its controller, and the template and the
+// flow named in CreatedByJobTemplate and CreatedByJobFlow. The step's patch is not applied, as
+// Volcano does not apply it (Ignored tells the user).
+func JobFor(jf *flowv1.JobFlow, step string, tmpl *flowv1.JobTemplate) *batch.Job {
+	marks := func() map[string]string {
+		return map[string]string{
+			CreatedByJobTemplate: TemplateRef(jf.Namespace, step),
+			CreatedByJobFlow:     jf.Namespace + "." + jf.Name,
+		}
+	}
 	job := &batch.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            JobName(jf.Name, step.Name),
+			Name:            JobName(jf.Name, step),
 			Namespace:       jf.Namespace,
-			Labels:          map[string]string{CreatedByJobTemplate: ref},
-			Annotations:     map[string]string{CreatedByJobTemplate: ref},
+			Labels:          marks(),
+			Annotations:     marks(),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(jf, flowKind)},
 		},
 	}
 	tmpl.Spec.DeepCopyInto(&job.Spec)
-	if step.Patch != nil {
-		applyPatch(&job.Spec, &step.Patch.JobSpec)
-	}
 	return job
+}
+
+// Ignored names what a flow sets that Volcano's JobFlow controller does not act on, and so
+// neither does ringfire: a step's patch (the Job is the template's, unpatched) and a step's
+// dependency probes (a step waits for its targets to complete, nothing else). "" when none.
+func Ignored(flows []flowv1.Flow) string {
+	var patched, probed []string
+	for _, f := range flows {
+		if f.Patch != nil {
+			patched = append(patched, f.Name)
+		}
+		if f.DependsOn != nil && f.DependsOn.Probe != nil {
+			probed = append(probed, f.Name)
+		}
+	}
+	var parts []string
+	if len(patched) > 0 {
+		parts = append(parts, fmt.Sprintf("the patch of steps %v is not applied: their Jobs are their templates' as they are (give each variant a JobTemplate of its own)", patched))
+	}
+	if len(probed) > 0 {
+		parts = append(parts, fmt.Sprintf("the probes of steps %v are not checked: a step starts once its targets have Completed", probed))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "; Volcano's JobFlow controller does the same"
 }
 
 // Graph is a flow's steps and what each waits for, checked once: every target names a step,
@@ -165,60 +197,3 @@ func (g *Graph) met(step string, phase func(string) (batch.JobPhase, bool)) bool
 
 // Steps are the flow's steps in spec order.
 func (g *Graph) Steps() []string { return slices.Clone(g.order) }
-
-// applyPatch lays a step's patch over the template's spec: fields the patch sets replace the
-// template's, tasks and volumes are merged by name (a patched task's fields replace the
-// template task's, its pod template merged as patchPodSpec says), and plugins by key.
-func applyPatch(spec, p *batch.JobSpec) {
-	if p.SchedulerName != "" {
-		spec.SchedulerName = p.SchedulerName
-	}
-	if p.MinAvailable != 0 {
-		spec.MinAvailable = p.MinAvailable
-	}
-	if p.Queue != "" {
-		spec.Queue = p.Queue
-	}
-	if p.MaxRetry != 0 {
-		spec.MaxRetry = p.MaxRetry
-	}
-	if p.PriorityClassName != "" {
-		spec.PriorityClassName = p.PriorityClassName
-	}
-	if p.TTLSecondsAfterFinished != nil {
-		spec.TTLSecondsAfterFinished = p.TTLSecondsAfterFinished
-	}
-	if p.MinSuccess != nil {
-		spec.MinSuccess = p.MinSuccess
-	}
-	if p.RunningEstimate != nil {
-		spec.RunningEstimate = p.RunningEstimate
-	}
-	if p.NetworkTopology != nil {
-		spec.NetworkTopology = p.NetworkTopology.DeepCopy()
-	}
-	if p.Policies != nil {
-		spec.Policies = slices.Clone(p.Policies)
-	}
-	if p.Plugins != nil {
-		if spec.Plugins == nil {
-			spec.Plugins = map[string][]string{}
-		}
-		maps.Copy(spec.Plugins, p.Plugins)
-	}
-	for _, v := range p.Volumes {
-		if i := slices.IndexFunc(spec.Volumes, func(w batch.VolumeSpec) bool { return w.MountPath == v.MountPath }); i >= 0 {
-			spec.Volumes[i] = *v.DeepCopy()
-		} else {
-			spec.Volumes = append(spec.Volumes, *v.DeepCopy())
-		}
-	}
-	for _, t := range p.Tasks {
-		i := slices.IndexFunc(spec.Tasks, func(u batch.TaskSpec) bool { return u.Name == t.Name })
-		if i < 0 {
-			spec.Tasks = append(spec.Tasks, *t.DeepCopy())
-			continue
-		}
-		patchTask(&spec.Tasks[i], &t)
-	}
-}

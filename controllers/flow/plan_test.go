@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -84,28 +83,22 @@ func TestReadySteps(t *testing.T) {
 	}
 }
 
-func TestJobForTakesTheTemplateAndPatch(t *testing.T) {
+func TestJobForTakesTheTemplate(t *testing.T) {
 	jf := &flowv1.JobFlow{ObjectMeta: metav1.ObjectMeta{Name: "etl", Namespace: "ns", UID: "flow-uid"}}
 	tmpl := &flowv1.JobTemplate{ObjectMeta: metav1.ObjectMeta{Name: "load", Namespace: "ns"}, Spec: batch.JobSpec{
-		MinAvailable: 1, Queue: "default", Plugins: map[string][]string{"env": {}},
+		MinAvailable: 1, Queue: "default",
 		Tasks: []batch.TaskSpec{{Name: "main", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:1", Command: []string{"sleep", "1"},
-				Env: []corev1.EnvVar{{Name: "A", Value: "1"}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}},
 		}}}},
 	}}
-	patch := &flowv1.Patch{JobSpec: batch.JobSpec{
-		Queue: "research", Plugins: map[string][]string{"svc": {}},
-		Tasks: []batch.TaskSpec{{Name: "main", Replicas: 2, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:2", Env: []corev1.EnvVar{{Name: "B", Value: "2"}},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
-		}}}, {Name: "extra", Replicas: 1}},
-	}}
-	job := JobFor(jf, flowv1.Flow{Name: "load", Patch: patch}, tmpl)
+	job := JobFor(jf, "load", tmpl)
 	if job.Name != "etl-load" || job.Namespace != "ns" {
 		t.Errorf("job %s/%s, want ns/etl-load", job.Namespace, job.Name)
 	}
-	if job.Labels[CreatedByJobTemplate] != "ns.load" || job.Annotations[CreatedByJobTemplate] != "ns.load" {
-		t.Errorf("labels %v annotations %v, want %s=ns.load in both", job.Labels, job.Annotations, CreatedByJobTemplate)
+	for _, m := range []map[string]string{job.Labels, job.Annotations} {
+		if m[CreatedByJobTemplate] != "ns.load" || m[CreatedByJobFlow] != "ns.etl" {
+			t.Errorf("marks %v, want %s=ns.load and %s=ns.etl", m, CreatedByJobTemplate, CreatedByJobFlow)
+		}
 	}
 	if name, uid, ok := FlowOf(job); !ok || name != "etl" || uid != "flow-uid" {
 		t.Errorf("controller %v %v %v, want the flow", name, uid, ok)
@@ -113,19 +106,28 @@ func TestJobForTakesTheTemplateAndPatch(t *testing.T) {
 	if !ptr.Deref(job.OwnerReferences[0].BlockOwnerDeletion, false) {
 		t.Error("the owner reference does not block the flow's deletion")
 	}
-	s := job.Spec
-	if s.Queue != "research" || s.MinAvailable != 1 || len(s.Plugins) != 2 {
-		t.Errorf("queue %q minAvailable %d plugins %v, want research, 1 (the template's), env and svc", s.Queue, s.MinAvailable, s.Plugins)
+	if job.Spec.Queue != "default" || len(job.Spec.Tasks) != 1 || job.Spec.Tasks[0].Template.Spec.Containers[0].Image != "busybox:1" {
+		t.Errorf("spec %+v, want the template's", job.Spec)
 	}
-	if len(s.Tasks) != 2 || s.Tasks[0].Replicas != 2 || s.Tasks[1].Name != "extra" {
-		t.Fatalf("tasks %+v, want main with 2 replicas and extra", s.Tasks)
+	job.Spec.Tasks[0].Replicas = 5
+	if tmpl.Spec.Tasks[0].Replicas != 1 {
+		t.Error("the Job shares the template's tasks")
 	}
-	c := s.Tasks[0].Template.Spec.Containers[0]
-	if c.Image != "busybox:2" || !slices.Equal(c.Command, []string{"sleep", "1"}) || len(c.Env) != 2 || c.Resources.Requests.Cpu().String() != "1" {
-		t.Errorf("container %+v, want the patched image, the template's command, env A and B, a cpu request", c)
+}
+
+func TestIgnoredNamesPatchesAndProbes(t *testing.T) {
+	patched := step("b", "a")
+	patched.Patch = &flowv1.Patch{JobSpec: batch.JobSpec{Queue: "research"}}
+	probed := step("c", "a")
+	probed.DependsOn.Probe = &flowv1.Probe{TaskStatusList: []flowv1.TaskStatus{{TaskName: "main", Phase: "Running"}}}
+	if got := Ignored([]flowv1.Flow{step("a"), step("b", "a")}); got != "" {
+		t.Errorf("Ignored = %q for a flow with neither", got)
 	}
-	if tmpl.Spec.Queue != "default" || tmpl.Spec.Tasks[0].Replicas != 1 || len(tmpl.Spec.Tasks[0].Template.Spec.Containers[0].Env) != 1 || len(tmpl.Spec.Plugins) != 1 {
-		t.Error("JobFor changed the template")
+	got := Ignored([]flowv1.Flow{step("a"), patched, probed})
+	for _, want := range []string{"patch of steps [b]", "probes of steps [c]", "Volcano"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Ignored = %q, want it to say %q", got, want)
+		}
 	}
 }
 

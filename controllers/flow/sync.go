@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,6 +21,7 @@ const (
 	reasonNoTemplate  = "TemplateNotFound" // a step's JobTemplate does not exist (yet)
 	reasonNameTaken   = "JobNameTaken"     // a Job of a step's name exists, made by someone else
 	reasonCreateError = "FailedCreate"     // the API server refused a step's Job
+	reasonIgnored     = "Ignored"          // a patch or probe the flow sets, not acted on
 )
 
 // reconcile is the dispatcher's handler for a JobFlow key.
@@ -56,8 +56,15 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 		return nil
 	}
 	c.memory.resolved(key, reasonInvalid)
+	if msg := Ignored(base.Spec.Flows); msg != "" {
+		c.warn(key, base, reasonIgnored, msg)
+	}
 	var createErr error
-	if base.Status.State.Phase != flowv1.Failed { // a Failed flow starts nothing more, as under Volcano
+	switch base.Status.State.Phase {
+	case flowv1.Failed, flowv1.Succeed:
+		// Final: a Failed flow starts nothing more, as under Volcano, and a Succeeded one does
+		// not run again a Job that was deleted by hand.
+	default:
 		createErr = c.startReady(ctx, key, base, graph, jobs)
 	}
 	if err := c.writeStatus(ctx, key, base, jobs); err != nil {
@@ -85,7 +92,6 @@ func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, 
 	var errs []error
 	var missing []string
 	for _, step := range graph.Ready(phase) {
-		i := slices.IndexFunc(jf.Spec.Flows, func(f flowv1.Flow) bool { return f.Name == step })
 		tmpl, err := c.templates.JobTemplates(jf.Namespace).Get(step)
 		if apierrors.IsNotFound(err) {
 			missing = append(missing, step)
@@ -95,7 +101,7 @@ func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, 
 			errs = append(errs, err)
 			continue
 		}
-		if err := c.createJob(ctx, key, jf, JobFor(jf, jf.Spec.Flows[i], tmpl)); err != nil {
+		if err := c.createJob(ctx, key, jf, JobFor(jf, step, tmpl)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -135,7 +141,7 @@ func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, j
 	}
 	c.memory.seen(key, job.Name, false)
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		c.warn(key, jf, reasonCreateError, fmt.Sprintf("the API server refused Job %s: %v; fix JobTemplate %s or the step's patch", job.Name, err, job.Annotations[CreatedByJobTemplate]))
+		c.warn(key, jf, reasonCreateError, fmt.Sprintf("the API server refused Job %s: %v; fix JobTemplate %s", job.Name, err, job.Annotations[CreatedByJobTemplate]))
 	}
 	return fmt.Errorf("create job %s/%s: %w", job.Namespace, job.Name, err)
 }
@@ -163,9 +169,9 @@ func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, 
 	return nil
 }
 
-// writeStatus writes the flow's status if it changed. A change that moves no phase and no Job
-// between the lists (task counts, running times) waits until StatusCoalesce has passed since
-// the last write, so that a busy flow costs one write per window.
+// writeStatus writes the flow's status if it changed. A change that does not move the flow's
+// phase waits until StatusCoalesce has passed since the last write, so that a busy flow costs
+// at most one write per window.
 func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlow, jobs []*batch.Job) error {
 	now := c.clock.Now()
 	st := Status(base.Status, jobs, now)
@@ -205,18 +211,11 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 	return nil
 }
 
-// significant reports whether a status change is one a user or a dependent step waits for: the
-// flow's phase, a Job's phase, or a Job added.
+// significant reports whether a status change is one to write at once: the flow's phase moved.
+// The rest (a Job added or moved on, its counts) is what the flow reports of its Jobs, which
+// no decision of the flow reads back: steps start from the Jobs themselves.
 func significant(old, cur *flowv1.JobFlowStatus) bool {
-	if old.State.Phase != cur.State.Phase || len(old.JobStatusList) != len(cur.JobStatusList) {
-		return true
-	}
-	for i := range cur.JobStatusList {
-		if old.JobStatusList[i].Name != cur.JobStatusList[i].Name || old.JobStatusList[i].State != cur.JobStatusList[i].State {
-			return true
-		}
-	}
-	return false
+	return old.State.Phase != cur.State.Phase
 }
 
 // warn tells a fault of the flow in a Warning Event and a log line, once until it changes.

@@ -32,6 +32,7 @@ func TestJobFlows(t *testing.T) {
 		stack.Case{Name: "bad dependencies", Run: badDependencies},
 		stack.Case{Name: "flow deleted mid-run", Run: deletedMidRun},
 		stack.Case{Name: "the example of deploy/examples", Run: example},
+		stack.Case{Name: "patch and probe ignored, as under Volcano", Run: ignored},
 	)
 	// Alone, and first (the parallel cases wait for the test function to return): it kills a
 	// replica, and the cases above then run on the two left.
@@ -76,12 +77,22 @@ func linear(t *testing.T, s *stack.Stack) {
 		t.Errorf("condition of etl-a %+v, want Completed with one Succeeded pod of task main", c)
 	}
 	a, _ := jobs.get("etl-a")
-	if a.labels[flow.CreatedByJobTemplate] != ns+".a" || len(a.owners) != 1 || a.owners[0].UID != created.UID ||
+	if a.labels[flow.CreatedByJobTemplate] != ns+".a" || a.labels[flow.CreatedByJobFlow] != ns+"."+name || len(a.owners) != 1 || a.owners[0].UID != created.UID ||
 		!ptr.Deref(a.owners[0].Controller, false) || a.spec.Tasks[0].Name != "main" {
 		t.Errorf("job etl-a: labels %v owners %+v tasks %+v; want the template's spec, controlled by the flow", a.labels, a.owners, a.spec.Tasks)
 	}
 	if got := s.Events(ns, name, "Created"); len(got) != 3 {
 		t.Errorf("Created events %v, want one per step", got)
+	}
+	writes := flowWrites(s, ns)
+	t.Logf("writes for a flow of 3 steps: %v", writes)
+	if writes["create job"] != 3 {
+		t.Errorf("Job creates %d, want 3 (one per step)", writes["create job"])
+	}
+	for _, rc := range s.RefusedCreates() {
+		if strings.Contains(rc.What, "etl-") {
+			t.Errorf("a create refused as AlreadyExists: %s", rc.What)
+		}
 	}
 	stack.WaitFor(t, "template a lists its Job", 20*time.Second, func() (bool, string) {
 		jt, err := s.Volcano.FlowV1alpha1().JobTemplates(ns).Get(context.Background(), "a", metav1.GetOptions{})
@@ -114,6 +125,9 @@ func fanInDelete(t *testing.T, s *stack.Stack) {
 	})
 	checkOnce(t, jobs)
 	time.Sleep(2 * time.Second)
+	if w := flowWrites(s, ns); w["delete job"] != 3 {
+		t.Errorf("writes %v, want 3 Job deletes, one each", w)
+	}
 	after := getFlow(t, s, ns, name)
 	if after.Status.State.Phase != flowv1.Succeed || len(after.Status.CompletedJobs) != 3 || after.ResourceVersion != jf.ResourceVersion && len(after.Status.JobStatusList) != 3 {
 		t.Errorf("status after the deletes %+v, want it kept as at Succeed", after.Status)
@@ -330,4 +344,50 @@ func example(t *testing.T, s *stack.Stack) {
 	waitFlow(t, s, ns, name, flowv1.Succeed, 90*time.Second, jobs)
 	checkAfter(t, jobs, name+"-merge", name+"-extract-users", name+"-extract-orders")
 	checkOnce(t, jobs)
+}
+
+// flowWrites counts the replicas' writes of the JobFlow controllers in namespace ns, by kind:
+// Job creates and deletes, flow and template status updates.
+func flowWrites(s *stack.Stack, ns string) map[string]int {
+	counts := map[string]int{}
+	for _, w := range s.Writes() {
+		method, path, _ := strings.Cut(w, " ")
+		if !strings.Contains(path, "/namespaces/"+ns+"/") {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(path, "/jobs") && method == "POST":
+			counts["create job"]++
+		case strings.Contains(path, "/jobs/") && method == "DELETE":
+			counts["delete job"]++
+		case strings.Contains(path, "/jobflows/") && strings.HasSuffix(path, "/status"):
+			counts["jobflow status"]++
+		case strings.Contains(path, "/jobtemplates/") && strings.HasSuffix(path, "/status"):
+			counts["jobtemplate status"]++
+		}
+	}
+	return counts
+}
+
+// ignored: a step's patch and probe change nothing, as under Volcano (its Job is the
+// template's; it starts once its target completed), and the flow says so in an Ignored Warning.
+func ignored(t *testing.T, s *stack.Stack) {
+	const ns, name = "flow-ignored", "odd"
+	namespace(t, s, ns)
+	jobs := watchJobs(t, s, ns)
+	template(t, s, ns, "a", "1s", "")
+	template(t, s, ns, "b", "1s", "")
+	b := step("b", "a")
+	b.Patch = &flowv1.Patch{JobSpec: batch.JobSpec{MaxRetry: 7}}
+	b.DependsOn.Probe = &flowv1.Probe{TaskStatusList: []flowv1.TaskStatus{{TaskName: "main", Phase: "Running"}}}
+	createFlow(t, s, newFlow(ns, name, "", step("a"), b))
+	waitFlow(t, s, ns, name, flowv1.Succeed, 60*time.Second, jobs)
+	checkAfter(t, jobs, "odd-b", "odd-a")
+	if j, _ := jobs.get("odd-b"); j.spec.MaxRetry == 7 {
+		t.Errorf("odd-b has the patch's maxRetry 7; Volcano does not apply patches")
+	}
+	got := s.Events(ns, name, "Ignored")
+	if len(got) != 1 || !strings.Contains(got[0], "patch of steps [b]") || !strings.Contains(got[0], "probes of steps [b]") {
+		t.Errorf("Ignored events %v, want one naming b's patch and probes", got)
+	}
 }
