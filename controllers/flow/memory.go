@@ -3,6 +3,8 @@ package flow
 import (
 	"sync"
 	"time"
+
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 )
 
 // createTTL bounds how long a Job create the informer has not shown yet is remembered. The
@@ -13,10 +15,11 @@ const createTTL = 30 * time.Second
 // memory is what the JobFlow controller remembers per flow between reconciles: the Job creates
 // and deletes issued and not seen yet (so that a reconcile running before the informer caught
 // up issues none of them again), the warnings already told (so that a flow that stays wrong
-// costs one Event, not one per reconcile), and when its status was last written (so that
-// count-only changes are merged into one write per window). None of it is needed for
-// correctness across replicas: a slot's next owner starts with none and the deterministic
-// Job names and preconditions keep its writes safe.
+// costs one Event, not one per reconcile), and when its status was last written with the
+// status held back since (so that changes that move no phase are merged into one write per
+// window, and the phase histories lose none of them). None of it is needed for correctness
+// across replicas: a slot's next owner starts with none, and the deterministic Job names and
+// preconditions keep its writes safe.
 type memory struct {
 	mu    sync.Mutex
 	flows map[string]*memo
@@ -27,6 +30,10 @@ type memo struct {
 	deleting map[string]time.Time
 	told     map[string]string // warning reason → the message told
 	wrote    time.Time         // the last status write
+	// unwritten is the status computed and held back (coalesced) from the flow at resourceVersion
+	// from: the next reconcile goes on from it, so the phase histories keep what it saw.
+	unwritten *flowv1.JobFlowStatus
+	from      string
 }
 
 func (m *memory) get(key string) *memo {
@@ -120,7 +127,26 @@ func (m *memory) sinceWrite(key string, now time.Time) time.Duration {
 func (m *memory) wrote(key string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.get(key).wrote = now
+	e := m.get(key)
+	e.wrote, e.unwritten, e.from = now, nil, ""
+}
+
+// holdBack remembers st, computed from the flow at resourceVersion from and not written yet.
+func (m *memory) holdBack(key, from string, st *flowv1.JobFlowStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.get(key)
+	e.unwritten, e.from = st.DeepCopy(), from
+}
+
+// heldBack returns the status held back from the flow at resourceVersion from, if any.
+func (m *memory) heldBack(key, from string) (*flowv1.JobFlowStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.flows[key]; e != nil && e.unwritten != nil && e.from == from {
+		return e.unwritten.DeepCopy(), true
+	}
+	return nil, false
 }
 
 func (m *memory) forget(key string) {

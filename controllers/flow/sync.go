@@ -174,7 +174,11 @@ func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, 
 // at most one write per window.
 func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlow, jobs []*batch.Job) error {
 	now := c.clock.Now()
-	st := Status(base.Status, jobs, now)
+	prev := &base.Status
+	if held, ok := c.memory.heldBack(key, base.ResourceVersion); ok {
+		prev = held
+	}
+	st := Status(*prev, jobs, now)
 	for {
 		next := NextPhase(st.State.Phase, &st, len(base.Spec.Flows))
 		if next == st.State.Phase {
@@ -187,6 +191,7 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 	}
 	if !significant(&base.Status, &st) && c.cfg.StatusCoalesce > 0 {
 		if since := c.memory.sinceWrite(key, now); since < c.cfg.StatusCoalesce {
+			c.memory.holdBack(key, base.ResourceVersion, &st)
 			c.Disp.EnqueueAfter(key, request{}, c.cfg.StatusCoalesce-since)
 			return nil
 		}

@@ -124,6 +124,19 @@ func fanInDelete(t *testing.T, s *stack.Stack) {
 		return len(jobs.list()) == 3, jobs.String()
 	})
 	checkOnce(t, jobs)
+	deleted := time.Now()
+	defer func() { t.Logf("the Jobs' pods were gone %v after the Jobs", time.Since(deleted).Round(time.Millisecond)) }()
+	stack.WaitFor(t, "the Jobs' pods deleted with them", 30*time.Second, func() (bool, string) {
+		pods, err := s.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var left []string
+		for _, p := range pods.Items {
+			left = append(left, p.Name)
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
 	time.Sleep(2 * time.Second)
 	if w := flowWrites(s, ns); w["delete job"] != 3 {
 		t.Errorf("writes %v, want 3 Job deletes, one each", w)

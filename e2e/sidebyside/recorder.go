@@ -259,7 +259,7 @@ func (r *Recorder) view(ns string, f func(*nsRecord)) {
 var finalPhases = map[batch.JobPhase]bool{batch.Completed: true, batch.Failed: true, batch.Terminated: true, batch.Aborted: true}
 
 // settled reports whether every Job of the namespace is in a final phase or gone (and there is
-// at least one), so is every JobFlow (Succeed or Failed), and nothing changed for quiet.
+// at least one) with its pods, every JobFlow is Succeed or Failed, and nothing changed for quiet.
 func (ns *nsRecord) settled(quiet time.Duration) bool {
 	if len(ns.jobs) == 0 || time.Since(ns.changed) < quiet {
 		return false
@@ -272,6 +272,14 @@ func (ns *nsRecord) settled(quiet time.Duration) bool {
 	for _, j := range ns.jobs {
 		if !j.deleted && !finalPhases[j.last.Status.State.Phase] {
 			return false
+		}
+	}
+	// The pods of a deleted Job go too, by the garbage collector, which may take seconds.
+	for _, p := range ns.pods {
+		if ref := metav1.GetControllerOf(p.last); !p.deleted && ref != nil && ref.Kind == "Job" {
+			if j := ns.jobs[ref.Name]; j != nil && j.deleted && j.uid == ref.UID {
+				return false
+			}
 		}
 	}
 	return true

@@ -476,13 +476,17 @@ func flowJobs(st *flowv1.JobFlowStatus) string {
 }
 
 // flowJobStatusList describes a JobFlow's jobStatusList: each Job's phase, restarts and the
-// phases of its history, by name.
+// phases of its history (but the fleeting ones), by name.
 func flowJobStatusList(st *flowv1.JobFlowStatus) string {
 	var out []string
 	for _, js := range st.JobStatusList {
 		var history []string
 		for _, h := range js.RunningHistories {
-			history = append(history, string(h.State))
+			// A Job is Terminating or Completing for milliseconds: whether a sync of its flow
+			// falls in them is timing, on either side.
+			if h.State != batch.Terminating && h.State != batch.Completing {
+				history = append(history, string(h.State))
+			}
 		}
 		out = append(out, fmt.Sprintf("%s %s restarts %d history [%s] conditions %v", js.Name, js.State, js.RestartCount,
 			strings.Join(history, " "), st.Conditions[js.Name].Phase))
