@@ -108,6 +108,9 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	if served["validatingadmissionpolicies"] {
+		if err := waitParamKinds(ctx, client); err != nil {
+			return err
+		}
 		return waitJobResources(ctx, client)
 	}
 	return nil
@@ -186,6 +189,33 @@ func waitJobResources(ctx context.Context, client dynamic.Interface) error {
 	}
 	return nil
 }
+
+// waitParamKinds waits until the API server can evaluate the policies whose parameters are
+// Queues (the queue-depth and job-queue policies): until its admission plugin has mapped the
+// Queue kind, a moment after the CRD is served, it refuses every Queue and Job they match with
+// "Resource kind ... not found". A dry-run create of a Queue shows when that has passed.
+func waitParamKinds(ctx context.Context, client dynamic.Interface) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+		"metadata": map[string]any{"name": "ringfire-install-probe"},
+		"spec":     map[string]any{"weight": int64(1)},
+	}}
+	var last string
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		_, err := client.Resource(queuesResource).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return true, nil
+		}
+		last = err.Error()
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the policies over Queues: %w (last: %s)", err, last)
+	}
+	return nil
+}
+
+var queuesResource = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
 
 // waitJobDefaults waits until the API server applies the Job defaults policy, which it loads
 // a moment after the policy is written: a dry-run create of a Job whose task leaves
