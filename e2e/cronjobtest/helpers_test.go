@@ -17,8 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
@@ -100,30 +98,7 @@ type jobWatch struct {
 func watchJobs(t *testing.T, s *stack.Stack, ns string) *jobWatch {
 	t.Helper()
 	w := &jobWatch{jobs: map[string]*seenJob{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	jobs := s.Volcano.BatchV1alpha1().Jobs(ns)
-	list, err := jobs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		w.see(t, watch.Added, &list.Items[i])
-	}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return jobs.Watch(ctx, o) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rw.Stop)
-	go func() {
-		for ev := range rw.ResultChan() {
-			if job, ok := ev.Object.(*batch.Job); ok {
-				w.see(t, ev.Type, job)
-			}
-		}
-	}()
+	s.WatchJobs(ns, func(typ watch.EventType, job *batch.Job) { w.see(t, typ, job) })
 	return w
 }
 

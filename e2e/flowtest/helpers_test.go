@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 
@@ -122,30 +120,7 @@ type jobWatch struct {
 func watchJobs(t *testing.T, s *stack.Stack, ns string) *jobWatch {
 	t.Helper()
 	w := &jobWatch{jobs: map[string]*seenJob{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	jobs := s.Volcano.BatchV1alpha1().Jobs(ns)
-	list, err := jobs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		w.see(watch.Added, &list.Items[i])
-	}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return jobs.Watch(ctx, o) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rw.Stop)
-	go func() {
-		for ev := range rw.ResultChan() {
-			if job, ok := ev.Object.(*batch.Job); ok {
-				w.see(ev.Type, job)
-			}
-		}
-	}()
+	s.WatchJobs(ns, w.see)
 	return w
 }
 

@@ -456,6 +456,36 @@ func WatchPods(t testing.TB, kube kubernetes.Interface, ns string, see func(watc
 	t.Cleanup(w.Stop)
 }
 
+// WatchJobs calls see with every Volcano Job of the namespace as it stands now, then with
+// every change the API server reports, in order and without gaps, until the test ends.
+func (s *Stack) WatchJobs(ns string, see func(watch.EventType, *batch.Job)) {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.t.Cleanup(cancel)
+	jobs := s.Volcano.BatchV1alpha1().Jobs(ns)
+	list, err := jobs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for i := range list.Items {
+		see(watch.Added, &list.Items[i])
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return jobs.Watch(ctx, o) },
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			if job, ok := ev.Object.(*batch.Job); ok {
+				see(ev.Type, job)
+			}
+		}
+	}()
+	s.t.Cleanup(w.Stop)
+}
+
 // SlotHolder returns the id of the replica that holds the slot of key, from the ring's etcd;
 // "" when no one holds it.
 func (s *Stack) SlotHolder(key string) string {
