@@ -2,6 +2,7 @@ package flowtest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -226,14 +227,16 @@ func missingTemplate(t *testing.T, s *stack.Stack) {
 }
 
 // badDependencies: what the CRD can see is refused at the API server (a step depending on
-// itself, on an unknown step, two steps of one name); a longer cycle is told in an InvalidFlow
-// Warning and no Job of the flow is made.
+// itself, on an unknown step, two steps of one name, a Job name too long), and a longer cycle
+// by the admission policy ringfire-jobflow-dag; on a cluster without the policy (it is taken
+// out here), the controller tells the cycle in an InvalidFlow Warning and makes no Job of it.
 func badDependencies(t *testing.T, s *stack.Stack) {
 	const ns = "flow-bad"
 	namespace(t, s, ns)
 	jobs := watchJobs(t, s, ns)
 	template(t, s, ns, "a", "1s", "")
 	flows := s.Volcano.FlowV1alpha1().JobFlows(ns)
+	cycle := newFlow(ns, "cycle", "", step("a"), step("b", "a", "d"), step("c", "b"), step("d", "c"))
 	for _, tc := range []struct {
 		flow *flowv1.JobFlow
 		says string
@@ -242,13 +245,25 @@ func badDependencies(t *testing.T, s *stack.Stack) {
 		{newFlow(ns, "unknown", "", step("a", "x")), "dependsOn.targets must name steps of the same JobFlow"},
 		{newFlow(ns, "twice", "", step("a"), step("a")), "step names must be unique"},
 		{newFlow(ns, strings.Repeat("long", 16), "", step("a")), "at most 63 characters"},
+		{cycle, "jobflow flow is not dag: steps b, c, d depend on themselves"},
 	} {
 		_, err := flows.Create(context.Background(), tc.flow, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("create jobflow %s: %v, want Invalid saying %q", tc.flow.Name, err, tc.says)
 		}
 	}
-	createFlow(t, s, newFlow(ns, "cycle", "", step("a"), step("b", "a", "d"), step("c", "b"), step("d", "c")))
+	if _, err := flows.Create(context.Background(), newFlow(ns, "dag", "", step("a"), step("b", "a"), step("c", "a", "b")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("a DAG refused: %v", err)
+	}
+	err := s.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), "ringfire-jobflow-dag", metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server may still hold the binding a moment after its delete.
+	stack.WaitFor(t, "the cycle accepted without the policy", 20*time.Second, func() (bool, string) {
+		_, err := flows.Create(context.Background(), cycle, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	stack.WaitFor(t, "an InvalidFlow warning", 60*time.Second, func() (bool, string) {
 		got := s.Events(ns, "cycle", "InvalidFlow")
 		return len(got) > 0 && strings.Contains(got[0], "b → d → c → b"), strings.Join(got, "; ")

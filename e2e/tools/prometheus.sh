@@ -8,9 +8,12 @@
 #
 # They come from Debian's prometheus package, fetched with `apt-get download`
 # and unpacked with `dpkg-deb -x`: nothing is installed into the system, no
-# maintainer script runs, no daemon starts. The version is pinned below
-# (PROMETHEUS_DEB_VERSION overrides it); a stamp named for it and this script
-# marks a finished install, so a second run returns at once.
+# maintainer script runs, no daemon starts. The version is pinned below: Debian
+# 12's Prometheus 2.42.0, under each package version Debian has published it
+# (a security update replaces the older one in the archive, so the first one
+# the archive serves is taken; PROMETHEUS_DEB_VERSION overrides the list); a
+# stamp named for it and this script marks a finished install, so a second run
+# returns at once.
 #
 # Where the package cannot be had (no apt-get, or no such version in the
 # configured archive), the script says so and fails; the tests that need the
@@ -18,7 +21,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-version="${PROMETHEUS_DEB_VERSION:-2.42.0+ds-5+b6}" # Debian 12 (bookworm)
+versions="${PROMETHEUS_DEB_VERSION:-2.42.0+ds-5+deb12u1 2.42.0+ds-5+b6}" # Debian 12 (bookworm), newest first
 
 log() { echo "prometheus.sh: $*" >&2; }
 
@@ -29,7 +32,7 @@ else
 fi
 key="$({
 	cat "$here/prometheus.sh"
-	echo "$version"
+	echo "$versions"
 } | sha256sum | cut -c1-16)"
 stamp="$bin/.prometheus.$key"
 if [[ -f "$stamp" && -x "$bin/prometheus" && -x "$bin/promtool" ]]; then
@@ -49,14 +52,22 @@ if [[ $(id -u) == 0 ]] && id _apt >/dev/null 2>&1; then
 	chown _apt "$work" # apt downloads as its sandbox user
 fi
 start=$SECONDS
-download() { (cd "$work" && apt-get download -q "prometheus=$version" >&2); }
+# download fetches the first of $versions the archive serves, and sets version.
+download() {
+	for version in $versions; do
+		if (cd "$work" && apt-get download -q "prometheus=$version" >&2); then
+			return 0
+		fi
+	done
+	return 1
+}
 if ! download; then
 	if [[ $(id -u) == 0 ]]; then
 		log "download failed; refreshing the package lists (apt-get update) and trying again"
 		apt-get update -q >&2
 		download
 	else
-		log "download of prometheus=$version failed; as root this script would run apt-get update first"
+		log "download of prometheus (any of $versions) failed; as root this script would run apt-get update first"
 		exit 1
 	fi
 fi
