@@ -15,10 +15,11 @@
 //  2. checks the dependencies (NewGraph): an unknown step or a cycle is told in an InvalidFlow
 //     Warning and nothing is made until the spec is fixed;
 //  3. unless the flow has Failed or Succeeded, creates the Job of each step (JobFor:
-//     "<flow>-<step>", the template's spec) that has none and whose dependencies' Jobs have
-//     Completed; a step whose template does not exist waits for it, told in a TemplateNotFound
-//     Warning; a patch or probe a step sets is not acted on, as under Volcano, and told in an
-//     Ignored Warning;
+//     "<flow>-<step>", the template's spec) that is not done (no Job, and no Job that Completed
+//     and was deleted since) and whose dependencies are done, after reading the flow afresh
+//     from the API server; a step whose template does not exist waits for it, told in a
+//     TemplateNotFound Warning; a patch or probe a step sets is not acted on, as under
+//     Volcano, and told in an Ignored Warning;
 //  4. computes the status as Volcano reports it (Status) and the flow's phase (NextPhase), and
 //     writes it if it changed: at once when the flow's phase moved, else merged over
 //     Config.StatusCoalesce.

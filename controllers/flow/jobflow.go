@@ -78,9 +78,12 @@ type request struct{}
 
 // Indexes: Jobs by the UID of the JobFlow that controls them; JobFlows by the templates their
 // steps name ("<namespace>/<template>"); Jobs by the template they were made from.
+// And JobFlows by the names of their steps' Jobs ("<namespace>/<flow>-<step>"), so that the
+// delete of a Job of that name made by someone else wakes the flow that waits for the name.
 const (
 	byFlow     = "jobflow-owner"
 	byStep     = "jobflow-template"
+	byJobName  = "jobflow-job-name"
 	byTemplate = "jobtemplate"
 )
 
@@ -113,6 +116,9 @@ func NewFlows(cfg Config) (*Flows, error) {
 		return nil, err
 	}
 	if err := addIndexer(c.flowInf, byStep, stepIndex); err != nil {
+		return nil, err
+	}
+	if err := addIndexer(c.flowInf, byJobName, jobNameIndex); err != nil {
 		return nil, err
 	}
 	if err := c.register(); err != nil {
@@ -180,8 +186,18 @@ func (c *Flows) register() error {
 	}); err != nil {
 		return err
 	}
-	// A step waiting for its template goes on when the template comes.
-	if _, err := c.tmplInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: c.onTemplate}); err != nil {
+	// A step waiting for its template goes on when the template comes, or changes (a step
+	// whose Job the API server refused tries again with the fixed template).
+	if _, err := c.tmplInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: c.onTemplate,
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*flowv1.JobTemplate)
+			n, ok2 := cur.(*flowv1.JobTemplate)
+			if ok1 && ok2 && o.Generation != n.Generation {
+				c.onTemplate(n)
+			}
+		},
+	}); err != nil {
 		return err
 	}
 	_, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -189,9 +205,15 @@ func (c *Flows) register() error {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*batch.Job)
 			n, ok2 := cur.(*batch.Job)
-			if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion {
-				c.onJob(n, false)
+			if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
+				return
 			}
+			if oldName, oldUID, _ := FlowOf(o); oldName != "" {
+				if name, uid, _ := FlowOf(n); name != oldName || uid != oldUID {
+					c.onJob(o, true) // orphaned, or handed to another flow: its flow lost it
+				}
+			}
+			c.onJob(n, false)
 		},
 		DeleteFunc: func(obj any) { c.onJob(obj, true) },
 	})
@@ -206,8 +228,7 @@ func (c *Flows) onFlow(obj any) {
 
 func (c *Flows) onFlowDelete(obj any) {
 	if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.written.Forget(key)
-		c.memory.forget(key)
+		c.forget(key)
 	}
 }
 
@@ -223,7 +244,8 @@ func (c *Flows) onTemplate(obj any) {
 }
 
 // onJob looks at the flow that controls a Job that came, changed or went, and meets the
-// expectation of its create or delete.
+// expectation of its create or delete. A Job that went also wakes any flow waiting for its name
+// (one that found the name taken by a Job not its own).
 func (c *Flows) onJob(obj any, deleted bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -231,6 +253,12 @@ func (c *Flows) onJob(obj any, deleted bool) {
 	job, ok := obj.(*batch.Job)
 	if !ok {
 		return
+	}
+	if deleted {
+		waiting, _ := c.flowInf.GetIndexer().ByIndex(byJobName, job.Namespace+"/"+job.Name)
+		for _, f := range waiting {
+			c.onFlow(f)
+		}
 	}
 	name, uid, ok := FlowOf(job)
 	if !ok {
@@ -251,6 +279,19 @@ func flowIndex(obj any) ([]string, error) {
 		}
 	}
 	return nil, nil
+}
+
+// jobNameIndex is the byJobName index function: the names of a flow's steps' Jobs.
+func jobNameIndex(obj any) ([]string, error) {
+	jf, ok := obj.(*flowv1.JobFlow)
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(jf.Spec.Flows))
+	for _, step := range jf.Spec.Flows {
+		keys = append(keys, jf.Namespace+"/"+JobName(jf.Name, step.Name))
+	}
+	return keys, nil
 }
 
 // stepIndex is the byStep index function: the templates a flow's steps are made from.
@@ -281,17 +322,22 @@ func (c *Flows) jobsOf(jf *flowv1.JobFlow) ([]*batch.Job, error) {
 	return jobs, nil
 }
 
-// giveUp records that a flow failed MaxRequeue times in a row. It is looked at again when it
-// or one of its Jobs or templates changes.
+// giveUp records that a flow failed MaxRequeue times in a row. It is looked at again when it or
+// one of its Jobs or templates changes, and after giveUpRetry in any case.
 func (c *Flows) giveUp(key string, _ request, err error) {
-	c.Log.Error("jobflow failed too often; trying again when it or one of its Jobs changes", "jobflow", key, "error", err)
+	tries := c.cfg.MaxRequeue + 1
+	if c.cfg.MaxRequeue == 0 {
+		tries = kit.DefaultMaxRequeue + 1
+	}
+	c.Log.Error("jobflow failed too often; trying again when it or one of its Jobs changes, or after a while", "jobflow", key, "tries", tries, "error", err)
+	c.Disp.EnqueueAfter(key, request{}, giveUpRetry)
 	ns, name, serr := toolscache.SplitMetaNamespaceKey(key)
 	if serr != nil {
 		return
 	}
 	if jf, gerr := c.flows.JobFlows(ns).Get(name); gerr == nil {
 		c.Recorder.Eventf(jf, corev1.EventTypeWarning, string(flowv1.SyncJobFlowAction),
-			"gave up after %d failed tries: %v; the JobFlow is tried again when it or one of its Jobs changes", c.cfg.MaxRequeue+1, err)
+			"gave up after %d failed tries: %v; the JobFlow is tried again when it or one of its Jobs changes, or in %v", tries, err, giveUpRetry)
 	}
 }
 

@@ -99,30 +99,42 @@ func nextHistory(h []flowv1.JobRunningHistory, phase batch.JobPhase, now time.Ti
 	return append(h, flowv1.JobRunningHistory{StartTimestamp: metav1.NewTime(now), State: phase})
 }
 
-// NextPhase is the flow's phase after a sync, from its phase before and its Jobs (st) out of
-// steps: a Pending flow runs once a Job runs or completed; a flow with a Failed or Terminated
-// Job has Failed; one whose every step's Job Completed has Succeeded. Succeed and Failed are
-// final.
-func NextPhase(cur flowv1.Phase, st *flowv1.JobFlowStatus, steps int) flowv1.Phase {
+// NextPhase is the flow's phase after a sync, from its phase before, its status st, and how
+// many of its steps are done (their Job Completed) out of steps: a Pending flow runs once a Job
+// runs or completed; a flow with a Failed or Terminated Job has Failed; one whose every step is
+// done has Succeeded. Succeed and Failed are final.
+func NextPhase(cur flowv1.Phase, st *flowv1.JobFlowStatus, done, steps int) flowv1.Phase {
 	failed := len(st.FailedJobs) > 0 || len(st.TerminatedJobs) > 0
 	switch cur {
 	case "", flowv1.Pending:
 		switch {
 		case failed:
 			return flowv1.Failed
-		case len(st.RunningJobs) > 0 || len(st.CompletedJobs) > 0:
+		case len(st.RunningJobs) > 0 || len(st.CompletedJobs) > 0 || done > 0:
 			return flowv1.Running
 		}
 		return flowv1.Pending
 	case flowv1.Running:
 		switch {
-		case len(st.CompletedJobs) == steps:
+		case done == steps:
 			return flowv1.Succeed
 		case failed:
 			return flowv1.Failed
 		}
 	}
 	return cur
+}
+
+// CompletedBefore reports whether the flow's status shows the Job name Completed: a step whose
+// Job Completed and has been deleted since (by its ttlSecondsAfterFinished, or by hand) is done,
+// not to be run again.
+func CompletedBefore(st *flowv1.JobFlowStatus, name string) bool {
+	for _, js := range st.JobStatusList {
+		if js.Name == name {
+			return js.State == batch.Completed
+		}
+	}
+	return false
 }
 
 func deepCopyTasks(in map[string]batch.TaskState) map[string]batch.TaskState {

@@ -90,28 +90,41 @@ func TestStatusKeepsPhaseHistories(t *testing.T) {
 
 func TestNextPhase(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		cur   flowv1.Phase
-		st    flowv1.JobFlowStatus
-		steps int
-		want  flowv1.Phase
+		name        string
+		cur         flowv1.Phase
+		st          flowv1.JobFlowStatus
+		done, steps int
+		want        flowv1.Phase
 	}{
-		{"new, nothing running", "", flowv1.JobFlowStatus{PendingJobs: []string{"a"}}, 2, flowv1.Pending},
-		{"new, one running", "", flowv1.JobFlowStatus{RunningJobs: []string{"a"}}, 2, flowv1.Running},
-		{"pending, one completed", flowv1.Pending, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}}, 2, flowv1.Running},
-		{"pending, one failed", flowv1.Pending, flowv1.JobFlowStatus{FailedJobs: []string{"a"}}, 2, flowv1.Failed},
-		{"pending, one terminated", flowv1.Pending, flowv1.JobFlowStatus{TerminatedJobs: []string{"a"}}, 2, flowv1.Failed},
-		{"running, not all done", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}}, 2, flowv1.Running},
-		{"running, all completed", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a", "b"}}, 2, flowv1.Succeed},
-		{"running, one failed", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}, FailedJobs: []string{"b"}}, 3, flowv1.Failed},
-		{"running, one terminated", flowv1.Running, flowv1.JobFlowStatus{TerminatedJobs: []string{"b"}}, 3, flowv1.Failed},
-		{"succeeded is final", flowv1.Succeed, flowv1.JobFlowStatus{FailedJobs: []string{"a"}}, 1, flowv1.Succeed},
-		{"failed is final", flowv1.Failed, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}}, 1, flowv1.Failed},
+		{"new, nothing running", "", flowv1.JobFlowStatus{PendingJobs: []string{"a"}}, 0, 2, flowv1.Pending},
+		{"new, one running", "", flowv1.JobFlowStatus{RunningJobs: []string{"a"}}, 0, 2, flowv1.Running},
+		{"pending, one completed", flowv1.Pending, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}}, 1, 2, flowv1.Running},
+		{"pending, one failed", flowv1.Pending, flowv1.JobFlowStatus{FailedJobs: []string{"a"}}, 0, 2, flowv1.Failed},
+		{"pending, one terminated", flowv1.Pending, flowv1.JobFlowStatus{TerminatedJobs: []string{"a"}}, 0, 2, flowv1.Failed},
+		{"running, not all done", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}}, 1, 2, flowv1.Running},
+		{"running, all done", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a", "b"}}, 2, 2, flowv1.Succeed},
+		{"running, all done, one Job deleted since it completed", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"b"}}, 2, 2, flowv1.Succeed},
+		{"running, a removed step's Job completed, a new step not run", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a", "b"}}, 1, 2, flowv1.Running},
+		{"running, one failed", flowv1.Running, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}, FailedJobs: []string{"b"}}, 1, 3, flowv1.Failed},
+		{"running, one terminated", flowv1.Running, flowv1.JobFlowStatus{TerminatedJobs: []string{"b"}}, 0, 3, flowv1.Failed},
+		{"succeeded is final", flowv1.Succeed, flowv1.JobFlowStatus{FailedJobs: []string{"a"}}, 0, 1, flowv1.Succeed},
+		{"failed is final", flowv1.Failed, flowv1.JobFlowStatus{CompletedJobs: []string{"a"}}, 1, 1, flowv1.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := NextPhase(tc.cur, &tc.st, tc.steps); got != tc.want {
+			if got := NextPhase(tc.cur, &tc.st, tc.done, tc.steps); got != tc.want {
 				t.Errorf("NextPhase = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCompletedBefore(t *testing.T) {
+	st := &flowv1.JobFlowStatus{JobStatusList: []flowv1.JobStatus{
+		{Name: "f-a", State: batch.Completed}, {Name: "f-b", State: batch.Running},
+	}}
+	for name, want := range map[string]bool{"f-a": true, "f-b": false, "f-c": false} {
+		if got := CompletedBefore(st, name); got != want {
+			t.Errorf("CompletedBefore(%s) = %v, want %v", name, got, want)
+		}
 	}
 }

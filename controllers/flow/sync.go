@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -24,6 +25,18 @@ const (
 	reasonIgnored     = "Ignored"          // a patch or probe the flow sets, not acted on
 )
 
+// errStale says the flow the reconcile read is older than the API server's: it is looked at
+// again at once, from the newer one.
+var errStale = errors.New("jobflow changed since it was read")
+
+// Requeue delays: a step's Job the API server refused (a bad template, a quota, a closed queue)
+// is tried again after refusedRetry, without spending the dispatcher's retries; a flow given up
+// after MaxRequeue failures after giveUpRetry.
+const (
+	refusedRetry = 30 * time.Second
+	giveUpRetry  = 5 * time.Minute
+)
+
 // reconcile is the dispatcher's handler for a JobFlow key.
 func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
@@ -32,6 +45,7 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 	}
 	cached, err := c.flows.JobFlows(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -59,39 +73,81 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 	if msg := Ignored(base.Spec.Flows); msg != "" {
 		c.warn(key, base, reasonIgnored, msg)
 	}
+	// The status goes on from the one held back, if any (writeStatus).
+	prev := &base.Status
+	if held, ok := c.memory.heldBack(key, base.ResourceVersion); ok {
+		prev = held
+	}
+	byName := make(map[string]*batch.Job, len(jobs))
+	for _, job := range jobs {
+		byName[job.Name] = job
+	}
+	now := c.clock.Now()
+	phase := func(step string) (batch.JobPhase, bool) {
+		jobName := JobName(base.Name, step)
+		if job, ok := byName[jobName]; ok {
+			return job.Status.State.Phase, true
+		}
+		if CompletedBefore(prev, jobName) {
+			return batch.Completed, true // done; its Job was deleted since
+		}
+		return "", c.memory.pending(key, jobName, false, now)
+	}
 	var createErr error
 	switch base.Status.State.Phase {
 	case flowv1.Failed, flowv1.Succeed:
 		// Final: a Failed flow starts nothing more, as under Volcano, and a Succeeded one does
 		// not run again a Job that was deleted by hand.
 	default:
-		createErr = c.startReady(ctx, key, base, graph, jobs)
+		createErr = c.startReady(ctx, key, base, graph.Ready(phase))
+		if errors.Is(createErr, errStale) {
+			c.Disp.Enqueue(key, request{})
+			return nil
+		}
 	}
-	if err := c.writeStatus(ctx, key, base, jobs); err != nil {
+	done := 0
+	for _, step := range graph.Steps() {
+		if p, ok := phase(step); ok && p == batch.Completed {
+			done++
+		}
+	}
+	if err := c.writeStatus(ctx, key, base, prev, jobs, done); err != nil {
 		return err
 	}
 	return createErr
 }
 
-// startReady creates the Job of every step whose dependencies have Completed and that has
-// none yet. A step whose template is missing waits for it (its add event brings the flow
-// back); the other steps go on.
-func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, graph *Graph, jobs []*batch.Job) error {
-	now := c.clock.Now()
-	byName := make(map[string]*batch.Job, len(jobs))
-	for _, job := range jobs {
-		byName[job.Name] = job
+// forget drops what is remembered of a flow that is gone.
+func (c *Flows) forget(key string) {
+	c.written.Forget(key)
+	c.memory.forget(key)
+}
+
+// startReady creates the Job of each ready step. A step whose template is missing waits for it
+// (its add event brings the flow back); the other steps go on. Before the first create it reads
+// the flow from the API server: a replica that just gained the flow's slot may hold an older
+// copy than the Jobs it sees (a flow that has Succeeded and deleted its Jobs would look like one
+// whose steps have not run), and a step must not be run on that.
+func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, ready []string) error {
+	if len(ready) == 0 {
+		c.memory.resolved(key, reasonNoTemplate)
+		return nil
 	}
-	phase := func(step string) (batch.JobPhase, bool) {
-		jobName := JobName(jf.Name, step)
-		if job, ok := byName[jobName]; ok {
-			return job.Status.State.Phase, true
-		}
-		return "", c.memory.pending(key, jobName, false, now)
+	live, err := c.cfg.Volcano.FlowV1alpha1().JobFlows(jf.Namespace).Get(ctx, jf.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read jobflow %s: %w", key, err)
+	case live.UID != jf.UID:
+		return nil // replaced; the new one's events bring it
+	case live.ResourceVersion != jf.ResourceVersion:
+		c.written.Remember(key, jf.ResourceVersion, live)
+		return errStale
 	}
 	var errs []error
 	var missing []string
-	for _, step := range graph.Ready(phase) {
+	for _, step := range ready {
 		tmpl, err := c.templates.JobTemplates(jf.Namespace).Get(step)
 		if apierrors.IsNotFound(err) {
 			missing = append(missing, step)
@@ -141,7 +197,11 @@ func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, j
 	}
 	c.memory.seen(key, job.Name, false)
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-		c.warn(key, jf, reasonCreateError, fmt.Sprintf("the API server refused Job %s: %v; fix JobTemplate %s", job.Name, err, job.Annotations[CreatedByJobTemplate]))
+		// Refused for what it is (a bad template, a quota, a closed queue): told, and tried
+		// again now and then, and when the template changes, rather than spending the retries.
+		c.warn(key, jf, reasonCreateError, fmt.Sprintf("the API server refused Job %s: %v; fix JobTemplate %s (tried again every %v)", job.Name, err, job.Annotations[CreatedByJobTemplate], refusedRetry))
+		c.Disp.EnqueueAfter(key, request{}, refusedRetry)
+		return nil
 	}
 	return fmt.Errorf("create job %s/%s: %w", job.Namespace, job.Name, err)
 }
@@ -172,15 +232,11 @@ func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, 
 // writeStatus writes the flow's status if it changed. A change that does not move the flow's
 // phase waits until StatusCoalesce has passed since the last write, so that a busy flow costs
 // at most one write per window.
-func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlow, jobs []*batch.Job) error {
+func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlow, prev *flowv1.JobFlowStatus, jobs []*batch.Job, done int) error {
 	now := c.clock.Now()
-	prev := &base.Status
-	if held, ok := c.memory.heldBack(key, base.ResourceVersion); ok {
-		prev = held
-	}
 	st := Status(*prev, jobs, now)
 	for {
-		next := NextPhase(st.State.Phase, &st, len(base.Spec.Flows))
+		next := NextPhase(st.State.Phase, &st, done, len(base.Spec.Flows))
 		if next == st.State.Phase {
 			break
 		}

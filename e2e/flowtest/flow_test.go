@@ -18,6 +18,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/flow"
 	"github.com/ringfire/ringfire/deploy/examples"
 	"github.com/ringfire/ringfire/e2e/stack"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 )
 
 // The JobFlow behaviours, each on its own flow and namespace, side by side on one stack of
@@ -34,6 +35,8 @@ func TestJobFlows(t *testing.T) {
 		stack.Case{Name: "flow deleted mid-run", Run: deletedMidRun},
 		stack.Case{Name: "the example of deploy/examples", Run: example},
 		stack.Case{Name: "patch and probe ignored, as under Volcano", Run: ignored},
+		stack.Case{Name: "a step's Job deleted by its TTL is not run again", Run: ttlDeleted},
+		stack.Case{Name: "a step's name taken, then freed", Run: nameTaken},
 	)
 	// Alone, and first (the parallel cases wait for the test function to return): it kills a
 	// replica, and the cases above then run on the two left.
@@ -126,7 +129,9 @@ func fanInDelete(t *testing.T, s *stack.Stack) {
 	})
 	checkOnce(t, jobs)
 	deleted := time.Now()
-	defer func() { t.Logf("the Jobs' pods were gone %v after the Jobs", time.Since(deleted).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("the Jobs' pods were gone %v after the Jobs", time.Since(deleted).Round(time.Millisecond))
+	}()
 	stack.WaitFor(t, "the Jobs' pods deleted with them", 30*time.Second, func() (bool, string) {
 		pods, err := s.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
@@ -143,8 +148,8 @@ func fanInDelete(t *testing.T, s *stack.Stack) {
 		t.Errorf("writes %v, want 3 Job deletes, one each", w)
 	}
 	after := getFlow(t, s, ns, name)
-	if after.Status.State.Phase != flowv1.Succeed || len(after.Status.CompletedJobs) != 3 || after.ResourceVersion != jf.ResourceVersion && len(after.Status.JobStatusList) != 3 {
-		t.Errorf("status after the deletes %+v, want it kept as at Succeed", after.Status)
+	if after.ResourceVersion != jf.ResourceVersion || after.Status.State.Phase != flowv1.Succeed || len(after.Status.CompletedJobs) != 3 {
+		t.Errorf("status after the deletes %+v (resourceVersion %s, was %s), want it kept as at Succeed", after.Status, after.ResourceVersion, jf.ResourceVersion)
 	}
 }
 
@@ -252,13 +257,40 @@ func badDependencies(t *testing.T, s *stack.Stack) {
 			t.Errorf("create jobflow %s: %v, want Invalid saying %q", tc.flow.Name, err, tc.says)
 		}
 	}
-	if _, err := flows.Create(context.Background(), newFlow(ns, "dag", "", step("a"), step("b", "a"), step("c", "a", "b")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-		t.Errorf("a DAG refused: %v", err)
+	// DAGs pass, the largest ones too (the policy's cost grows with the cube of the steps): 32
+	// steps in a chain, 32 without any dependency, and a diamond.
+	chain, loose := []flowv1.Flow{step("s0")}, []flowv1.Flow{step("s0")}
+	for i := 1; i < 32; i++ {
+		chain = append(chain, step(fmt.Sprintf("s%d", i), fmt.Sprintf("s%d", i-1)))
+		loose = append(loose, step(fmt.Sprintf("s%d", i)))
 	}
-	err := s.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), "ringfire-jobflow-dag", metav1.DeleteOptions{})
+	longCycle := append(slices.Clone(chain[1:]), step("s0", "s31"))
+	for _, dag := range []*flowv1.JobFlow{
+		newFlow(ns, "diamond", "", step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c")),
+		newFlow(ns, "chain", "", chain...),
+		newFlow(ns, "loose", "", loose...),
+	} {
+		if _, err := flows.Create(context.Background(), dag, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("the DAG %s refused: %v", dag.Name, err)
+		}
+	}
+	if _, err := flows.Create(context.Background(), newFlow(ns, "ring", "", longCycle...), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "jobflow flow is not dag") {
+		t.Errorf("a cycle through all 32 steps: %v, want it refused as not a DAG", err)
+	}
+	bindings := s.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	binding, err := bindings.Get(context.Background(), "ringfire-jobflow-dag", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := bindings.Delete(context.Background(), binding.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		binding.ResourceVersion = ""
+		if _, err := bindings.Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+			t.Errorf("restore the binding ringfire-jobflow-dag: %v", err)
+		}
+	})
 	// The API server may still hold the binding a moment after its delete.
 	stack.WaitFor(t, "the cycle accepted without the policy", 20*time.Second, func() (bool, string) {
 		_, err := flows.Create(context.Background(), cycle, metav1.CreateOptions{})
@@ -315,9 +347,10 @@ func replicaKilled(t *testing.T, s *stack.Stack) {
 		template(t, s, ns, st.Name, "3s", "")
 	}
 	createFlow(t, s, newFlow(ns, name, "", steps...))
-	stack.WaitFor(t, "s2 made", 60*time.Second, func() (bool, string) {
+	// The Created Event of s2 is posted a moment after the Job; it must not die with the replica.
+	stack.WaitFor(t, "s2 made and told", 60*time.Second, func() (bool, string) {
 		_, ok := jobs.get("survivor-s2")
-		return ok, jobs.String()
+		return ok && len(s.Events(ns, name, "Created")) == 2, jobs.String()
 	})
 	holder := s.SlotHolder(ns + "/" + name)
 	t.Logf("killing %s, which holds the flow's slot", holder)
@@ -417,5 +450,56 @@ func ignored(t *testing.T, s *stack.Stack) {
 	got := s.Events(ns, name, "Ignored")
 	if len(got) != 1 || !strings.Contains(got[0], "patch of steps [b]") || !strings.Contains(got[0], "probes of steps [b]") {
 		t.Errorf("Ignored events %v, want one naming b's patch and probes", got)
+	}
+}
+
+// ttlDeleted: a step's template sets ttlSecondsAfterFinished 0, so its Job is deleted as soon as
+// it completes; the step is done (the flow's status says so), the next one starts, it is not
+// run again, and the flow Succeeds.
+func ttlDeleted(t *testing.T, s *stack.Stack) {
+	const ns, name = "flow-ttl", "short"
+	namespace(t, s, ns)
+	jobs := watchJobs(t, s, ns)
+	jt := &flowv1.JobTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},
+		Spec: batch.JobSpec{SchedulerName: "volcano", TTLSecondsAfterFinished: ptr.To[int32](0),
+			Tasks: []batch.TaskSpec{vcjob.Task("main", 1, "1s", "")}},
+	}
+	if _, err := s.Volcano.FlowV1alpha1().JobTemplates(ns).Create(context.Background(), jt, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	template(t, s, ns, "b", "8s", "")
+	createFlow(t, s, newFlow(ns, name, "", step("a"), step("b", "a")))
+	stack.WaitFor(t, "short-a completed and deleted by its TTL", 60*time.Second, func() (bool, string) {
+		a, _ := jobs.get("short-a")
+		return a.deleted && !a.done.IsZero(), jobs.String()
+	})
+	waitFlow(t, s, ns, name, flowv1.Succeed, 60*time.Second, jobs)
+	checkAfter(t, jobs, "short-b", "short-a")
+	checkOnce(t, jobs)
+	if w := flowWrites(s, ns); w["create job"] != 2 {
+		t.Errorf("writes %v, want 2 Job creates", w)
+	}
+}
+
+// nameTaken: a Job of a step's name exists and is not the flow's; the flow says so and waits,
+// and makes the step's Job once that Job is gone.
+func nameTaken(t *testing.T, s *stack.Stack) {
+	const ns, name = "flow-taken", "taken"
+	namespace(t, s, ns)
+	jobs := watchJobs(t, s, ns)
+	template(t, s, ns, "a", "1s", "")
+	other := vcjob.Create(t, s.Volcano, vcjob.New(ns, "taken-a", vcjob.Task("main", 1, "60s", "")))
+	createFlow(t, s, newFlow(ns, name, "", step("a")))
+	stack.WaitFor(t, "a JobNameTaken warning", 30*time.Second, func() (bool, string) {
+		return len(s.Events(ns, name, "JobNameTaken")) > 0, jobs.String()
+	})
+	err := s.Volcano.BatchV1alpha1().Jobs(ns).Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFlow(t, s, ns, name, flowv1.Succeed, 60*time.Second, jobs)
+	if a, _ := jobs.get("taken-a"); len(a.uids) != 2 || len(a.owners) != 1 || a.owners[0].Name != name {
+		t.Errorf("taken-a: UIDs %v owners %+v; want the other Job, then the flow's", a.uids, a.owners)
 	}
 }
