@@ -1,5 +1,6 @@
 // Package crds holds ringfire's CustomResourceDefinitions for the Volcano API (batch.volcano.sh
-// Job and CronJob, scheduling.volcano.sh PodGroup and Queue, bus.volcano.sh Command, and
+// Job and CronJob, scheduling.volcano.sh PodGroup and Queue, bus.volcano.sh Command,
+// flow.volcano.sh JobFlow and JobTemplate, and
 // topology.volcano.sh HyperNode, which ringfire does not serve but installs for the tools that
 // list it) and installs them into a cluster with the default Queue.
 //
@@ -44,7 +45,8 @@ var crdResource = schema.GroupVersionResource{
 // rooted), served since Kubernetes 1.36; and the ValidatingAdmissionPolicies that refuse what a
 // CRD rule cannot see (Kubernetes 1.30 and later): negative resource quantities in a Job, a Job
 // on a queue that has child queues or is not open, a queue under one five deep or in a cycle,
-// bad hierarchy annotations, deleting the root or default queue or a non-leaf one.
+// bad hierarchy annotations, deleting the root or default queue or a non-leaf one, a JobFlow whose
+// steps depend on each other in a cycle.
 var admissionPolicies = map[string]schema.GroupVersionResource{
 	"MutatingAdmissionPolicy":          {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
 	"MutatingAdmissionPolicyBinding":   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
