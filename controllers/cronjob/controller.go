@@ -73,9 +73,6 @@ type Controller struct {
 // coalesce.
 type request struct{}
 
-// byOwner indexes Jobs by the UID of the CronJob that controls them.
-const byOwner = "cronjob-owner"
-
 // New builds the controller and registers its handlers on the CronJob and Job informers;
 // when they come from Config.Informers, that factory must not have started yet.
 func New(cfg Config) (*Controller, error) {
@@ -109,8 +106,8 @@ func New(cfg Config) (*Controller, error) {
 		cronJobs, jobs = c.factory.Batch().V1alpha1().CronJobs(), c.factory.Batch().V1alpha1().Jobs().Informer()
 	}
 	c.cronJobs, c.cronInf, c.jobInf = cronJobs.Lister(), cronJobs.Informer(), jobs
-	if err := c.jobInf.AddIndexers(toolscache.Indexers{byOwner: ownerIndex}); err != nil {
-		return nil, fmt.Errorf("cronjob controller: job index: %w", err)
+	if err := kit.IndexJobsByController(c.jobInf); err != nil {
+		return nil, fmt.Errorf("cronjob controller: %w", err)
 	}
 	if err := c.register(); err != nil {
 		return nil, fmt.Errorf("cronjob controller: %w", err)
@@ -237,29 +234,9 @@ func (c *Controller) enqueueOwner(job *batch.Job) {
 	}
 }
 
-// ownerIndex is the byOwner index function.
-func ownerIndex(obj any) ([]string, error) {
-	if job, ok := obj.(*batch.Job); ok {
-		if _, uid, ok := ownerOf(job); ok {
-			return []string{string(uid)}, nil
-		}
-	}
-	return nil, nil
-}
-
 // jobsOf returns the Jobs the CronJob controls, from the informer.
 func (c *Controller) jobsOf(cj *batch.CronJob) ([]*batch.Job, error) {
-	objs, err := c.jobInf.GetIndexer().ByIndex(byOwner, string(cj.UID))
-	if err != nil {
-		return nil, fmt.Errorf("jobs of cronjob %s/%s: %w", cj.Namespace, cj.Name, err)
-	}
-	jobs := make([]*batch.Job, 0, len(objs))
-	for _, obj := range objs {
-		if job, ok := obj.(*batch.Job); ok && job.Namespace == cj.Namespace {
-			jobs = append(jobs, job)
-		}
-	}
-	return jobs, nil
+	return kit.JobsControlledBy(c.jobInf, cj.Namespace, cj.UID)
 }
 
 // reconcile is the dispatcher's handler: sync the CronJob, then ask to be woken at its next

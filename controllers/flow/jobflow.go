@@ -76,12 +76,11 @@ type Flows struct {
 // request is what the dispatcher carries for a key: look at it. Any two coalesce.
 type request struct{}
 
-// Indexes: Jobs by the UID of the JobFlow that controls them; JobFlows by the templates their
-// steps name ("<namespace>/<template>"); Jobs by the template they were made from.
+// Indexes (beside kit.ByController over the Jobs): JobFlows by the templates their steps name
+// ("<namespace>/<template>"); Jobs by the template they were made from.
 // And JobFlows by the names of their steps' Jobs ("<namespace>/<flow>-<step>"), so that the
 // delete of a Job of that name made by someone else wakes the flow that waits for the name.
 const (
-	byFlow     = "jobflow-owner"
 	byStep     = "jobflow-template"
 	byJobName  = "jobflow-job-name"
 	byTemplate = "jobtemplate"
@@ -112,37 +111,19 @@ func NewFlows(cfg Config) (*Flows, error) {
 	c.flows, c.flowInf = cfg.JobFlows.Lister(), cfg.JobFlows.Informer()
 	c.templates, c.tmplInf = cfg.JobTemplates.Lister(), cfg.JobTemplates.Informer()
 	c.jobInf = cfg.Jobs
-	if err := addIndexer(c.jobInf, byFlow, flowIndex); err != nil {
-		return nil, err
+	if err := kit.IndexJobsByController(c.jobInf); err != nil {
+		return nil, fmt.Errorf("jobflow controller: %w", err)
 	}
-	if err := addIndexer(c.flowInf, byStep, stepIndex); err != nil {
-		return nil, err
+	if err := kit.AddIndex(c.flowInf, byStep, stepIndex); err != nil {
+		return nil, fmt.Errorf("jobflow controller: %w", err)
 	}
-	if err := addIndexer(c.flowInf, byJobName, jobNameIndex); err != nil {
-		return nil, err
+	if err := kit.AddIndex(c.flowInf, byJobName, jobNameIndex); err != nil {
+		return nil, fmt.Errorf("jobflow controller: %w", err)
 	}
 	if err := c.register(); err != nil {
 		return nil, fmt.Errorf("jobflow controller: %w", err)
 	}
 	return c, nil
-}
-
-// indexed is what addIndexer needs of an informer.
-type indexed interface {
-	AddIndexers(toolscache.Indexers) error
-	GetIndexer() toolscache.Indexer
-}
-
-// addIndexer adds an index unless the informer has it already (the JobFlow and JobTemplate
-// controllers share the Job informer).
-func addIndexer(inf indexed, name string, fn toolscache.IndexFunc) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	if err := inf.AddIndexers(toolscache.Indexers{name: fn}); err != nil {
-		return fmt.Errorf("index %s: %w", name, err)
-	}
-	return nil
 }
 
 // Run reconciles until ctx is done, once the informers have listed.
@@ -271,16 +252,6 @@ func (c *Flows) onJob(obj any, deleted bool) {
 	}
 }
 
-// flowIndex is the byFlow index function.
-func flowIndex(obj any) ([]string, error) {
-	if job, ok := obj.(*batch.Job); ok {
-		if _, uid, ok := FlowOf(job); ok {
-			return []string{string(uid)}, nil
-		}
-	}
-	return nil, nil
-}
-
 // jobNameIndex is the byJobName index function: the names of a flow's steps' Jobs.
 func jobNameIndex(obj any) ([]string, error) {
 	jf, ok := obj.(*flowv1.JobFlow)
@@ -309,17 +280,7 @@ func stepIndex(obj any) ([]string, error) {
 
 // jobsOf returns the Jobs the flow controls, from the informer.
 func (c *Flows) jobsOf(jf *flowv1.JobFlow) ([]*batch.Job, error) {
-	objs, err := c.jobInf.GetIndexer().ByIndex(byFlow, string(jf.UID))
-	if err != nil {
-		return nil, fmt.Errorf("jobs of jobflow %s/%s: %w", jf.Namespace, jf.Name, err)
-	}
-	jobs := make([]*batch.Job, 0, len(objs))
-	for _, obj := range objs {
-		if job, ok := obj.(*batch.Job); ok && job.Namespace == jf.Namespace {
-			jobs = append(jobs, job)
-		}
-	}
-	return jobs, nil
+	return kit.JobsControlledBy(c.jobInf, jf.Namespace, jf.UID)
 }
 
 // giveUp records that a flow failed MaxRequeue times in a row. It is looked at again when it or

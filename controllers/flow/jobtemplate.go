@@ -50,8 +50,8 @@ func NewTemplates(cfg Config) (*Templates, error) {
 		return nil, err
 	}
 	c.templates, c.tmplInf, c.jobInf = cfg.JobTemplates.Lister(), cfg.JobTemplates.Informer(), cfg.Jobs
-	if err := addIndexer(c.jobInf, byTemplate, templateIndex); err != nil {
-		return nil, err
+	if err := kit.AddIndex(c.jobInf, byTemplate, templateIndex); err != nil {
+		return nil, fmt.Errorf("jobtemplate controller: %w", err)
 	}
 	if _, err := c.tmplInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
