@@ -22,10 +22,15 @@ declare -A tool_pkgs=(
 	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
 	[kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
 	[kubectl]=k8s.io/kubernetes/cmd/kubectl
+	[kubelet]=k8s.io/kubernetes/cmd/kubelet
+	[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
 	[kwok]=sigs.k8s.io/kwok/cmd/kwok
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 )
 all_tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok controller-gen)
+# Built only when named (e2e/node/build.sh does): the real node's kubelet and
+# kube-proxy, which no suite of `make test` needs.
+node_tools=(kubelet kube-proxy)
 
 log() { echo "build.sh: $*" >&2; }
 
@@ -50,7 +55,7 @@ else
 	fi
 fi
 for name in "${wanted[@]}"; do
-	[[ -n "${tool_pkgs[$name]:-}" ]] || { log "unknown tool $name (known: ${all_tools[*]})"; exit 2; }
+	[[ -n "${tool_pkgs[$name]:-}" ]] || { log "unknown tool $name (known: ${all_tools[*]} ${node_tools[*]})"; exit 2; }
 done
 
 mkdir -p "$bin"
@@ -77,7 +82,7 @@ kube_ldflags() {
 
 ldflags_for() {
 	case "$1" in
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) kube_ldflags ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet | kube-proxy) kube_ldflags ;;
 	*) echo "-s -w" ;;
 	esac
 }

@@ -28,13 +28,16 @@ const (
 )
 
 // allComponents is every component a cluster may run, in start order.
-var allComponents = []Component{Etcd, APIServer, ControllerManager, KWOK, Scheduler}
+var allComponents = []Component{Etcd, APIServer, ControllerManager, KWOK, Scheduler, Containerd, CoreDNS, KubeProxy, Kubelet}
 
 // components are the ones this cluster runs, in start order.
 func (c *Cluster) components() []Component {
 	out := []Component{Etcd, APIServer, ControllerManager, KWOK}
 	if c.opts.KubeScheduler {
 		out = append(out, Scheduler)
+	}
+	if c.opts.RealNode {
+		out = append(out, nodeComponents...)
 	}
 	return out
 }
@@ -61,6 +64,8 @@ type Cluster struct {
 	restConfig *rest.Config
 	clientset  kubernetes.Interface
 	nodeNames  []string
+	// The real node's ports (Options.RealNode).
+	kubeletPort, kubeletHealthzPort, dnsReadyPort int
 
 	mu       sync.Mutex
 	argv     map[Component][]string // binary and arguments, kept for Restart
@@ -109,13 +114,21 @@ func (c *Cluster) start(ctx context.Context) error {
 			return fmt.Errorf("%s not built in %s (`make tools` in a checkout builds them; an installed `ringfire dev up` finds or builds them itself): %w", name, c.opts.ToolsBin, err)
 		}
 	}
-	ports, err := freePorts(3)
+	if c.opts.RealNode {
+		if err := c.nodePreflight(); err != nil {
+			return err
+		}
+		if err := c.setUpNodeHost(); err != nil {
+			return err
+		}
+	}
+	ports, err := freePorts(8)
 	if err != nil {
 		return err
 	}
 	etcdPort, etcdPeerPort, serverPort := ports[0], ports[1], ports[2]
 	c.etcdURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(etcdPort))
-	c.serverURL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(serverPort))
+	c.serverURL = "https://" + net.JoinHostPort(c.serverHost(), strconv.Itoa(serverPort))
 
 	files, err := c.writeCredentials()
 	if err != nil {
@@ -131,6 +144,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.argv[ControllerManager] = c.controllerManagerArgs(files)
 	c.argv[KWOK] = c.kwokArgs(files)
 	c.argv[Scheduler] = c.schedulerArgs(files)
+	if c.opts.RealNode {
+		if err := c.writeNodeFiles(files, ports[3:]); err != nil {
+			return err
+		}
+	}
 	if err := os.WriteFile(files.stages, renderStages(c.opts.DefaultPodDuration), 0o644); err != nil {
 		return err
 	}
@@ -152,6 +170,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	for _, name := range c.components()[2:] {
+		if name == Containerd {
+			break // the real node starts once the control plane is up
+		}
 		if err := c.launch(name); err != nil {
 			return err
 		}
@@ -164,6 +185,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if err := c.waitFor(ctx, "nodes ready and untainted", c.components(), c.nodesReady); err != nil {
 		return err
+	}
+	if c.opts.RealNode {
+		if err := c.startNode(ctx); err != nil {
+			return err
+		}
 	}
 	c.log.Info("local control plane ready", "nodes", len(c.nodeNames), "kubeconfig", c.kubeconfig)
 	return nil
@@ -193,7 +219,8 @@ func (c *Cluster) prepareDir() error {
 	}
 	// The audit log records one run: the old one would mix in writes of
 	// objects that no longer exist.
-	for _, stale := range []string{"etcd-data", "pki", auditLogFile} {
+	cleanNodeDir(c.dir, c.log.Warn)
+	for _, stale := range []string{"etcd-data", "pki", auditLogFile, "node"} {
 		if err := os.RemoveAll(filepath.Join(c.dir, stale)); err != nil {
 			return err
 		}
@@ -271,6 +298,12 @@ func (c *Cluster) Stop() error {
 				p.terminate()
 				_ = os.Remove(pidPath(c.dir, allComponents[i]))
 			}
+		}
+		if c.opts.RealNode {
+			// The pods' processes outlive containerd (its shims hold them);
+			// end them and free what they mounted.
+			cleanNodeHost(c.log.Warn)
+			cleanNodeDir(c.dir, c.log.Warn)
 		}
 		if c.ownDir {
 			if err := os.RemoveAll(c.dir); err != nil {

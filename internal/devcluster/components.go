@@ -26,6 +26,10 @@ type credentialFiles struct {
 	kwokKubeconfig          string
 	schedulerKubeconfig     string
 	stages                  string
+
+	// The real node's identities (Options.RealNode).
+	nodeKubeletKubeconfig, nodeProxyKubeconfig, nodeDNSKubeconfig string
+	kubeletClientCert, kubeletClientKey                            string
 }
 
 // writeCredentials generates the cluster's CA, the API server's serving
@@ -46,6 +50,10 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 		kwokKubeconfig:      filepath.Join(c.dir, "kwok.kubeconfig"),
 		schedulerKubeconfig: filepath.Join(c.dir, "kube-scheduler.kubeconfig"),
 		stages:              filepath.Join(c.dir, "kwok-stages.yaml"),
+
+		nodeKubeletKubeconfig: filepath.Join(c.dir, "kubelet.kubeconfig"),
+		nodeProxyKubeconfig:   filepath.Join(c.dir, "kube-proxy.kubeconfig"),
+		nodeDNSKubeconfig:     filepath.Join(c.dir, "coredns.kubeconfig"),
 	}
 	ca, err := certs.NewAuthority("ringfire-e2e-ca", certLifetime)
 	if err != nil {
@@ -61,7 +69,7 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 
 	apiServing, err := serving(ca, "kube-apiserver",
 		"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
-		"127.0.0.1", serviceIP)
+		"127.0.0.1", serviceIP, nodeGateway)
 	if err != nil {
 		return files, err
 	}
@@ -106,6 +114,29 @@ func (c *Cluster) writeCredentials() (credentialFiles, error) {
 		// kwok plays every kubelet and needs to write any node's status and
 		// delete any pod, which the Node authorizer would not allow one user.
 		{files.kwokKubeconfig, "kwok", []string{"system:masters"}, false},
+	}
+	if c.opts.RealNode {
+		identities = append(identities, []struct {
+			path   string
+			user   string
+			groups []string
+			admin  bool
+		}{
+			// The Node authorizer's form: the kubelet may touch its own node
+			// and the objects of its pods only.
+			{files.nodeKubeletKubeconfig, "system:node:" + RealNodeName, []string{"system:nodes"}, false},
+			// The identity bootstrap RBAC grants kube-proxy.
+			{files.nodeProxyKubeconfig, "system:kube-proxy", nil, false},
+			// CoreDNS reads Services, EndpointSlices, pods and namespaces.
+			{files.nodeDNSKubeconfig, "ringfire-coredns", []string{"system:masters"}, false},
+		}...)
+		kp, err := client(ca, "kube-apiserver-kubelet-client", "system:masters")
+		if err != nil {
+			return files, err
+		}
+		if files.kubeletClientCert, files.kubeletClientKey, err = writeKeyPair(pki, "kube-apiserver-kubelet-client", kp); err != nil {
+			return files, err
+		}
 	}
 	for _, id := range identities {
 		kp, err := client(ca, id.user, id.groups...)
@@ -153,14 +184,15 @@ func (c *Cluster) etcdArgs(peerPort int) []string {
 }
 
 func (c *Cluster) apiServerArgs(port int, f credentialFiles) []string {
-	return []string{
+	args := []string{
 		c.bin(APIServer),
 		"--etcd-servers=" + c.etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		// The `kubernetes` Service may not point at loopback, and nothing in
-		// this cluster dials it: leave its endpoints alone.
-		"--endpoint-reconciler-type=none",
+		"--bind-address=" + c.serverHost(),
+		"--advertise-address=" + c.serverHost(),
+		// The `kubernetes` Service may not point at loopback, and without a
+		// real node nothing in this cluster dials it: then its endpoints are
+		// left alone. With one, they are the bridge address.
+		"--endpoint-reconciler-type=" + c.endpointReconciler(),
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + f.servingCert,
 		"--tls-private-key-file=" + f.servingKey,
@@ -174,6 +206,28 @@ func (c *Cluster) apiServerArgs(port int, f credentialFiles) []string {
 		"--allow-privileged=true",
 		"--profiling=false",
 	}
+	if c.opts.RealNode {
+		// `kubectl logs` and exec of the real node's pods.
+		args = append(args, "--kubelet-client-certificate="+f.kubeletClientCert, "--kubelet-client-key="+f.kubeletClientKey,
+			"--kubelet-preferred-address-types=InternalIP")
+	}
+	return args
+}
+
+// serverHost is the address the API server listens on: loopback, or the
+// real node's bridge address, which pods reach and loopback clients too.
+func (c *Cluster) serverHost() string {
+	if c.opts.RealNode {
+		return nodeGateway
+	}
+	return "127.0.0.1"
+}
+
+func (c *Cluster) endpointReconciler() string {
+	if c.opts.RealNode {
+		return "lease"
+	}
+	return "none"
 }
 
 func (c *Cluster) controllerManagerArgs(f credentialFiles) []string {

@@ -53,6 +53,15 @@ type Options struct {
 	// replicas which of them wrote what and when. Off by default: it costs
 	// disk and API server time that other suites do not need.
 	AuditLog bool
+
+	// RealNode also runs a real node on this machine: a kubelet with
+	// containerd, runc and the bridge CNI plugin, kube-proxy and CoreDNS
+	// (node RealNodeName, tainted RealNodeTaint, so only pods that tolerate
+	// it land there). The API server then listens on the node's bridge
+	// address rather than 127.0.0.1, so that pods reach it; kube-scheduler
+	// runs. Needs root and e2e/node/build.sh's binaries in ToolsBin. One
+	// real node per machine at a time.
+	RealNode bool
 }
 
 // Annotations on a pod that drive its life on a KWOK node.
@@ -109,6 +118,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 2 * time.Minute
+		if o.RealNode {
+			o.StartTimeout = 4 * time.Minute
+		}
+	}
+	if o.RealNode {
+		o.KubeScheduler = true // the node's pods are the default scheduler's
 	}
 	return o, nil
 }
