@@ -29,7 +29,7 @@ type credentialFiles struct {
 
 	// The real node's identities (Options.RealNode).
 	nodeKubeletKubeconfig, nodeProxyKubeconfig, nodeDNSKubeconfig string
-	kubeletClientCert, kubeletClientKey                            string
+	kubeletClientCert, kubeletClientKey                           string
 }
 
 // writeCredentials generates the cluster's CA, the API server's serving

@@ -49,7 +49,7 @@ const (
 	nodeCgroup = "ringfire-node"
 	// SandboxImage is the pod sandbox image (e2e/node/tools/pause), loaded
 	// into containerd by the harness; nothing is pulled.
-	SandboxImage = "ringfire.local/pause:1"
+	SandboxImage  = "ringfire.local/pause:1"
 	clusterDomain = "cluster.local"
 )
 
