@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance sidebyside screenshot
+.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -47,6 +47,12 @@ bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, all
 
 bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and 3 replicas (minutes)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/bench/
+
+node-tools: ## build what a real node runs (kubelet, kube-proxy, containerd, CoreDNS, ...) and install its Debian packages (root)
+	@e2e/node/build.sh
+
+node-test: node-tools ## ringfire deployed on a real kubelet node (root): images built and loaded, deploy/ applied, chaos through kubectl (docs/node.md)
+	RINGFIRE_TOOLS_BIN="$$(e2e/node/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_NODE=1 $(GO) test -race -count=1 -timeout 30m -v -run TestDeployment ./e2e/deploytest/
 
 conformance: tools ## Volcano's own e2e suites against ringfire (Volcano's test binaries in VOLCANO_BIN: docs/conformance.md)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" CONFORMANCE_MODES="$(MODES)" e2e/conformance/run.sh $(SUITES)

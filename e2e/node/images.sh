@@ -33,6 +33,6 @@ etcd_version="v$("$bin/etcd" --version | awk '/^etcd Version:/ {print $3}')"
 	-file /ringfire="$out/ringfire" -entrypoint /ringfire -user 65532:65532
 "$bin/mkimage" -name "ringfire.local/etcd:$etcd_version" -out "$out/etcd.tar" \
 	-file /usr/local/bin/etcd="$bin/etcd" -user 65532:65532
-rm -f "$out/ringfire"
+
 echo "ringfire.local/ringfire:$tag $out/ringfire.tar"
 echo "ringfire.local/etcd:$etcd_version $out/etcd.tar"

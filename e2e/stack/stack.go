@@ -460,12 +460,18 @@ func WatchPods(t testing.TB, kube kubernetes.Interface, ns string, see func(watc
 // every change the API server reports, in order and without gaps, until the test ends.
 func (s *Stack) WatchJobs(ns string, see func(watch.EventType, *batch.Job)) {
 	s.t.Helper()
+	WatchJobs(s.t, s.Volcano, ns, see)
+}
+
+// WatchJobs is Stack.WatchJobs for a test that has a cluster but no Stack.
+func WatchJobs(t testing.TB, vc vcclient.Interface, ns string, see func(watch.EventType, *batch.Job)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s.t.Cleanup(cancel)
-	jobs := s.Volcano.BatchV1alpha1().Jobs(ns)
+	t.Cleanup(cancel)
+	jobs := vc.BatchV1alpha1().Jobs(ns)
 	list, err := jobs.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	for i := range list.Items {
 		see(watch.Added, &list.Items[i])
@@ -474,7 +480,7 @@ func (s *Stack) WatchJobs(ns string, see func(watch.EventType, *batch.Job)) {
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return jobs.Watch(ctx, o) },
 	})
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() {
 		for ev := range w.ResultChan() {
@@ -483,7 +489,7 @@ func (s *Stack) WatchJobs(ns string, see func(watch.EventType, *batch.Job)) {
 			}
 		}
 	}()
-	s.t.Cleanup(w.Stop)
+	t.Cleanup(w.Stop)
 }
 
 // SlotHolder returns the id of the replica that holds the slot of key, from the ring's etcd;

@@ -66,6 +66,7 @@ type Cluster struct {
 	nodeNames  []string
 	// The real node's ports (Options.RealNode).
 	kubeletPort, kubeletHealthzPort, dnsReadyPort int
+	nodeLock                                      *os.File
 
 	mu       sync.Mutex
 	argv     map[Component][]string // binary and arguments, kept for Restart
@@ -105,6 +106,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) start(ctx context.Context) error {
+	if c.opts.RealNode {
+		if err := c.nodePreflight(); err != nil {
+			return err
+		}
+		// Before prepareDir: a node left running in the directory must be
+		// stopped and unmounted before its files go.
+		if err := c.lockNode(); err != nil {
+			return err
+		}
+	}
 	if err := c.prepareDir(); err != nil {
 		return err
 	}
@@ -115,9 +126,6 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	if c.opts.RealNode {
-		if err := c.nodePreflight(); err != nil {
-			return err
-		}
 		if err := c.setUpNodeHost(); err != nil {
 			return err
 		}
@@ -219,7 +227,6 @@ func (c *Cluster) prepareDir() error {
 	}
 	// The audit log records one run: the old one would mix in writes of
 	// objects that no longer exist.
-	cleanNodeDir(c.dir, c.log.Warn)
 	for _, stale := range []string{"etcd-data", "pki", auditLogFile, "node"} {
 		if err := os.RemoveAll(filepath.Join(c.dir, stale)); err != nil {
 			return err
@@ -302,8 +309,7 @@ func (c *Cluster) Stop() error {
 		if c.opts.RealNode {
 			// The pods' processes outlive containerd (its shims hold them);
 			// end them and free what they mounted.
-			cleanNodeHost(c.log.Warn)
-			cleanNodeDir(c.dir, c.log.Warn)
+			c.releaseNode()
 		}
 		if c.ownDir {
 			if err := os.RemoveAll(c.dir); err != nil {

@@ -115,10 +115,40 @@ func (c *Cluster) nodePreflight() error {
 
 const cniBinDir = "/usr/lib/cni"
 
-// setUpNodeHost makes the bridge with the host's address on it and the
-// node's cgroups, after removing what a run that died left behind.
-func (c *Cluster) setUpNodeHost() error {
+// nodeLockPath is held (flock) by the cluster that runs the machine's real
+// node: the bridge, cgroup and iptables chains are per machine.
+const nodeLockPath = "/run/ringfire-node.lock"
+
+// nodeMarker marks a directory as a real node's (<dir>/node), so that a
+// later cleanup finds what a node that died left mounted there.
+const nodeMarker = ".ringfire-node"
+
+// lockNode takes the machine's node lock and removes what a node that died
+// left behind.
+func (c *Cluster) lockNode() error {
+	f, err := os.OpenFile(nodeLockPath, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("real node: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("real node: another local cluster runs the real node of this machine (%s is locked); one at a time", nodeLockPath)
+	}
+	c.nodeLock = f
 	cleanNodeHost(c.log.Warn)
+	return nil
+}
+
+// setUpNodeHost marks the node directory, makes the bridge with the host's
+// address on it and the node's cgroups.
+func (c *Cluster) setUpNodeHost() error {
+	p := c.nodePaths()
+	if err := os.MkdirAll(p.root, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.root, nodeMarker), nil, 0o644); err != nil {
+		return err
+	}
 	if err := run("ip", "link", "add", nodeBridge, "type", "bridge"); err != nil {
 		return err
 	}
@@ -136,15 +166,28 @@ func (c *Cluster) setUpNodeHost() error {
 	return nil
 }
 
-// cleanNodeHost removes what a real node leaves on the machine: its pods'
-// processes (everything in its cgroups) and their cgroups, the containerd
-// shims no live containerd serves, kube-proxy's rules and the bridge. Mounts
-// under a cluster directory are unmounted by cleanNodeDir. Safe to call
+// releaseNode cleans the machine after the node's processes stopped and
+// gives up the node lock.
+func (c *Cluster) releaseNode() {
+	if c.nodeLock == nil {
+		return // another cluster's node, or none: not ours to clean
+	}
+	cleanNodeHost(c.log.Warn)
+	c.nodeLock.Close()
+	c.nodeLock = nil
+}
+
+// cleanNodeHost removes what real nodes of this machine left: their pods'
+// processes (everything in the node cgroup) and the cgroups, the containerd
+// shims of their node directories, the mounts under those directories
+// (container root filesystems, network namespaces, secret volumes), the
+// iptables chains of kube-proxy and the kubelet, and the bridge. Only the
+// holder of the node lock calls it, after its own containerd and kubelet
+// stopped (or before they start), so nothing found is in use. Safe to call
 // when nothing is left.
 func cleanNodeHost(warn func(string, ...any)) {
 	hier := cgroupHierarchies()
-	// Freeze-free kill: a pod's processes cannot fork once their pids
-	// hierarchy is walked repeatedly; a few rounds catch late children.
+	// A few rounds catch children forked while the tree was walked.
 	for range 5 {
 		n := 0
 		for _, h := range hier {
@@ -154,10 +197,11 @@ func cleanNodeHost(warn func(string, ...any)) {
 			break
 		}
 	}
+	killNodeShims()
 	for _, h := range hier {
 		removeCgroupTree(filepath.Join(h, nodeCgroup))
 	}
-	killOrphanShims()
+	unmountNodeDirs(warn)
 	flushKubeChains(warn)
 	if _, err := net.InterfaceByName(nodeBridge); err == nil {
 		if err := run("ip", "link", "del", nodeBridge); err != nil {
@@ -166,12 +210,28 @@ func cleanNodeHost(warn func(string, ...any)) {
 	}
 }
 
-// cleanNodeDir unmounts everything the node mounted under dir (container
-// root filesystems, network namespaces, secret volumes), deepest first.
-func cleanNodeDir(dir string, warn func(string, ...any)) {
-	prefix := filepath.Join(dir, "node") + string(filepath.Separator)
+// nodeRootOf returns the marked node directory path lies in, or "".
+func nodeRootOf(path string) string {
+	for d := filepath.Dir(path); d != "/" && d != "."; d = filepath.Dir(d) {
+		if filepath.Base(d) == "node" {
+			if _, err := os.Stat(filepath.Join(d, nodeMarker)); err == nil {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// unmountNodeDirs unmounts every mount point inside a marked node directory,
+// deepest first.
+func unmountNodeDirs(warn func(string, ...any)) {
 	for range 3 {
-		mounts := mountsUnder(prefix)
+		var mounts []string
+		for _, mp := range mountPoints() {
+			if nodeRootOf(mp) != "" {
+				mounts = append(mounts, mp)
+			}
+		}
 		if len(mounts) == 0 {
 			return
 		}
@@ -183,8 +243,8 @@ func cleanNodeDir(dir string, warn func(string, ...any)) {
 	}
 }
 
-// mountsUnder lists the mount points under prefix in mount order.
-func mountsUnder(prefix string) []string {
+// mountPoints lists the machine's mount points in mount order.
+func mountPoints() []string {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
@@ -195,10 +255,7 @@ func mountsUnder(prefix string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		mp := unescapeMount(f[4])
-		if strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
-		}
+		out = append(out, unescapeMount(f[4]))
 	}
 	return out
 }
@@ -271,10 +328,10 @@ func removeCgroupTree(root string) {
 	}
 }
 
-// killOrphanShims kills containerd-shim-runc-v2 processes of a containerd
-// whose socket is gone (a node that was stopped or died): they would hold
-// their containers' state for ever.
-func killOrphanShims() {
+// killNodeShims kills the containerd-shim-runc-v2 processes of the node
+// directories' containerd (their -address is a socket in one): a shim holds
+// its containers' state for as long as it lives.
+func killNodeShims() {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, err := os.ReadFile(p)
@@ -286,11 +343,9 @@ func killOrphanShims() {
 			continue
 		}
 		for i, a := range args {
-			if a == "-address" && i+1 < len(args) && strings.Contains(args[i+1], "ringfire") {
-				if _, err := os.Stat(args[i+1]); err != nil {
-					if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-					}
+			if a == "-address" && i+1 < len(args) && nodeRootOf(args[i+1]) != "" {
+				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
 		}
@@ -325,7 +380,7 @@ func flushKubeChainsOf(iptables string, warn func(string, ...any)) {
 			}
 		}
 		for _, r := range rules {
-			args := append([]string{"-t", table, "-D"}, strings.Fields(strings.TrimPrefix(r, "-A "))...)
+			args := append([]string{"-t", table, "-D"}, saveFields(strings.TrimPrefix(r, "-A "))...)
 			if err := run(iptables, args...); err != nil {
 				warn("remove a kube-proxy rule", "rule", r, "error", err)
 			}
@@ -337,6 +392,37 @@ func flushKubeChainsOf(iptables string, warn func(string, ...any)) {
 			_ = run(iptables, "-t", table, "-X", ch)
 		}
 	}
+}
+
+// saveFields splits a rule as iptables-save prints it into arguments: on
+// spaces, except inside double quotes, which it drops (comments are quoted).
+func saveFields(rule string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, have := false, false
+	for i := 0; i < len(rule); i++ {
+		ch := rule[i]
+		switch {
+		case ch == '\\' && quoted && i+1 < len(rule):
+			i++
+			cur.WriteByte(rule[i])
+		case ch == '"':
+			quoted, have = !quoted, true
+		case ch == ' ' && !quoted:
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteByte(ch)
+			have = true
+		}
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 func run(name string, args ...string) error {

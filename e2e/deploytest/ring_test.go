@@ -1,0 +1,250 @@
+package deploytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// replicaStatus is what the suite reads of a replica's /status.json.
+type replicaStatus struct {
+	ID       string
+	Slots    int
+	Members  []string
+	Held     []int
+	Assigned int
+	Ready    bool
+}
+
+// ringView is one round of the ring as the replicas report it: every
+// ringfire pod that answered, and the pods there are.
+type ringView struct {
+	at       time.Time
+	pods     []corev1.Pod
+	statuses map[string]replicaStatus // by pod name
+}
+
+// ringWatch reads every ringfire pod's /status.json through the API
+// server's pod proxy every period, and keeps what the audit needs: the
+// longest time a slot had no live holder, the slots two replicas held in two
+// rounds in a row, and the latest view for the settle checks. It reaches the
+// replicas through the Kubernetes API only, so it runs the same on any
+// cluster.
+type ringWatch struct {
+	kube   kubernetes.Interface
+	ns     string
+	period time.Duration
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu          sync.Mutex
+	last        ringView
+	rounds      int
+	unownedFrom map[int]time.Time // slot -> first round it had no live holder
+	longest     time.Duration     // the longest such stretch that ended
+	longestSlot int
+	prevDup     map[int]string // slots two replicas held in the previous round
+	overlaps    []string
+}
+
+const ringSelector = "app.kubernetes.io/name=ringfire"
+
+func watchRing(kube kubernetes.Interface, ns string, period time.Duration) *ringWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &ringWatch{kube: kube, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
+		unownedFrom: map[int]time.Time{}, prevDup: map[int]string{}}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			v, err := w.read(ctx)
+			if err == nil {
+				w.record(v)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+func (w *ringWatch) stop() { w.cancel(); <-w.done }
+
+// read takes one round: the pods, then each running pod's status at once.
+func (w *ringWatch) read(ctx context.Context) (ringView, error) {
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	pods, err := w.kube.CoreV1().Pods(w.ns).List(lctx, metav1.ListOptions{LabelSelector: ringSelector})
+	cancel()
+	if err != nil {
+		return ringView{}, err
+	}
+	v := ringView{at: time.Now(), pods: pods.Items, statuses: map[string]replicaStatus{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+			continue
+		}
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			raw, err := w.kube.CoreV1().Pods(w.ns).ProxyGet("http", p.Name, "8080", "/status.json", nil).DoRaw(sctx)
+			if err != nil {
+				return
+			}
+			var st replicaStatus
+			if json.Unmarshal(raw, &st) != nil {
+				return
+			}
+			mu.Lock()
+			v.statuses[p.Name] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return v, nil
+}
+
+func (w *ringWatch) record(v ringView) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = v
+	w.rounds++
+	slots := 0
+	holders := map[int][]string{}
+	for name, st := range v.statuses {
+		slots = max(slots, st.Slots)
+		for _, s := range st.Held {
+			holders[s] = append(holders[s], name)
+		}
+	}
+	if slots == 0 {
+		return // no replica answered: nothing to judge this round by
+	}
+	dup := map[int]string{}
+	for s, hs := range holders {
+		if len(hs) > 1 {
+			sort.Strings(hs)
+			dup[s] = strings.Join(hs, ",")
+			// A handover between two replicas read a few milliseconds apart
+			// can show a slot in both once; in two rounds in a row it is
+			// held twice.
+			if prev, ok := w.prevDup[s]; ok && prev == dup[s] && len(w.overlaps) < 20 {
+				w.overlaps = append(w.overlaps, fmt.Sprintf("slot %d held by %s at %s", s, dup[s], v.at.Format("15:04:05.000")))
+			}
+		}
+	}
+	w.prevDup = dup
+	for s := range slots {
+		if len(holders[s]) > 0 {
+			if from, ok := w.unownedFrom[s]; ok {
+				if d := v.at.Sub(from); d > w.longest {
+					w.longest, w.longestSlot = d, s
+				}
+				delete(w.unownedFrom, s)
+			}
+			continue
+		}
+		if _, ok := w.unownedFrom[s]; !ok {
+			w.unownedFrom[s] = v.at
+		}
+	}
+}
+
+// view returns the latest round.
+func (w *ringWatch) view() ringView {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// unowned returns the longest time a slot had no replica that answered
+// holding it, counting stretches still open, and that slot.
+func (w *ringWatch) unowned() (time.Duration, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	longest, slot := w.longest, w.longestSlot
+	for s, from := range w.unownedFrom {
+		if d := w.last.at.Sub(from); d > longest {
+			longest, slot = d, s
+		}
+	}
+	return longest, slot
+}
+
+func (w *ringWatch) heldTwice() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.overlaps)
+}
+
+// settledLag says what keeps the ring from being settled with the replicas
+// named want, or "": each of them a Ready pod that answers, is a ready
+// member, sees exactly want as members, holds what is assigned to it, and
+// every slot is held once; no other ringfire pod runs.
+func (v ringView) settledLag(want []string) string {
+	var lag []string
+	seen := map[string]bool{}
+	for _, p := range v.pods {
+		seen[p.Name] = true
+		if !slices.Contains(want, p.Name) {
+			lag = append(lag, p.Name+" still there")
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			lag = append(lag, p.Name+" terminating")
+		}
+	}
+	held, slots := 0, 0
+	for _, name := range want {
+		if !seen[name] {
+			lag = append(lag, name+" has no pod")
+			continue
+		}
+		st, ok := v.statuses[name]
+		switch {
+		case !ok:
+			lag = append(lag, name+" does not answer")
+		case !st.Ready:
+			lag = append(lag, name+" not ready")
+		case !slices.Equal(sorted(st.Members), want):
+			lag = append(lag, fmt.Sprintf("%s sees members %v", name, st.Members))
+		case len(st.Held) != st.Assigned:
+			lag = append(lag, fmt.Sprintf("%s holds %d of its %d slots", name, len(st.Held), st.Assigned))
+		}
+		held += len(st.Held)
+		slots = max(slots, st.Slots)
+	}
+	if len(lag) == 0 && held != slots {
+		lag = append(lag, fmt.Sprintf("%d slots held in all, want %d", held, slots))
+	}
+	return strings.Join(lag, "; ")
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// replicaNames are the pods of a StatefulSet of n replicas named name.
+func replicaNames(name string, n int) []string {
+	out := make([]string, n)
+	for i := range n {
+		out[i] = fmt.Sprintf("%s-%d", name, i)
+	}
+	return out
+}
