@@ -57,7 +57,6 @@ type load struct {
 
 type jobTimes struct {
 	seen, firstPod, completed time.Time
-	pods                      int
 }
 
 func startLoad(t *testing.T, tg *target, period time.Duration, max int) *load {
