@@ -45,6 +45,7 @@ type devFlags struct {
 	examples      bool
 	controllers   string
 	kubeScheduler bool
+	realNode      bool
 	firstPort     int
 }
 
@@ -61,6 +62,7 @@ func devCommand(args []string) error {
 	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow,scheduler",
 		"the replicas' --controllers; leave out scheduler to run them beside another scheduler (vc-scheduler)")
 	fs.BoolVar(&f.kubeScheduler, "kube-scheduler", true, "run kube-scheduler too, for pods of the default scheduler")
+	fs.BoolVar(&f.realNode, "real-node", false, "also run a real node on this machine: kubelet, containerd, kube-proxy and CoreDNS (root; `make node-tools` builds them; docs/node.md); pods that tolerate the taint ringfire.io/real-node run there")
 	fs.IntVar(&f.firstPort, "port", 18080, "metrics and status page port of the first replica, the next ones counting up from it; each replica's health probes are on its port + 100")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -104,7 +106,7 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	log.Info("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kwok)", "nodes", f.nodes)
 	c, err := devcluster.Start(ctx, devcluster.Options{
 		Nodes: f.nodes, Dir: filepath.Join(f.dir, "cluster"), ToolsBin: tools, Logger: log.Named("cluster"),
-		KubeScheduler: f.kubeScheduler,
+		KubeScheduler: f.kubeScheduler, RealNode: f.realNode,
 	})
 	if err != nil {
 		return err
