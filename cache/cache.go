@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	batchv1informers "k8s.io/client-go/informers/batch/v1"
 	schedulingv1informers "k8s.io/client-go/informers/scheduling/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -171,6 +173,37 @@ func (c *Cache) PriorityClasses() schedulingv1informers.PriorityClassInformer {
 // waits for it to list.
 func (c *Cache) CronJobs() vcbatchinformers.CronJobInformer {
 	return c.volcano.Batch().V1alpha1().CronJobs()
+}
+
+// BatchJobs are the cluster's batch/v1 Jobs. Only a replica that runs the
+// batch Job controller asks for them: the informer starts then, and the cache
+// waits for it to list. Jobs another controller manages are kept as
+// summaries (SlimBatchJob): the controller reads only its own in full.
+func (c *Cache) BatchJobs() batchv1informers.JobInformer {
+	inf := c.kube.Batch().V1().Jobs()
+	// Cannot fail on an informer that has not started; a second call finds
+	// the transform set.
+	_ = inf.Informer().SetTransform(SlimBatchJob)
+	return inf
+}
+
+// BatchJobManager is the spec.managedBy value of the batch/v1 Jobs ringfire
+// runs; Kubernetes' own Job controller leaves them alone.
+const BatchJobManager = "ringfire.io/job-controller"
+
+// SlimBatchJob keeps a batch/v1 Job that ringfire does not manage as its
+// metadata and spec.managedBy only: a cluster's many Jobs of other
+// controllers cost the cache a few hundred bytes each, not their pod
+// templates and status.
+func SlimBatchJob(obj any) (any, error) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok || (job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == BatchJobManager) {
+		return obj, nil
+	}
+	slim := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: job.ObjectMeta}
+	slim.ManagedFields = nil
+	slim.Spec.ManagedBy = job.Spec.ManagedBy
+	return slim, nil
 }
 
 // JobFlows are the cluster's JobFlows, and JobTemplates its JobTemplates. Only a replica that

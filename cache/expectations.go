@@ -238,7 +238,11 @@ func (o observer) see(obj any, going bool) {
 	}
 	key, ok := JobKey(obj)
 	if !ok {
-		return
+		// Pods of batch/v1 Jobs: their names are unique in the namespace
+		// as any pod's, so one key space serves both kinds.
+		if key, ok = BatchJobKey(obj); !ok {
+			return
+		}
 	}
 	o.e.observe(slot, key, o.r, m, going || m.GetDeletionTimestamp() != nil)
 }

@@ -81,10 +81,19 @@ func (c *Cache) JobsInSlots(held []int, slots int) []string {
 
 // JobKey is the key of the Job that controls obj, if any.
 func JobKey(obj interface{}) (string, bool) {
+	return keyBy(obj, indexByJob)
+}
+
+// BatchJobKey is JobKey for an object a batch/v1 Job controls.
+func BatchJobKey(obj interface{}) (string, bool) {
+	return keyBy(obj, indexByBatchJob)
+}
+
+func keyBy(obj interface{}, index func(interface{}) ([]string, error)) (string, bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	keys, _ := indexByJob(obj)
+	keys, _ := index(obj)
 	if len(keys) == 0 {
 		return "", false
 	}

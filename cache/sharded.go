@@ -30,6 +30,9 @@ const (
 	// ByJob indexes an object by the "namespace/name" of the Job that
 	// controls it.
 	ByJob = "job"
+	// ByBatchJob indexes an object by the "namespace/name" of the batch/v1
+	// Job that controls it.
+	ByBatchJob = "batchjob"
 	// bySlot indexes an object by its slot label.
 	bySlot = "slot"
 )
@@ -74,8 +77,9 @@ func NewSharded(name string, newObj func() runtime.Object, lw ListWatchFunc, log
 	return &Sharded{
 		name: name, newObj: newObj, lw: lw, log: log.Named(name),
 		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
-			ByJob:  indexByJob,
-			bySlot: indexBySlot,
+			ByJob:      indexByJob,
+			ByBatchJob: indexByBatchJob,
+			bySlot:     indexBySlot,
 		}),
 		owned:   map[int]bool{},
 		batches: map[*slotBatch]bool{},
@@ -343,6 +347,18 @@ func indexByJob(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch.volcano.sh/") {
+		return []string{m.GetNamespace() + "/" + ref.Name}, nil
+	}
+	return nil, nil
+}
+
+// indexByBatchJob indexes by the controlling batch/v1 Job's key.
+func indexByBatchJob(obj interface{}) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && ref.APIVersion == "batch/v1" {
 		return []string{m.GetNamespace() + "/" + ref.Name}, nil
 	}
 	return nil, nil
