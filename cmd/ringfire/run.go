@@ -67,7 +67,7 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
 	fs.StringVar(&f.scheduler, "scheduler-name", kit.DefaultSchedulerName, "scheduler of Jobs that name none, and the one the gang scheduler serves")
-	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); jobflow is the JobFlow and JobTemplate controllers; cronjob and jobflow turn themselves off on a cluster without their CRDs")
+	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); jobflow is the JobFlow and JobTemplate controllers; batchjob runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller; cronjob and jobflow turn themselves off on a cluster without their CRDs")
 	fs.BoolVar(&f.podEvents, "scheduler-pod-events", false, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
 	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")
 	fs.BoolVar(&f.adopt, "adopt", true, "label the objects of Volcano Jobs that lack the ringfire.io/slot label (made by vc-controller-manager before the switch) when slots are gained; turn off once no such object is left (docs/migration.md)")
@@ -154,7 +154,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 		return err
 	}
 	r, err := replica.New(replica.Config{
-		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob, JobFlows: controllers.jobflow,
+		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob, JobFlows: controllers.jobflow, BatchJobs: controllers.batchjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
 		DrainTimeout: f.drainTimeout, Kube: kubeCfg, NoAdopt: !f.adopt, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 	})
@@ -193,7 +193,7 @@ func registerProcessMetrics(reg prometheus.Registerer) error {
 }
 
 // chosenControllers are the optional controllers --controllers asks for.
-type chosenControllers struct{ scheduler, cronjob, jobflow bool }
+type chosenControllers struct{ scheduler, cronjob, jobflow, batchjob bool }
 
 // parseControllers checks --controllers and reports which optional
 // controllers it asks for. The Job, Queue and PodGroup controllers always run.
@@ -206,10 +206,12 @@ func parseControllers(list string) (chosenControllers, error) {
 			c.cronjob = true
 		case "jobflow":
 			c.jobflow = true
+		case "batchjob":
+			c.batchjob = true
 		case "scheduler":
 			c.scheduler = true
 		default:
-			return chosenControllers{}, fmt.Errorf("--controllers: unknown controller %q (known: job, queue, podgroup, cronjob, jobflow, scheduler)", name)
+			return chosenControllers{}, fmt.Errorf("--controllers: unknown controller %q (known: job, queue, podgroup, cronjob, jobflow, batchjob, scheduler)", name)
 		}
 	}
 	return c, nil

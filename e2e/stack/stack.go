@@ -57,6 +57,9 @@ type Options struct {
 	// NodeCPU, NodeMemory and NodePods size each KWOK node; defaults as
 	// cluster.Options.
 	NodeCPU, NodeMemory, NodePods string
+	// BatchJobs runs the replicas' batch/v1 Job controller, and kube-scheduler
+	// for those Jobs' pods.
+	BatchJobs bool
 	// LogOutput, if set, receives the stack's and the replicas' log lines
 	// besides the test log, for tests that check what a replica logged.
 	LogOutput io.Writer
@@ -115,6 +118,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	cl := cluster.StartForTest(t, cluster.Options{
 		Nodes: opts.Nodes, DefaultPodDuration: opts.PodDuration, Logger: log.Named("cluster"),
 		NodeCPU: opts.NodeCPU, NodeMemory: opts.NodeMemory, NodePods: opts.NodePods,
+		KubeScheduler: opts.BatchJobs,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -194,7 +198,7 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 	cfg.Wrap(s.writes.wrap)
 	r, err := replica.New(replica.Config{
 		ID: id, Etcd: client, Prefix: "/ringfire", Slots: Slots, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
-		Kube: cfg, CronJobs: true, JobFlows: true, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
+		Kube: cfg, CronJobs: true, JobFlows: true, BatchJobs: s.opts.BatchJobs, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
 		Observe: func(key string, start, end time.Time) {
 			s.Runs.Add(runlog.Run{Key: key, Replica: id, Start: start, End: end})
 		},

@@ -24,6 +24,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/batchjob"
 	"github.com/ringfire/ringfire/controllers/cronjob"
 	"github.com/ringfire/ringfire/controllers/flow"
 	"github.com/ringfire/ringfire/controllers/job"
@@ -67,6 +68,9 @@ type Config struct {
 	// JobFlows runs the JobFlow and JobTemplate controllers (`--controllers` with jobflow),
 	// left out with a warning on a cluster without their CRDs, as CronJobs.
 	JobFlows bool
+	// BatchJobs runs the controller of batch/v1 Jobs whose spec.managedBy is
+	// ringfire.io/job-controller (`--controllers` with batchjob).
+	BatchJobs bool
 	// NoAdopt turns off adoption (cache.Config.Metadata): the objects of
 	// Volcano Jobs that lack the slot label stay invisible.
 	NoAdopt bool
@@ -92,6 +96,7 @@ type Replica struct {
 	JobFlows  *flow.Flows           // nil unless Config.JobFlows
 	Templates *flow.Templates       // nil unless Config.JobFlows
 	Scheduler *scheduler.Controller // nil unless Config.Scheduler
+	BatchJobs *batchjob.Controller  // nil unless Config.BatchJobs
 
 	api apiHealth // the API server probe's last answer (ready.go)
 }
@@ -173,7 +178,12 @@ func New(cfg Config) (*Replica, error) {
 	}
 	r.Cache = cache.New(cache.Config{
 		Kube: kube, Volcano: vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: md, Valid: manager.Valid,
-		SlotsReady: func(slots []int) { r.Jobs.SlotsReady(slots) },
+		SlotsReady: func(slots []int) {
+			r.Jobs.SlotsReady(slots)
+			if r.BatchJobs != nil {
+				r.BatchJobs.SlotsReady(slots)
+			}
+		},
 	})
 	if cfg.Registerer != nil {
 		expect := r.Cache.Expectations()
@@ -255,6 +265,16 @@ func New(cfg Config) (*Replica, error) {
 		}
 		drainers, listeners = append(drainers, r.CronJobs.Drainer()), append(listeners, r.CronJobs)
 	}
+	if cfg.BatchJobs {
+		r.BatchJobs, err = batchjob.New(batchjob.Config{
+			Kube: kube, Ownership: manager, Valid: manager.Valid, Cache: r.Cache,
+			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		})
+		if err != nil {
+			return nil, err
+		}
+		drainers, listeners = append(drainers, r.BatchJobs.Drainer()), append(listeners, r.BatchJobs)
+	}
 	if cfg.Scheduler {
 		r.Scheduler, err = scheduler.New(scheduler.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
@@ -299,6 +319,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	}
 	if r.Scheduler != nil {
 		wg.Go(func() { r.Scheduler.Run(work) })
+	}
+	if r.BatchJobs != nil {
+		wg.Go(func() { r.BatchJobs.Run(work) })
 	}
 	defer wg.Wait()
 	cacheErr := make(chan error, 1)

@@ -1,0 +1,203 @@
+package batchjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	batchv1listers "k8s.io/client-go/listers/batch/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/batchjob/state"
+	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// Config configures the batch Job controller.
+type Config struct {
+	Kube kubernetes.Interface
+	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
+	// whether this replica's membership is still valid right now, checked before every write.
+	Ownership shard.Ownership
+	Valid     func() error
+	// Cache is the replica's: the batch/v1 Jobs (Cache.BatchJobs, asked for before the cache
+	// starts), the pods of the held slots and the expectations of creates and deletes.
+	Cache *cache.Cache
+	// Clock tells the time deadlines and backoffs are measured against. Default: real.
+	Clock clock.PassiveClock
+	// Workers reconcile Jobs in parallel; one Job is never in two at once. Default 4.
+	Workers int
+	// MaxRequeue bounds the retries of a failing reconcile before it is given up with a
+	// Warning event (and tried again on the Job's next change). Default 15.
+	MaxRequeue int
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Controller runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller, for
+// the slots this replica holds.
+type Controller struct {
+	kit.Base[request]
+	cfg    Config
+	clock  clock.PassiveClock
+	jobs   batchv1listers.JobLister
+	jobInf toolscache.SharedIndexInformer
+	pods   *cache.Sharded
+
+	written cache.Written[*batchv1.Job]
+
+	mu sync.Mutex
+	// backoff is each Job's pod-failure record (state.Backoff), as Kubernetes keeps it in
+	// memory: a new holder of the slot starts without it.
+	backoff map[string]state.Backoff
+	// unfinalizing are the pods whose tracking finalizer this replica asked to remove and
+	// the cache still shows: the patch is not sent twice.
+	unfinalizing map[podRef]time.Time
+	// creating are the names of the pods each Job's creates gave, until the cache shows them
+	// (cache.Expectations says whether one is still pending).
+	creating map[string][]string
+}
+
+type podRef struct {
+	job string // the Job's key
+	pod string // the pod's namespace/name
+	uid string
+}
+
+// request is what the dispatcher carries for a Job key: look at the Job. Any two coalesce.
+type request struct{}
+
+// New builds the controller and registers its handlers on the cache's informers, which must
+// not have started yet.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Cache == nil {
+		return nil, errors.New("batchjob controller: Cache is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	c := &Controller{cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
+		unfinalizing: map[podRef]time.Time{}, creating: map[string][]string{}}
+	err := c.Init(kit.Settings[request]{
+		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
+		Workers: cfg.Workers, DefaultWorkers: 4, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Handler: c.reconcile, OnGiveUp: c.giveUp,
+		Coalesce: func(request, request) bool { return true },
+	})
+	if err != nil {
+		return nil, err
+	}
+	inf := cfg.Cache.BatchJobs()
+	c.jobs, c.jobInf, c.pods = inf.Lister(), inf.Informer(), cfg.Cache.Owned(cache.Pods)
+	if _, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onJob,
+		UpdateFunc: func(_, cur any) { c.onJob(cur) },
+		DeleteFunc: c.onJobDelete,
+	}); err != nil {
+		return nil, fmt.Errorf("batchjob controller: %w", err)
+	}
+	c.pods.AddHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPod,
+		UpdateFunc: func(_, cur any) { c.onPod(cur) },
+		DeleteFunc: c.onPod,
+	})
+	return c, nil
+}
+
+// Run reconciles until ctx is done; the cache lists and watches.
+func (c *Controller) Run(ctx context.Context) {
+	c.Base.Run(ctx, nil, "stopped before the batch Job informer listed", c.jobInf.HasSynced)
+}
+
+// SlotsReady enqueues the managed Jobs of slots whose pods the cache has listed: this replica
+// now owns them. The cache calls it (through the replica) once per gain.
+func (c *Controller) SlotsReady(slots []int) {
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
+	for _, obj := range c.jobInf.GetStore().List() {
+		job, ok := obj.(*batchv1.Job)
+		if ok && managed(job) && held.HasKey(job.Namespace+"/"+job.Name, n) {
+			c.Disp.Enqueue(job.Namespace+"/"+job.Name, request{})
+		}
+	}
+}
+
+// SlotsLost forgets what this replica remembers of the slots' Jobs. It implements
+// shard.Listener.
+func (c *Controller) SlotsLost(slots []int) {
+	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.backoff {
+		if held.HasKey(key, n) {
+			delete(c.backoff, key)
+		}
+	}
+	for ref := range c.unfinalizing {
+		if held.HasKey(ref.job, n) {
+			delete(c.unfinalizing, ref)
+		}
+	}
+	for key := range c.creating {
+		if held.HasKey(key, n) {
+			delete(c.creating, key)
+		}
+	}
+}
+
+// SlotsGained is a no-op: the Jobs of gained slots are enqueued once the cache has listed
+// their pods (SlotsReady). It implements shard.Listener.
+func (c *Controller) SlotsGained([]int) {}
+
+func managed(job *batchv1.Job) bool {
+	return job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == state.ControllerName
+}
+
+func (c *Controller) onJob(obj any) {
+	if job, ok := obj.(*batchv1.Job); ok && managed(job) {
+		c.Disp.Enqueue(job.Namespace+"/"+job.Name, request{})
+	}
+}
+
+func (c *Controller) onJobDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	job, ok := obj.(*batchv1.Job)
+	if !ok || !managed(job) {
+		return
+	}
+	key := job.Namespace + "/" + job.Name
+	c.written.Forget(key)
+	c.mu.Lock()
+	delete(c.backoff, key)
+	delete(c.creating, key)
+	c.mu.Unlock()
+	// Its pods may still carry the tracking finalizer: the reconcile of the key frees them.
+	c.Disp.Enqueue(key, request{})
+}
+
+// onPod looks at the Job that controls a pod that came, changed or went.
+func (c *Controller) onPod(obj any) {
+	if key, ok := cache.BatchJobKey(obj); ok {
+		c.Disp.Enqueue(key, request{})
+	}
+}
+
+func (c *Controller) giveUp(key string, _ request, err error) {
+	c.Log.Error("giving up on a batch Job until it changes", "job", key, "error", err)
+	if job, gerr := c.jobByKey(key); gerr == nil && job != nil {
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, "SyncFailed", "ringfire gave up syncing the Job after repeated errors: %v", err)
+	}
+}
+
+func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

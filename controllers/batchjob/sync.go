@@ -1,0 +1,337 @@
+package batchjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/batchjob/state"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// maxPodWrites bounds the pod creates, deletes and finalizer removals of one reconcile, as
+// Kubernetes' Job controller bounds them; the rest come in the next one.
+const maxPodWrites = 500
+
+// unfinalizeTTL is how long a finalizer removal the cache has not shown yet holds back a
+// second one for the same pod.
+const unfinalizeTTL = time.Minute
+
+func (c *Controller) jobByKey(key string) (*batchv1.Job, error) {
+	ns, name, err := splitKey(key)
+	if err != nil {
+		return nil, err
+	}
+	job, err := c.jobs.Jobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return job, err
+}
+
+func splitKey(key string) (string, string, error) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], nil
+		}
+	}
+	return "", "", fmt.Errorf("bad key %q", key)
+}
+
+// reconcile decides what a Job needs (state.Decide) from the cache, then writes it: its
+// status first, then the pods' finalizers, deletes and creates. Nothing is written twice
+// before the cache shows the first write: creates and deletes are expected
+// (cache.Expectations) and the reconcile waits for them; the status written is remembered
+// until the informer has it; finalizer removals are remembered per pod.
+func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
+	slots := c.cfg.Ownership.Slots()
+	if !c.cfg.Cache.Listed(key, slots) {
+		return nil // SlotsReady enqueues the key once the slot's pods are listed
+	}
+	slot := shard.SlotOf(key, slots)
+	cached, err := c.jobByKey(key)
+	if err != nil {
+		return err
+	}
+	pods, err := c.podsOf(key)
+	if err != nil {
+		return err
+	}
+	if cached == nil || !managed(cached) {
+		// The Job is gone (or was never ringfire's): free its pods of the finalizer, so that
+		// the garbage collector can delete them.
+		return c.removeFinalizers(ctx, key, withFinalizer(pods))
+	}
+	job := c.written.Latest(key, cached)
+	if wait, pending := c.pendingPodWrites(slot, key, job, pods); pending {
+		c.Disp.EnqueueAfter(key, request{}, wait)
+		return nil
+	}
+	own := ownedBy(pods, job.UID)
+	c.mu.Lock()
+	backoff := c.backoff[key]
+	c.mu.Unlock()
+	d := state.Decide(state.Input{Job: job, Pods: own, Now: c.clock.Now(), Backoff: backoff})
+	c.mu.Lock()
+	c.backoff[key] = d.Backoff
+	c.mu.Unlock()
+
+	if d.Status != nil {
+		if err := c.writeStatus(ctx, key, job, d.Status); err != nil {
+			return err
+		}
+	}
+	for _, ev := range d.Events {
+		c.Recorder.Event(job, ev.Type, ev.Reason, ev.Message)
+	}
+	if err := c.removeFinalizers(ctx, key, d.RemoveFinalizers); err != nil {
+		return err
+	}
+	if err := c.deletePods(ctx, slot, key, job, d.Delete); err != nil {
+		return err
+	}
+	if err := c.createPods(ctx, slot, key, job, d.Create); err != nil {
+		return err
+	}
+	if d.RequeueAfter > 0 {
+		c.Disp.EnqueueAfter(key, request{}, d.RequeueAfter)
+	}
+	return nil
+}
+
+// podsOf returns the pods of the held slots that a batch/v1 Job named key controls.
+func (c *Controller) podsOf(key string) ([]*corev1.Pod, error) {
+	objs, err := c.pods.Indexer().ByIndex(cache.ByBatchJob, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// ownedBy keeps the pods whose controller reference names the Job's UID: a pod of an older
+// Job of the same name is not this one's.
+func ownedBy(pods []*corev1.Pod, uid types.UID) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == uid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func withFinalizer(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if slices.Contains(p.Finalizers, state.TrackingFinalizer) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pendingPodWrites reports whether a create or delete of the Job's pods is not in the cache
+// yet, and how long to wait for it at most.
+func (c *Controller) pendingPodWrites(slot int, key string, job *batchv1.Job, pods []*corev1.Pod) (time.Duration, bool) {
+	expect := c.cfg.Cache.Expectations()
+	wait, pending := time.Duration(0), false
+	for _, p := range pods {
+		if left, ok := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); ok {
+			wait, pending = max(wait, left), true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := c.creating[key][:0]
+	for _, name := range c.creating[key] {
+		if left, ok := expect.Creating(slot, key, cache.Pods, job.Namespace, name); ok {
+			wait, pending = max(wait, left), true
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		delete(c.creating, key)
+	} else {
+		c.creating[key] = names
+	}
+	return wait, pending
+}
+
+// writeStatus updates the Job's status from the version it was decided on; a conflict is
+// retried by the dispatcher on the newer version the informer brings.
+func (c *Controller) writeStatus(ctx context.Context, key string, job *batchv1.Job, status *batchv1.JobStatus) error {
+	if err := c.guard(ctx); err != nil {
+		return err
+	}
+	next := job.DeepCopy()
+	next.Status = *status
+	got, err := c.cfg.Kube.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status of job %s: %w", key, err)
+	}
+	c.written.Remember(key, job.ResourceVersion, got)
+	return nil
+}
+
+// removeFinalizers takes the tracking finalizer off pods, each once until the cache shows it.
+func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*corev1.Pod) error {
+	now := c.clock.Now()
+	var errs []error
+	n := 0
+	for _, p := range pods {
+		ref := podRef{job: key, pod: p.Namespace + "/" + p.Name, uid: string(p.UID)}
+		c.mu.Lock()
+		at, sent := c.unfinalizing[ref]
+		c.mu.Unlock()
+		if sent && now.Sub(at) < unfinalizeTTL {
+			continue
+		}
+		if n == maxPodWrites {
+			c.Disp.EnqueueAfter(key, request{}, time.Second)
+			break
+		}
+		n++
+		if err := c.guard(ctx); err != nil {
+			return err
+		}
+		patch := fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q],"uid":%q}}`, state.TrackingFinalizer, p.UID)
+		_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.unfinalizing[ref] = now
+			c.mu.Unlock()
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone, or another pod of the same name: nothing of this one to free.
+		default:
+			errs = append(errs, fmt.Errorf("remove the tracking finalizer of pod %s: %w", ref.pod, err))
+		}
+	}
+	c.forgetUnfinalized(key, pods)
+	return errors.Join(errs...)
+}
+
+// forgetUnfinalized drops the Job's remembered removals that the cache now shows done: those
+// of pods no longer among the ones that still carry the finalizer.
+func (c *Controller) forgetUnfinalized(key string, seen []*corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.unfinalizing) == 0 {
+		return
+	}
+	still := map[podRef]bool{}
+	for _, p := range seen {
+		still[podRef{job: key, pod: p.Namespace + "/" + p.Name, uid: string(p.UID)}] = true
+	}
+	for ref := range c.unfinalizing {
+		if ref.job == key && !still[ref] {
+			delete(c.unfinalizing, ref)
+		}
+	}
+}
+
+// deletePods deletes pods with their UID as precondition, expecting each delete.
+func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *batchv1.Job, pods []*corev1.Pod) error {
+	expect := c.cfg.Cache.Expectations()
+	var errs []error
+	for i, p := range pods {
+		if i == maxPodWrites {
+			c.Disp.EnqueueAfter(key, request{}, time.Second)
+			break
+		}
+		if err := c.guard(ctx); err != nil {
+			return err
+		}
+		expect.ExpectDelete(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
+		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		switch {
+		case err == nil:
+			c.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
+		default:
+			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
+			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// createPods creates the pods in slow-start batches of 1, 2, 4, ... (a Job whose pods are
+// refused stops at the first batch), each under a name chosen here, as the API server
+// would choose it from the generate name, so that the create is expected by name.
+func (c *Controller) createPods(ctx context.Context, slot int, key string, job *batchv1.Job, indexes []int) error {
+	expect := c.cfg.Cache.Expectations()
+	indexes = indexes[:min(len(indexes), maxPodWrites)]
+	for batch := 1; len(indexes) > 0; batch *= 2 {
+		n := min(batch, len(indexes))
+		var errs []error
+		for _, index := range indexes[:n] {
+			if err := c.guard(ctx); err != nil {
+				return err
+			}
+			pod := state.PodFor(job, index)
+			pod.Name = generatedName(pod.GenerateName)
+			pod.GenerateName = ""
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[shard.SlotLabel] = strconv.Itoa(slot)
+			expect.ExpectCreate(slot, key, cache.Pods, pod.Namespace, pod.Name)
+			c.mu.Lock()
+			c.creating[key] = append(c.creating[key], pod.Name)
+			c.mu.Unlock()
+			got, err := c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				expect.CreateFailed(slot, key, cache.Pods, pod.Namespace, pod.Name)
+				if !apierrors.IsAlreadyExists(err) { // a name taken: the next reconcile picks another
+					c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+				}
+				errs = append(errs, fmt.Errorf("create a pod of job %s: %w", key, err))
+				continue
+			}
+			c.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", got.Name)
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		indexes = indexes[n:]
+	}
+	return nil
+}
+
+// generatedName appends five random characters to base, cut so that the name fits 63, as the
+// API server does for a generate name.
+func generatedName(base string) string {
+	const maxName, suffix = 63, 5
+	if len(base) > maxName-suffix {
+		base = base[:maxName-suffix]
+	}
+	return base + utilrand.String(suffix)
+}

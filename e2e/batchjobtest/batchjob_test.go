@@ -1,0 +1,224 @@
+// Package batchjobtest runs batch/v1 Jobs that name ringfire in spec.managedBy beside the same
+// Jobs run by Kubernetes' own Job controller (kube-controller-manager, on the same control
+// plane), and compares how each ends.
+package batchjobtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/stack"
+)
+
+const ns = "default"
+
+// scenario is one Job spec, run twice: by kube-controller-manager ("k-" name) and by
+// ringfire ("r-" name, spec.managedBy set).
+type scenario struct {
+	name  string
+	spec  func(*batchv1.Job)
+	limit time.Duration
+	// during runs once both Jobs exist (suspend and resume, say).
+	during func(t *testing.T, s *stack.Stack, names []string)
+}
+
+func baseJob(name string, duration, exitCode string) *batchv1.Job {
+	ann := map[string]string{cluster.PodDurationAnnotation: duration}
+	if exitCode != "" {
+		ann[cluster.PodExitCodeAnnotation] = exitCode
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: ann},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "main", Image: "example.invalid/work:1",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
+				},
+			},
+		},
+	}
+}
+
+var scenarios = []scenario{
+	{name: "nonindexed", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](2)
+	}},
+	{name: "indexed", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](4), ptr.To[int32](2)
+		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	}},
+	{name: "workqueue", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Parallelism = ptr.To[int32](2)
+	}},
+	{name: "backofflimit", limit: 2 * time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.BackoffLimit = ptr.To[int32](1)
+		j.Spec.Template.Annotations[cluster.PodExitCodeAnnotation] = "3"
+	}},
+	{name: "deadline", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+		j.Spec.Template.Annotations[cluster.PodDurationAnnotation] = "10m"
+	}},
+	{name: "suspend", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Suspend = ptr.To(true)
+		j.Spec.Completions = ptr.To[int32](2)
+	}, during: func(t *testing.T, s *stack.Stack, names []string) {
+		time.Sleep(3 * time.Second)
+		for _, name := range names {
+			patch := []byte(`{"spec":{"suspend":false}}`)
+			if _, err := s.Kube.BatchV1().Jobs(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Errorf("resume %s: %v", name, err)
+			}
+		}
+	}},
+}
+
+// TestBatchJobsBesideKubernetes runs every scenario under both controllers at once and
+// compares the Jobs' final status and their pods.
+func TestBatchJobsBesideKubernetes(t *testing.T) {
+	s := stack.Start(t, stack.Options{Replicas: 3, Nodes: 4, BatchJobs: true})
+	pods := &podLog{created: map[string]int{}, finalizers: map[string]bool{}}
+	s.WatchPods(ns, pods.see)
+
+	var wg sync.WaitGroup
+	results := make([][2]*batchv1.Job, len(scenarios))
+	for i, sc := range scenarios {
+		names := []string{"k-" + sc.name, "r-" + sc.name}
+		for side, name := range names {
+			job := baseJob(name, "1s", "")
+			sc.spec(job)
+			if side == 1 {
+				job.Spec.ManagedBy = ptr.To(cache.BatchJobManager)
+			}
+			if _, err := s.Kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create %s: %v", name, err)
+			}
+		}
+		wg.Go(func() {
+			if sc.during != nil {
+				sc.during(t, s, names)
+			}
+			for side, name := range names {
+				results[i][side] = waitFinished(t, s, name, sc.limit)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	time.Sleep(2 * time.Second) // the last finalizer removals reach the watch
+	var report strings.Builder
+	for i, sc := range scenarios {
+		k, r := results[i][0], results[i][1]
+		ks, rs := summary(k, pods), summary(r, pods)
+		fmt.Fprintf(&report, "%-13s kube: %s\n%-13s ringfire: %s\n", sc.name, ks, "", rs)
+		if ks != rs {
+			t.Errorf("%s: ringfire ended the Job otherwise than Kubernetes:\n  kube:     %s\n  ringfire: %s", sc.name, ks, rs)
+		}
+		if n := pods.withFinalizer("r-" + sc.name); n > 0 {
+			t.Errorf("%s: %d of ringfire's pods still carry the tracking finalizer", sc.name, n)
+		}
+	}
+	t.Logf("final status, side by side:\n%s", report.String())
+}
+
+// summary is what the comparison holds of a finished Job: its conditions (type, status,
+// reason, in order), counts, indexes, and how many pods were made for it.
+func summary(j *batchv1.Job, pods *podLog) string {
+	var conds []string
+	for _, c := range j.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
+	}
+	st := j.Status
+	uncounted := 0
+	if u := st.UncountedTerminatedPods; u != nil {
+		uncounted = len(u.Succeeded) + len(u.Failed)
+	}
+	name := strings.SplitN(j.Name, "-", 2)[1]
+	return fmt.Sprintf("[%s] succeeded=%d failed=%d active=%d ready=%d terminating=%d completed=%q failedIndexes=%q uncounted=%d completionTime=%v pods=%d",
+		strings.Join(conds, " "), st.Succeeded, st.Failed, st.Active, ptr.Deref(st.Ready, 0), ptr.Deref(st.Terminating, 0),
+		st.CompletedIndexes, ptr.Deref(st.FailedIndexes, ""), uncounted, st.CompletionTime != nil, pods.createdFor(j.Name, name))
+}
+
+// waitFinished waits until the Job has a Complete or Failed condition.
+func waitFinished(t *testing.T, s *stack.Stack, name string, limit time.Duration) *batchv1.Job {
+	deadline := time.Now().Add(limit)
+	for {
+		j, err := s.Kube.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			for _, c := range j.Status.Conditions {
+				if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+					return j
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("job %s not finished after %v: %+v (%v)", name, limit, j.Status, err)
+			return j
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// podLog counts the pods made for each Job and which still carry the tracking finalizer.
+type podLog struct {
+	mu         sync.Mutex
+	created    map[string]int  // job name -> pods
+	seen       []types.UID
+	finalizers map[string]bool // pod name -> has the finalizer now
+	owner      map[string]string
+}
+
+func (p *podLog) see(ev watch.EventType, pod *corev1.Pod) {
+	job := pod.Labels[batchv1.JobNameLabel]
+	if job == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owner == nil {
+		p.owner = map[string]string{}
+	}
+	if !slices.Contains(p.seen, pod.UID) {
+		p.seen = append(p.seen, pod.UID)
+		p.created[job]++
+	}
+	p.owner[pod.Name] = job
+	p.finalizers[pod.Name] = ev != watch.Deleted && slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
+}
+
+func (p *podLog) createdFor(job, _ string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.created[job]
+}
+
+func (p *podLog) withFinalizer(job string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for pod, has := range p.finalizers {
+		if has && p.owner[pod] == job {
+			n++
+		}
+	}
+	return n
+}
