@@ -149,7 +149,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.argv[APIServer] = append(c.argv[APIServer], audit...)
-	c.argv[ControllerManager] = c.controllerManagerArgs(files)
+	c.argv[ControllerManager] = append(c.controllerManagerArgs(files), c.opts.ControllerManagerArgs...)
 	c.argv[KWOK] = c.kwokArgs(files)
 	c.argv[Scheduler] = c.schedulerArgs(files)
 	if c.opts.RealNode {

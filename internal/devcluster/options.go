@@ -54,6 +54,12 @@ type Options struct {
 	// disk and API server time that other suites do not need.
 	AuditLog bool
 
+	// ControllerManagerArgs are added to kube-controller-manager's flags,
+	// after the harness's own (a repeated flag takes the last value): the
+	// batch Job benchmark runs the Job controller at its defaults
+	// (--kube-api-qps=20) and at raised limits this way.
+	ControllerManagerArgs []string
+
 	// RealNode also runs a real node on this machine: a kubelet with
 	// containerd, runc and the bridge CNI plugin, kube-proxy and CoreDNS
 	// (node RealNodeName, tainted RealNodeTaint, so only pods that tolerate
