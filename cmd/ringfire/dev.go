@@ -59,7 +59,7 @@ func devCommand(args []string) error {
 	fs.IntVar(&f.replicas, "replicas", 3, "ringfire replicas to start")
 	fs.IntVar(&f.nodes, "nodes", 4, "KWOK fake nodes")
 	fs.BoolVar(&f.examples, "examples", true, "submit the sample jobs of deploy/examples")
-	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow,scheduler",
+	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow,batchjob,scheduler",
 		"the replicas' --controllers; leave out scheduler to run them beside another scheduler (vc-scheduler)")
 	fs.BoolVar(&f.kubeScheduler, "kube-scheduler", true, "run kube-scheduler too, for pods of the default scheduler")
 	fs.BoolVar(&f.realNode, "real-node", false, "also run a real node on this machine: kubelet, containerd, kube-proxy and CoreDNS (root; `make node-tools` builds them; docs/node.md); pods that tolerate the taint ringfire.io/real-node run there")

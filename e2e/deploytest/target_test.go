@@ -229,7 +229,7 @@ patches:
     patch: |-
       - op: add
         path: /spec/template/spec/containers/0/args/-
-        value: --controllers=job,queue,podgroup,cronjob,jobflow,scheduler
+        value: --controllers=job,queue,podgroup,cronjob,jobflow,batchjob,scheduler
 `, base, rfName, rfTag, etcdName, etcdTag, devcluster.RealNodeLabel, devcluster.RealNodeTaint)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)

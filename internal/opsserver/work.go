@@ -26,7 +26,7 @@ const (
 
 // controllerOrder lists the controllers in the order the page shows them;
 // others follow by name.
-var controllerOrder = []string{"job", "queue", "podgroup", "cronjob", "jobflow", "jobtemplate", "scheduler"}
+var controllerOrder = []string{"job", "queue", "podgroup", "cronjob", "jobflow", "jobtemplate", "batchjob", "scheduler"}
 
 // phaseOrder lists Job phases as a Job lives through them: the running ones,
 // then the final ones. Others follow by name.

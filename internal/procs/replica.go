@@ -26,7 +26,7 @@ type Args struct {
 	Kubeconfig string // --kubeconfig
 	LogDir     string // each replica logs to <LogDir>/<id>.log
 	LogLevel   string // --log-level
-	// Controllers is --controllers; empty for "job,queue,podgroup,cronjob,jobflow", which
+	// Controllers is --controllers; empty for "job,queue,podgroup,cronjob,jobflow,batchjob", which
 	// leaves admission and binding to a stand-in (e2e/standin). `ringfire dev`
 	// adds the gang scheduler.
 	Controllers string
@@ -42,7 +42,7 @@ type Args struct {
 func (a Args) command(id string, addrs Addrs) []string {
 	controllers := a.Controllers
 	if controllers == "" {
-		controllers = "job,queue,podgroup,cronjob,jobflow"
+		controllers = "job,queue,podgroup,cronjob,jobflow,batchjob"
 	}
 	argv := []string{"run", "--id", id, "--etcd-endpoints", a.Etcd, "--kubeconfig", a.Kubeconfig,
 		"--metrics-bind-address", addrs.Metrics, "--health-probe-bind-address", addrs.Health,

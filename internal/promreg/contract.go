@@ -23,7 +23,7 @@ var Contract = []Metric{
 	{"rest_client_rate_limiter_duration_seconds", "histogram", []string{"verb", "host"}},
 
 	// Each controller's Dispatcher (client-go workqueue names); name is the
-	// controller: job, queue, podgroup, cronjob, jobflow, jobtemplate.
+	// controller: job, queue, podgroup, cronjob, jobflow, jobtemplate, batchjob.
 	{"workqueue_depth", "gauge", []string{"name"}},
 	{"workqueue_adds_total", "counter", []string{"name"}},
 	{"workqueue_queue_duration_seconds", "histogram", []string{"name"}},
