@@ -79,6 +79,18 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		return nil
 	}
 	own := ownedBy(pods, job.UID)
+	var orphans []*corev1.Pod
+	if len(own) < len(pods) {
+		// Pods of an earlier Job of the same name, deleted and made again: nothing counts them
+		// any more; free them for the garbage collector.
+		var stale []*corev1.Pod
+		for _, p := range withFinalizer(pods) {
+			if !slices.Contains(own, p) {
+				stale = append(stale, p)
+			}
+		}
+		orphans = stale
+	}
 	c.mu.Lock()
 	backoff := c.backoff[key]
 	c.mu.Unlock()
@@ -95,13 +107,14 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	for _, ev := range d.Events {
 		c.Recorder.Event(job, ev.Type, ev.Reason, ev.Message)
 	}
-	if err := c.removeFinalizers(ctx, key, d.RemoveFinalizers); err != nil {
+	// One call: it also forgets the removals of the Job's pods the cache shows done.
+	if err := c.removeFinalizers(ctx, key, append(slices.Clone(d.RemoveFinalizers), orphans...)); err != nil {
 		return err
 	}
 	if err := c.deletePods(ctx, slot, key, job, d.Delete); err != nil {
 		return err
 	}
-	if err := c.createPods(ctx, slot, key, job, d.Create); err != nil {
+	if err := c.createPods(ctx, slot, key, job, d); err != nil {
 		return err
 	}
 	if d.RequeueAfter > 0 {
@@ -286,9 +299,9 @@ func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *
 // createPods creates the pods in slow-start batches of 1, 2, 4, ... (a Job whose pods are
 // refused stops at the first batch), each under a name chosen here, as the API server
 // would choose it from the generate name, so that the create is expected by name.
-func (c *Controller) createPods(ctx context.Context, slot int, key string, job *batchv1.Job, indexes []int) error {
+func (c *Controller) createPods(ctx context.Context, slot int, key string, job *batchv1.Job, d state.Decision) error {
 	expect := c.cfg.Cache.Expectations()
-	indexes = indexes[:min(len(indexes), maxPodWrites)]
+	indexes := d.Create[:min(len(d.Create), maxPodWrites)]
 	for batch := 1; len(indexes) > 0; batch *= 2 {
 		n := min(batch, len(indexes))
 		var errs []error
@@ -296,7 +309,7 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 			if err := c.guard(ctx); err != nil {
 				return err
 			}
-			pod := state.PodFor(job, index)
+			pod := d.PodFor(job, index) // with its index's failure counts (backoffLimitPerIndex)
 			pod.Name = generatedName(pod.GenerateName)
 			pod.GenerateName = ""
 			if pod.Labels == nil {

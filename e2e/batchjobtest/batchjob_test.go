@@ -88,6 +88,53 @@ var scenarios = []scenario{
 			}
 		}
 	}},
+	// The pod exits 42, which a FailJob rule matches: Failed (PodFailurePolicy) after one pod.
+	{name: "podfailurepolicy-failjob", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Template.Annotations[cluster.PodExitCodeAnnotation] = "42"
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+			{Action: batchv1.PodFailurePolicyActionIgnore, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}}},
+			{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+		}}
+	}},
+	// The pod exits 5, which an Ignore rule matches: with backoffLimit 0 the failure does not
+	// end the Job, nor count; the replacement would only come after the 10 s pod-failure
+	// backoff (ignored failures lengthen it too), so the 8 s deadline ends the Job first,
+	// with failed=0 and one pod.
+	{name: "podfailurepolicy-ignore", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Template.Annotations[cluster.PodExitCodeAnnotation] = "5"
+		j.Spec.BackoffLimit = ptr.To[int32](0)
+		j.Spec.ActiveDeadlineSeconds = ptr.To[int64](8)
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+			{Action: batchv1.PodFailurePolicyActionIgnore, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}}},
+		}}
+	}},
+	// Every pod fails: each index gets its one retry (after the 10 s per-index backoff, the
+	// replacement carrying the index's failure count), then all three are failed indexes:
+	// Failed (FailedIndexes), failed=6, failedIndexes "0-2", six pods.
+	{name: "backofflimitperindex", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](3)
+		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+		j.Spec.Template.Annotations[cluster.PodExitCodeAnnotation] = "3"
+	}},
+	// Index 0 alone meets the success policy. Parallelism 1 keeps the outcome deterministic
+	// (with 4 pods running at once, how many of them succeed before the verdict is a race):
+	// Complete (SuccessPolicy) with completedIndexes "0" and one pod of four.
+	{name: "successpolicy", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](4), ptr.To[int32](1)
+		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
+	}},
+	// All four indexes run at once; the rule names all of them, so the verdict waits for the
+	// last and the Job completes with reason SuccessPolicy rather than CompletionsReached.
+	{name: "successpolicy-all", limit: time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](4), ptr.To[int32](4)
+		j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0-3")}}}
+	}},
 }
 
 // TestBatchJobsBesideKubernetes runs every scenario under both controllers at once and
@@ -181,7 +228,7 @@ func waitFinished(t *testing.T, s *stack.Stack, name string, limit time.Duration
 // podLog counts the pods made for each Job and which still carry the tracking finalizer.
 type podLog struct {
 	mu         sync.Mutex
-	created    map[string]int  // job name -> pods
+	created    map[string]int // job name -> pods
 	seen       []types.UID
 	finalizers map[string]bool // pod name -> has the finalizer now
 	owner      map[string]string

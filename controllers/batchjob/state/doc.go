@@ -7,7 +7,9 @@
 // follows the Kubernetes v1.36 Job controller closely: pod counting,
 // finalizer-based tracking of terminated pods, parallelism and completions for
 // NonIndexed and Indexed Jobs, backoffLimit, activeDeadlineSeconds,
-// suspension, podReplacementPolicy and the pod-failure backoff.
+// suspension, podReplacementPolicy, the pod-failure backoff, podFailurePolicy
+// (policy.go), backoffLimitPerIndex with maxFailedIndexes (perindex.go) and
+// successPolicy (successpolicy.go).
 //
 // The package does no I/O. On every sync the controller gathers the Job, the
 // pods it controls, the current time and its per-Job Backoff record into an
@@ -15,7 +17,12 @@
 //
 //  1. write Decision.Status (when non-nil) with the Job's resourceVersion, so
 //     that a stale decision is rejected rather than applied;
-//  2. create Decision.Create pods with PodFor, in slow-start batches;
+//  2. create Decision.Create pods with Decision.PodFor, in slow-start
+//     batches (for a Job with backoffLimitPerIndex it gives a replacement the
+//     failure counts of its index, Decision.IndexFailures; the package
+//     function PodFor starts each index at zero, which Decide tolerates by
+//     also counting the index's earlier failed pods, but the annotations are
+//     then wrong for anyone else reading them);
 //  3. strip TrackingFinalizer from Decision.RemoveFinalizers and delete
 //     Decision.Delete (a pod present in both loses its finalizer first);
 //  4. store Decision.Backoff as the Job's new Backoff record, record

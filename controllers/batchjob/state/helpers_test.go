@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,6 +166,29 @@ func validate(old, new *batchv1.JobStatus) error {
 	if old.CompletionTime != nil && new.CompletionTime != nil && !old.CompletionTime.Equal(new.CompletionTime) {
 		bad("completionTime changed")
 	}
+	// The terminal conditions take their reason from the interim ones, and
+	// the reasons are the ones the Job controller uses.
+	failReasons := []string{batchv1.JobReasonBackoffLimitExceeded, batchv1.JobReasonDeadlineExceeded,
+		batchv1.JobReasonPodFailurePolicy, batchv1.JobReasonMaxFailedIndexesExceeded, batchv1.JobReasonFailedIndexes}
+	okReasons := []string{batchv1.JobReasonCompletionsReached, batchv1.JobReasonSuccessPolicy}
+	reason := func(t batchv1.JobConditionType) string { return findCondition(new.Conditions, t).Reason }
+	if target && !slices.Contains(failReasons, reason(batchv1.JobFailureTarget)) {
+		bad("FailureTarget reason %q", reason(batchv1.JobFailureTarget))
+	}
+	if failed && target && reason(batchv1.JobFailed) != reason(batchv1.JobFailureTarget) {
+		bad("Failed reason %q differs from FailureTarget's", reason(batchv1.JobFailed))
+	}
+	if scm && !slices.Contains(okReasons, reason(batchv1.JobSuccessCriteriaMet)) {
+		bad("SuccessCriteriaMet reason %q", reason(batchv1.JobSuccessCriteriaMet))
+	}
+	if complete && scm && reason(batchv1.JobComplete) != reason(batchv1.JobSuccessCriteriaMet) {
+		bad("Complete reason %q differs from SuccessCriteriaMet's", reason(batchv1.JobComplete))
+	}
+	if c := findCondition(old.Conditions, batchv1.JobFailureTarget); c != nil && c.Status == corev1.ConditionTrue {
+		if n := findCondition(new.Conditions, batchv1.JobFailureTarget); n.Reason != c.Reason || n.Message != c.Message {
+			bad("FailureTarget changed")
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -178,12 +202,53 @@ func validateForJob(job *batchv1.Job, new *batchv1.JobStatus) error {
 		if new.CompletedIndexes != "" {
 			return fmt.Errorf("completedIndexes on NonIndexed job")
 		}
-		return nil
+		return reasonsFitSpec(job, new)
 	}
 	if new.FailedIndexes != nil && job.Spec.BackoffLimitPerIndex == nil {
 		return fmt.Errorf("failedIndexes without backoffLimitPerIndex")
 	}
-	return checkIndexesFormat(new.CompletedIndexes, int(*job.Spec.Completions))
+	comps := int(*job.Spec.Completions)
+	if err := checkIndexesFormat(new.CompletedIndexes, comps); err != nil {
+		return err
+	}
+	if new.FailedIndexes != nil {
+		if err := checkIndexesFormat(*new.FailedIndexes, comps); err != nil {
+			return fmt.Errorf("failedIndexes: %w", err)
+		}
+		done, failed := parseIndexSet(new.CompletedIndexes, comps), parseIndexSet(*new.FailedIndexes, comps)
+		if n := done.overlap(failed); n > 0 {
+			return fmt.Errorf("failedIndexes %q overlap completedIndexes %q", *new.FailedIndexes, new.CompletedIndexes)
+		}
+		if prev := parseIndexSet(ptr.Deref(old.FailedIndexes, ""), comps); prev.overlap(failed) != prev.count() {
+			return fmt.Errorf("failedIndexes %q lost some of %q", *new.FailedIndexes, *old.FailedIndexes)
+		}
+	}
+	if err := reasonsFitSpec(job, new); err != nil {
+		return err
+	}
+	return nil
+}
+
+// reasonsFitSpec: a reason only appears when the spec has the feature
+// behind it.
+func reasonsFitSpec(job *batchv1.Job, st *batchv1.JobStatus) error {
+	for _, c := range st.Conditions {
+		switch c.Reason {
+		case batchv1.JobReasonPodFailurePolicy:
+			if job.Spec.PodFailurePolicy == nil {
+				return fmt.Errorf("reason %s without podFailurePolicy", c.Reason)
+			}
+		case batchv1.JobReasonFailedIndexes, batchv1.JobReasonMaxFailedIndexesExceeded:
+			if job.Spec.BackoffLimitPerIndex == nil {
+				return fmt.Errorf("reason %s without backoffLimitPerIndex", c.Reason)
+			}
+		case batchv1.JobReasonSuccessPolicy:
+			if job.Spec.SuccessPolicy == nil {
+				return fmt.Errorf("reason %s without successPolicy", c.Reason)
+			}
+		}
+	}
+	return nil
 }
 
 func checkIndexesFormat(s string, completions int) error {
@@ -245,6 +310,9 @@ type cluster struct {
 	now     time.Time
 	created int
 	events  []Event
+	// plainPodFor builds pods with the package's PodFor, as a caller that
+	// ignores Decision.IndexFailures would.
+	plainPodFor bool
 }
 
 func newCluster(t *testing.T, job *batchv1.Job) *cluster {
@@ -272,7 +340,10 @@ func (c *cluster) step() Decision {
 		}
 	}
 	for _, ix := range d.Create {
-		pod := PodFor(c.job, ix)
+		pod := d.PodFor(c.job, ix)
+		if c.plainPodFor {
+			pod = PodFor(c.job, ix)
+		}
 		pod.Name = fmt.Sprintf("%s%d", pod.GenerateName, c.created)
 		pod.UID = types.UID("uid-" + pod.Name)
 		pod.CreationTimestamp = metav1.NewTime(c.now)
@@ -324,6 +395,28 @@ func (c *cluster) finish(name string, ph corev1.PodPhase) {
 	}
 	p.Status.Phase = ph
 	finishedAt(c.now)(p)
+}
+
+// exit ends a pod with the given exit code in its container (0 succeeds).
+func (c *cluster) exit(name string, code int32) {
+	c.t.Helper()
+	ph := corev1.PodFailed
+	if code == 0 {
+		ph = corev1.PodSucceeded
+	}
+	c.finish(name, ph)
+	p := c.pod(name)
+	p.Status.ContainerStatuses[0].State.Terminated.ExitCode = code
+}
+
+// run makes every pod that is running (not being deleted) start; used to
+// move Pending pods to Running.
+func (c *cluster) run() {
+	for _, p := range c.pods {
+		if isActive(p) {
+			p.Status.Phase = corev1.PodRunning
+		}
+	}
 }
 
 func (c *cluster) activeNames() []string {

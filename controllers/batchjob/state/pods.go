@@ -219,8 +219,9 @@ func containersFinishedAt(p *corev1.Pod) (time.Time, bool) {
 }
 
 // PodFor returns the pod to create for the given completion index (noIndex,
-// -1, for a NonIndexed Job). The API server completes the name from
-// GenerateName. The caller may add its own labels before creating it.
+// -1, for a NonIndexed Job), with no failure history (see PodForIndex). The
+// API server completes the name from GenerateName. The caller may add its
+// own labels before creating it.
 func PodFor(job *batchv1.Job, index int) *corev1.Pod {
 	tmpl := job.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{
@@ -269,8 +270,8 @@ func PodFor(job *batchv1.Job, index int) *corev1.Pod {
 			addIndexEnv(&pod.Spec.Containers[i])
 		}
 		if job.Spec.BackoffLimitPerIndex != nil {
-			// A fresh index starts with no failures; ringfire does not yet
-			// carry counts over from a failed predecessor.
+			// PodFor starts the index without failures; PodForIndex (and
+			// Decision.PodFor) set the history a replacement takes over.
 			pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = "0"
 		}
 	}

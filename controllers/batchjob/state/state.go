@@ -69,8 +69,15 @@ type Decision struct {
 	// Status is the full status to write, nil when it would not change.
 	Status *batchv1.JobStatus
 	// Create lists the pods to create: completion indexes (ascending) for an
-	// Indexed Job, one -1 per pod for a NonIndexed Job. Build them with PodFor.
+	// Indexed Job, one -1 per pod for a NonIndexed Job. Build them with
+	// Decision.PodFor, which adds the index's failure history for a Job with
+	// backoffLimitPerIndex (the package function PodFor starts every index
+	// afresh).
 	Create []int
+	// IndexFailures holds, for the indexes in Create that take over from a
+	// failed pod of a Job with backoffLimitPerIndex, the failure counts the
+	// new pod must carry. Indexes not in it start at zero.
+	IndexFailures map[int]IndexFailures
 	// Delete lists the pods to delete, by name.
 	Delete []*corev1.Pod
 	// RemoveFinalizers lists the pods that may lose TrackingFinalizer now,
@@ -112,6 +119,16 @@ type sync struct {
 
 	prevDone indexSet // completedIndexes of the input status
 	done     indexSet // prevDone plus indexes of succeeded pods seen now
+
+	// backoffLimitPerIndex: the indexes that failed for good (the input
+	// status's and new ones), and per index without a running pod the failed
+	// pod whose finalizer waits for the replacement to be created.
+	failedIx indexSet
+	delayed  map[int]*corev1.Pod
+
+	verdicts map[*corev1.Pod]verdict       // pod failure policy, per pod
+	byIndex  map[int][]*corev1.Pod         // pods per completion index
+	history  map[*corev1.Pod]IndexFailures // failuresBefore, per pod
 
 	backoff  Backoff
 	finish   *batchv1.JobCondition // the condition the Job is heading to
@@ -174,7 +191,9 @@ func (s *sync) run() {
 
 	newOK, newFailed := s.newlyFinished()
 	s.succeeded = s.st.Succeeded + int32(len(newOK)) + int32(len(s.inUncountedOK))
-	s.failed = s.st.Failed + int32(len(newFailed)) + int32(len(s.inUncountedFail))
+	// Failures an Ignore rule matched count neither here nor in
+	// status.failed, but they do lengthen the pod-failure backoff below.
+	s.failed = s.st.Failed + s.countedFailures(newFailed) + int32(len(s.inUncountedFail))
 
 	if s.st.StartTime == nil && !suspended(job) {
 		s.st.StartTime = ptr.To(metav1.NewTime(now))
@@ -187,6 +206,8 @@ func (s *sync) run() {
 		s.finish = c.DeepCopy()
 	} else if c := findCondition(s.st.Conditions, batchv1.JobFailureTarget); c != nil && c.Status == corev1.ConditionTrue {
 		s.finish = newCondition(batchv1.JobFailed, c.Reason, c.Message, now)
+	} else if msg, ok := s.failJobMessage(); ok {
+		s.finish = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonPodFailurePolicy, msg, now)
 	}
 	if s.finish == nil {
 		limit := ptr.Deref(job.Spec.BackoffLimit, defaultBackoffLimit)
@@ -209,6 +230,24 @@ func (s *sync) run() {
 			}
 		}
 		s.succeeded = int32(s.done.count())
+		if perIndex(job) {
+			s.computeFailedIndexes()
+			if s.finish == nil {
+				nFailed := s.failedIx.count()
+				switch {
+				case job.Spec.MaxFailedIndexes != nil && nFailed > int(*job.Spec.MaxFailedIndexes):
+					s.finish = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexes, now)
+				case nFailed > 0 && nFailed+s.done.count() >= s.comps:
+					s.finish = newCondition(batchv1.JobFailureTarget, batchv1.JobReasonFailedIndexes, msgFailedIndexes, now)
+				}
+			}
+			s.pickDelayed()
+		}
+		if s.finish == nil {
+			if msg, ok := successPolicyMet(job.Spec.SuccessPolicy, s.done, s.comps); ok {
+				s.finish = newCondition(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonSuccessPolicy, msg, now)
+			}
+		}
 	}
 
 	if s.finish != nil {
@@ -376,9 +415,12 @@ func (s *sync) manage() {
 	if missing <= 0 {
 		return
 	}
-	if left := backoffLeft(s.backoff, s.in.Now); left > 0 {
-		s.requeue = append(s.requeue, left)
-		return
+	if !perIndex(job) {
+		// With backoffLimitPerIndex each index waits on its own (below).
+		if left := backoffLeft(s.backoff, s.in.Now); left > 0 {
+			s.requeue = append(s.requeue, left)
+			return
+		}
 	}
 	missing = min(missing, MaxPodCreateDeletePerSync)
 	if s.indexed {
@@ -395,7 +437,23 @@ func (s *sync) manage() {
 				}
 			}
 		}
+		busy = busy.union(s.failedIx)
 		s.dec.Create = busy.lowestMissing(int(missing), s.comps)
+		if perIndex(job) {
+			var wait time.Duration
+			s.dec.Create, wait = s.readyIndexes(s.dec.Create)
+			if wait > 0 {
+				s.requeue = append(s.requeue, wait)
+			}
+			for _, ix := range s.dec.Create {
+				if p := s.delayed[ix]; p != nil {
+					if s.dec.IndexFailures == nil {
+						s.dec.IndexFailures = map[int]IndexFailures{}
+					}
+					s.dec.IndexFailures[ix] = s.failuresAfter(p)
+				}
+			}
+		}
 	} else {
 		for range missing {
 			s.dec.Create = append(s.dec.Create, noIndex)
@@ -496,6 +554,9 @@ func (s *sync) track() {
 		if !(job.DeletionTimestamp != nil || s.finish != nil || p.Status.Phase == corev1.PodSucceeded || failedNow) {
 			continue // still running: nothing to account for yet
 		}
+		if failedNow && s.finish == nil && job.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && s.delayed[completionIndex(p)] == p {
+			continue // keeps the finalizer until its replacement exists
+		}
 		recorded := s.inUncountedOK[p.UID] || s.inUncountedFail[p.UID]
 		pending := false // accounting added by this sync, not yet written
 		ix := completionIndex(p)
@@ -511,7 +572,9 @@ func (s *sync) track() {
 				pending = true
 			}
 		case failedNow || failing:
-			if !s.inUncountedFail[p.UID] && (!s.indexed || s.validIndex(ix)) {
+			// A failure an Ignore rule matched is not counted: the pod just
+			// loses its finalizer.
+			if !s.inUncountedFail[p.UID] && (!s.indexed || s.validIndex(ix)) && s.verdictOf(p).counts {
 				st.UncountedTerminatedPods.Failed = append(st.UncountedTerminatedPods.Failed, p.UID)
 				pending = true
 			}
@@ -528,6 +591,10 @@ func (s *sync) track() {
 		s.done = s.done.with(newDone...)
 		st.CompletedIndexes = s.done.String()
 		st.Succeeded = int32(s.done.count())
+		st.FailedIndexes = nil
+		if perIndex(job) {
+			st.FailedIndexes = ptr.To(s.failedIx.String())
+		}
 	}
 
 	now := s.in.Now
