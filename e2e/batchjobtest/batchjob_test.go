@@ -76,6 +76,11 @@ var scenarios = []scenario{
 		j.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
 		j.Spec.Template.Annotations[cluster.PodDurationAnnotation] = "10m"
 	}},
+	{name: "replace-failed", limit: 2 * time.Minute, spec: func(j *batchv1.Job) {
+		j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+		j.Spec.BackoffLimit = ptr.To[int32](1)
+		j.Spec.Template.Annotations[cluster.PodExitCodeAnnotation] = "2"
+	}},
 	{name: "suspend", limit: time.Minute, spec: func(j *batchv1.Job) {
 		j.Spec.Suspend = ptr.To(true)
 		j.Spec.Completions = ptr.To[int32](2)
@@ -200,9 +205,10 @@ func summary(j *batchv1.Job, pods *podLog) string {
 		uncounted = len(u.Succeeded) + len(u.Failed)
 	}
 	name := strings.SplitN(j.Name, "-", 2)[1]
-	return fmt.Sprintf("[%s] succeeded=%d failed=%d active=%d ready=%d terminating=%d completed=%q failedIndexes=%q uncounted=%d completionTime=%v pods=%d",
+	return fmt.Sprintf("[%s] succeeded=%d failed=%d active=%d ready=%d terminating=%d completed=%q failedIndexes=%q uncounted=%d completionTime=%v pods=%d names=%v",
 		strings.Join(conds, " "), st.Succeeded, st.Failed, st.Active, ptr.Deref(st.Ready, 0), ptr.Deref(st.Terminating, 0),
-		st.CompletedIndexes, ptr.Deref(st.FailedIndexes, ""), uncounted, st.CompletionTime != nil, pods.createdFor(j.Name, name))
+		st.CompletedIndexes, ptr.Deref(st.FailedIndexes, ""), uncounted, st.CompletionTime != nil, pods.createdFor(j.Name, name),
+		pods.shapes(j.Name))
 }
 
 // waitFinished waits until the Job has a Complete or Failed condition.
@@ -250,6 +256,28 @@ func (p *podLog) see(ev watch.EventType, pod *corev1.Pod) {
 	}
 	p.owner[pod.Name] = job
 	p.finalizers[pod.Name] = ev != watch.Deleted && slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
+}
+
+// shapes are the names of the Job's pods with the Job's name and the random suffix taken
+// out ("*" for a NonIndexed pod, "2-*" for index 2), sorted: both controllers name pods
+// <job>-<5 random> and <job>-<index>-<5 random>.
+func (p *podLog) shapes(job string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for pod, owner := range p.owner {
+		if owner != job {
+			continue
+		}
+		rest := strings.TrimPrefix(pod, job+"-")
+		shape := "?" + rest
+		if i := strings.LastIndexByte(rest, '-'); len(rest)-i-1 == 5 || (i < 0 && len(rest) == 5) {
+			shape = rest[:i+1] + "*"
+		}
+		out = append(out, shape)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (p *podLog) createdFor(job, _ string) int {

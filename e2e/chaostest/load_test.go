@@ -13,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -93,27 +92,16 @@ func startLoad(t *testing.T, s *stack.Stack, prefix string, max int, every time.
 }
 
 func (l *load) create(job *batch.Job) {
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := l.s.Volcano.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
-		cancel()
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			l.mu.Lock()
-			l.created = append(l.created, job.Name)
-			l.pods += int(job.Spec.Tasks[0].Replicas)
-			l.mu.Unlock()
-			return
-		}
-		if time.Now().After(deadline) {
-			l.t.Errorf("create job %s: still failing after 90s: %v", job.Name, err)
-			return
-		}
-		l.mu.Lock()
-		l.retries++
-		l.mu.Unlock()
-		time.Sleep(200 * time.Millisecond)
+	retries, err := vcjob.CreateRetrying(l.s.Volcano, job, 90*time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retries += retries
+	if err != nil {
+		l.t.Error(err)
+		return
 	}
+	l.created = append(l.created, job.Name)
+	l.pods += int(job.Spec.Tasks[0].Replicas)
 }
 
 // startUnderLoad starts a stack of three replicas on four nodes with the

@@ -101,29 +101,17 @@ func startLoad(t *testing.T, tg *target, period time.Duration, max int) *load {
 	return l
 }
 
-// create makes a Job, retrying for up to 90 s; AlreadyExists is success (an
-// answer lost on the way back).
+// create makes a Job, retrying for up to 90 s.
 func (l *load) create(job *batch.Job) {
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := l.tg.vc.BatchV1alpha1().Jobs(loadNS).Create(ctx, job, metav1.CreateOptions{})
-		cancel()
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			l.mu.Lock()
-			l.created = append(l.created, job.Name)
-			l.mu.Unlock()
-			return
-		}
-		if time.Now().After(deadline) {
-			l.t.Errorf("create job %s: still failing after 90s: %v", job.Name, err)
-			return
-		}
-		l.mu.Lock()
-		l.retries++
-		l.mu.Unlock()
-		time.Sleep(200 * time.Millisecond)
+	retries, err := vcjob.CreateRetrying(l.tg.vc, job, 90*time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retries += retries
+	if err != nil {
+		l.t.Error(err)
+		return
 	}
+	l.created = append(l.created, job.Name)
 }
 
 func (l *load) stop() { l.cancel(); <-l.done }

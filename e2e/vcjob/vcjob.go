@@ -6,9 +6,12 @@ package vcjob
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -88,4 +91,24 @@ func Create(t testing.TB, vc vcclient.Interface, job *batch.Job) *batch.Job {
 		t.Fatalf("create job %s: %v", job.Name, err)
 	}
 	return got
+}
+
+// CreateRetrying creates job, trying again every 200 ms while the create fails (the API server
+// may be down) until limit has passed, and returns how many attempts failed. AlreadyExists
+// counts as created: a create whose answer was lost may have landed.
+func CreateRetrying(vc vcclient.Interface, job *batch.Job, limit time.Duration) (retries int, err error) {
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := vc.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+		cancel()
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return retries, nil
+		}
+		if time.Now().After(deadline) {
+			return retries, fmt.Errorf("create job %s: still failing after %v: %w", job.Name, limit, err)
+		}
+		retries++
+		time.Sleep(200 * time.Millisecond)
+	}
 }
