@@ -64,19 +64,25 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	if err != nil {
 		return err
 	}
-	pods, err := c.podsOf(key)
-	if err != nil {
-		return err
-	}
 	if cached == nil || !managed(cached) {
 		// The Job is gone (or was never ringfire's): free its pods of the finalizer, so that
 		// the garbage collector can delete them.
+		pods, err := c.podsOf(key)
+		if err != nil {
+			return err
+		}
 		return c.removeFinalizers(ctx, key, withFinalizer(pods))
 	}
 	job := c.written.Latest(key, cached)
-	if wait, pending := c.pendingPodWrites(slot, key, job, pods); pending {
+	// Expectations first, then the pods: a create seen between the two would otherwise be
+	// missing from the pods read and no longer pending, and be made again.
+	if wait, pending := c.pendingPodWrites(slot, key, job); pending {
 		c.Disp.EnqueueAfter(key, request{}, wait)
 		return nil
+	}
+	pods, err := c.podsOf(key)
+	if err != nil {
+		return err
 	}
 	own := ownedBy(pods, job.UID)
 	var orphans []*corev1.Pod
@@ -171,9 +177,15 @@ func withFinalizer(pods []*corev1.Pod) []*corev1.Pod {
 
 // pendingPodWrites reports whether a create or delete of the Job's pods is not in the cache
 // yet, and how long to wait for it at most.
-func (c *Controller) pendingPodWrites(slot int, key string, job *batchv1.Job, pods []*corev1.Pod) (time.Duration, bool) {
+func (c *Controller) pendingPodWrites(slot int, key string, job *batchv1.Job) (time.Duration, bool) {
 	expect := c.cfg.Cache.Expectations()
 	wait, pending := time.Duration(0), false
+	// The pods this reads may lag the ones read after it: a pod whose delete is pending is
+	// in both until the delete is seen (it leaves the index before its expectation goes).
+	pods, err := c.podsOf(key)
+	if err != nil {
+		return time.Second, true
+	}
 	for _, p := range pods {
 		if left, ok := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); ok {
 			wait, pending = max(wait, left), true
@@ -310,7 +322,8 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 				return err
 			}
 			pod := d.PodFor(job, index) // with its index's failure counts (backoffLimitPerIndex)
-			pod.Name = generatedName(pod.GenerateName)
+			// The expectation is keyed by namespace and name: both as the cache will see them.
+			pod.Namespace, pod.Name = job.Namespace, generatedName(pod.GenerateName)
 			pod.GenerateName = ""
 			if pod.Labels == nil {
 				pod.Labels = map[string]string{}
