@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -285,6 +286,8 @@ func (c *Controller) forgetUnfinalized(key string, seen []*corev1.Pod) {
 func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *batchv1.Job, pods []*corev1.Pod) error {
 	expect := c.cfg.Cache.Expectations()
 	var errs []error
+	var deleted []string
+	defer func() { c.podsEvent(job, "SuccessfulDelete", "Deleted", deleted) }()
 	for i, p := range pods {
 		if i == maxPodWrites {
 			c.Disp.EnqueueAfter(key, request{}, time.Second)
@@ -297,7 +300,7 @@ func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *
 		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 		switch {
 		case err == nil:
-			c.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+			deleted = append(deleted, p.Name)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
 		default:
@@ -314,6 +317,8 @@ func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *
 func (c *Controller) createPods(ctx context.Context, slot int, key string, job *batchv1.Job, d state.Decision) error {
 	expect := c.cfg.Cache.Expectations()
 	indexes := d.Create[:min(len(d.Create), maxPodWrites)]
+	var created []string
+	defer func() { c.podsEvent(job, "SuccessfulCreate", "Created", created) }()
 	for batch := 1; len(indexes) > 0; batch *= 2 {
 		n := min(batch, len(indexes))
 		var errs []error
@@ -342,7 +347,7 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 				errs = append(errs, fmt.Errorf("create a pod of job %s: %w", key, err))
 				continue
 			}
-			c.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", got.Name)
+			created = append(created, got.Name)
 		}
 		if len(errs) > 0 {
 			return errors.Join(errs...)
@@ -350,6 +355,27 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 		indexes = indexes[n:]
 	}
 	return nil
+}
+
+// eventPodNames is how many pod names one Event lists before "and N more".
+const eventPodNames = 20
+
+// podsEvent records one Normal Event for the pods one reconcile created or deleted, in
+// Kubernetes' words for one pod ("Created pod: x") and listing them for more ("Created pods:
+// x, y, z"): Kubernetes' Job controller records an Event per pod, which a burst of Jobs turns
+// into most of the controller's writes (and its recorder then drops); one per reconcile keeps
+// every pod named at a fraction of the writes.
+func (c *Controller) podsEvent(job *batchv1.Job, reason, verb string, names []string) {
+	switch {
+	case len(names) == 0:
+	case len(names) == 1:
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, reason, "%s pod: %v", verb, names[0])
+	case len(names) <= eventPodNames:
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, reason, "%s pods: %s", verb, strings.Join(names, ", "))
+	default:
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, reason, "%s pods: %s and %d more", verb,
+			strings.Join(names[:eventPodNames], ", "), len(names)-eventPodNames)
+	}
 }
 
 // generatedName appends five random characters to base, cut so that the name fits 63, as the
