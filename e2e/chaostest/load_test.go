@@ -47,8 +47,8 @@ type load struct {
 	s       *stack.Stack
 	prefix  string
 	started time.Time
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// stopPace ends the pacing of creates and waits for those under way.
+	stopPace func()
 
 	mu      sync.Mutex
 	created []string
@@ -57,36 +57,8 @@ type load struct {
 }
 
 func startLoad(t *testing.T, s *stack.Stack, prefix string, max int, every time.Duration) *load {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &load{t: t, s: s, prefix: prefix, started: time.Now(), cancel: cancel, done: make(chan struct{})}
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for i := range work {
-				l.create(jobSpec(prefix, i))
-			}
-		})
-	}
-	go func() {
-		defer close(l.done)
-		defer wg.Wait()
-		defer close(work)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for i := range max {
-			select {
-			case <-ctx.Done():
-				return
-			case work <- i:
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	l := &load{t: t, s: s, prefix: prefix, started: time.Now()}
+	l.stopPace = vcjob.Paced(every, max, 4, func(i int) { l.create(jobSpec(prefix, i)) })
 	t.Cleanup(l.stop)
 	return l
 }
@@ -117,10 +89,7 @@ func startUnderLoad(t *testing.T, prefix string, ttl time.Duration) (*stack.Stac
 }
 
 // stop ends the pacing and waits for the creates under way.
-func (l *load) stop() {
-	l.cancel()
-	<-l.done
-}
+func (l *load) stop() { l.stopPace() }
 
 // finish stops the load, waits until every created Job has completed and
 // checks the invariants: no pod created twice, every pod created once, no

@@ -42,10 +42,10 @@ func (tg *target) jobSpec(i int) *batch.Job {
 // hand-offs (created, until its first pod exists; its last pod done, until
 // it is Completed).
 type load struct {
-	t      *testing.T
-	tg     *target
-	cancel context.CancelFunc
-	done   chan struct{}
+	t  *testing.T
+	tg *target
+	// stopPace ends the pacing of creates and waits for those under way.
+	stopPace func()
 
 	mu       sync.Mutex
 	created  []string
@@ -64,39 +64,11 @@ func startLoad(t *testing.T, tg *target, period time.Duration, max int) *load {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: loadNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &load{t: t, tg: tg, cancel: cancel, done: make(chan struct{}), jobs: map[string]*jobTimes{},
+	l := &load{t: t, tg: tg, jobs: map[string]*jobTimes{},
 		podUIDs: map[string]map[types.UID]bool{}, podsDone: map[string]map[string]time.Time{}}
 	stack.WatchJobs(t, tg.vc, loadNS, l.seeJob)
 	stack.WatchPods(t, tg.kube, loadNS, l.seePod)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for i := range work {
-				l.create(tg.jobSpec(i))
-			}
-		})
-	}
-	go func() {
-		defer close(l.done)
-		defer wg.Wait()
-		defer close(work)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for i := range max {
-			select {
-			case <-ctx.Done():
-				return
-			case work <- i:
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	l.stopPace = vcjob.Paced(period, max, 4, func(i int) { l.create(tg.jobSpec(i)) })
 	t.Cleanup(l.stop)
 	return l
 }
@@ -114,7 +86,7 @@ func (l *load) create(job *batch.Job) {
 	l.created = append(l.created, job.Name)
 }
 
-func (l *load) stop() { l.cancel(); <-l.done }
+func (l *load) stop() { l.stopPace() }
 
 func (l *load) seeJob(ev watch.EventType, job *batch.Job) {
 	now := time.Now()

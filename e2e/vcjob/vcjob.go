@@ -7,6 +7,7 @@ package vcjob
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +112,41 @@ func CreateRetrying(vc vcclient.Interface, job *batch.Job, limit time.Duration) 
 		retries++
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// Paced calls create(i) for i = 0, 1, ... up to max, one call every period, from workers
+// goroutines (so that a slow create does not hold back the pace), until max calls or stop.
+// stop ends the pacing and waits for the calls under way; it may be called more than once.
+func Paced(period time.Duration, max, workers int, create func(i int)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				create(i)
+			}
+		})
+	}
+	go func() {
+		defer close(done)
+		defer wg.Wait()
+		defer close(work)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for i := range max {
+			select {
+			case <-ctx.Done():
+				return
+			case work <- i:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
