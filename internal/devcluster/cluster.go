@@ -64,9 +64,8 @@ type Cluster struct {
 	restConfig *rest.Config
 	clientset  kubernetes.Interface
 	nodeNames  []string
-	// The real node's ports (Options.RealNode).
-	kubeletPort, kubeletHealthzPort, dnsReadyPort int
-	nodeLock                                      *os.File
+	// nodeLock is the machine's real-node lock while this cluster runs one.
+	nodeLock *os.File
 
 	mu       sync.Mutex
 	argv     map[Component][]string // binary and arguments, kept for Restart

@@ -443,9 +443,6 @@ func (c *Cluster) writeNodeFiles(f credentialFiles, ports []int) error {
 		}
 	}
 	kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics, dnsReady := ports[0], ports[1], ports[2], ports[3], ports[4]
-	c.kubeletPort = kubeletPort
-	c.dnsReadyPort = dnsReady
-	c.kubeletHealthzPort = kubeletHealthz
 
 	files := map[string]string{
 		p.containerd: fmt.Sprintf(containerdConfig, filepath.Join(p.root, "containerd"), filepath.Join(p.root, "run"),
@@ -462,11 +459,6 @@ func (c *Cluster) writeNodeFiles(f credentialFiles, ports []int) error {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			return err
 		}
-	}
-	// containerd finds the shim next to itself or on PATH; the harness's
-	// processes inherit this PATH.
-	if !strings.Contains(os.Getenv("PATH"), c.opts.ToolsBin) {
-		_ = os.Setenv("PATH", c.opts.ToolsBin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	c.argv[Containerd] = []string{c.bin(Containerd), "--config=" + p.containerd, "--log-level=warn"}
 	c.argv[CoreDNS] = []string{c.bin(CoreDNS), "-conf=" + p.corefile}
