@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
@@ -60,18 +61,12 @@ type Controller struct {
 	// backoff is each Job's pod-failure record (state.Backoff), as Kubernetes keeps it in
 	// memory: a new holder of the slot starts without it.
 	backoff map[string]state.Backoff
-	// unfinalizing are the pods whose tracking finalizer this replica asked to remove and
-	// the cache still shows: the patch is not sent twice.
-	unfinalizing map[podRef]time.Time
+	// unfinalizing are, by Job key, the pods (by UID) whose tracking finalizer this replica
+	// asked to remove and the cache still shows, with when: the patch is not sent twice.
+	unfinalizing map[string]map[types.UID]time.Time
 	// creating are the names of the pods each Job's creates gave, until the cache shows them
 	// (cache.Expectations says whether one is still pending).
 	creating map[string][]string
-}
-
-type podRef struct {
-	job string // the Job's key
-	pod string // the pod's namespace/name
-	uid string
 }
 
 // request is what the dispatcher carries for a Job key: look at the Job. Any two coalesce.
@@ -87,7 +82,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	c := &Controller{cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
-		unfinalizing: map[podRef]time.Time{}, creating: map[string][]string{}}
+		unfinalizing: map[string]map[types.UID]time.Time{}, creating: map[string][]string{}}
 	err := c.Init(kit.Settings[request]{
 		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 4, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -142,9 +137,9 @@ func (c *Controller) SlotsLost(slots []int) {
 			delete(c.backoff, key)
 		}
 	}
-	for ref := range c.unfinalizing {
-		if held.HasKey(ref.job, n) {
-			delete(c.unfinalizing, ref)
+	for key := range c.unfinalizing {
+		if held.HasKey(key, n) {
+			delete(c.unfinalizing, key)
 		}
 	}
 	for key := range c.creating {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/batchjob/state"
@@ -30,7 +31,7 @@ const maxPodWrites = 500
 const unfinalizeTTL = time.Minute
 
 func (c *Controller) jobByKey(key string) (*batchv1.Job, error) {
-	ns, name, err := splitKey(key)
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -39,15 +40,6 @@ func (c *Controller) jobByKey(key string) (*batchv1.Job, error) {
 		return nil, nil
 	}
 	return job, err
-}
-
-func splitKey(key string) (string, string, error) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], nil
-		}
-	}
-	return "", "", fmt.Errorf("bad key %q", key)
 }
 
 // reconcile decides what a Job needs (state.Decide) from the cache, then writes it: its
@@ -142,15 +134,7 @@ func (c *Controller) podsOf(key string) ([]*corev1.Pod, error) {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b *corev1.Pod) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -231,9 +215,8 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 	var errs []error
 	n := 0
 	for _, p := range pods {
-		ref := podRef{job: key, pod: p.Namespace + "/" + p.Name, uid: string(p.UID)}
 		c.mu.Lock()
-		at, sent := c.unfinalizing[ref]
+		at, sent := c.unfinalizing[key][p.UID]
 		c.mu.Unlock()
 		if sent && now.Sub(at) < unfinalizeTTL {
 			continue
@@ -251,12 +234,15 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 		switch {
 		case err == nil:
 			c.mu.Lock()
-			c.unfinalizing[ref] = now
+			if c.unfinalizing[key] == nil {
+				c.unfinalizing[key] = map[types.UID]time.Time{}
+			}
+			c.unfinalizing[key][p.UID] = now
 			c.mu.Unlock()
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			// Gone, or another pod of the same name: nothing of this one to free.
 		default:
-			errs = append(errs, fmt.Errorf("remove the tracking finalizer of pod %s: %w", ref.pod, err))
+			errs = append(errs, fmt.Errorf("remove the tracking finalizer of pod %s/%s: %w", p.Namespace, p.Name, err))
 		}
 	}
 	c.forgetUnfinalized(key, pods)
@@ -265,20 +251,17 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 
 // forgetUnfinalized drops the Job's remembered removals that the cache now shows done: those
 // of pods no longer among the ones that still carry the finalizer.
-func (c *Controller) forgetUnfinalized(key string, seen []*corev1.Pod) {
+func (c *Controller) forgetUnfinalized(key string, still []*corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.unfinalizing) == 0 {
-		return
-	}
-	still := map[podRef]bool{}
-	for _, p := range seen {
-		still[podRef{job: key, pod: p.Namespace + "/" + p.Name, uid: string(p.UID)}] = true
-	}
-	for ref := range c.unfinalizing {
-		if ref.job == key && !still[ref] {
-			delete(c.unfinalizing, ref)
+	sent := c.unfinalizing[key]
+	for uid := range sent {
+		if !slices.ContainsFunc(still, func(p *corev1.Pod) bool { return p.UID == uid }) {
+			delete(sent, uid)
 		}
+	}
+	if len(sent) == 0 {
+		delete(c.unfinalizing, key)
 	}
 }
 
