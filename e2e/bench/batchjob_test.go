@@ -48,7 +48,8 @@ type batchRun struct {
 // on a fresh control plane. It reports the time to all pods, the API writes
 // per Job the controller made meanwhile (pod creates, Job status writes,
 // Event creates and patches, seen by watches, so both controllers are counted
-// alike) and the CPU seconds of the controller's processes (the whole
+// alike), the writes the API server refused with 409 (apiserver_request_total)
+// and the CPU seconds of the controller's processes (the whole
 // kube-controller-manager; ringfire's replicas). Pods run past the
 // measurement (no finalizer removal counted); writes are counted until they
 // have been quiet for 3 s after the last pod (the recorders send Events late). RINGFIRE_BENCH_BATCH_RUNS picks
@@ -87,8 +88,7 @@ func benchBatchJobs(b *testing.B, c config, bin string, run batchRun) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	counter := newClientCounter()
-	kube := kubernetes.NewForConfigOrDie(counted(cl.RESTConfig(), counter))
+	kube := kubernetes.NewForConfigOrDie(counted(cl.RESTConfig(), newClientCounter()))
 	pids := map[string]int{}
 	if pid, err := readPIDFile(filepath.Join(cl.Dir(), string(cluster.ControllerManager)+".pid")); err == nil && run.replicas == 0 {
 		pids["kube-controller-manager"] = pid
@@ -120,6 +120,7 @@ func benchBatchJobs(b *testing.B, c config, bin string, run batchRun) {
 	want := jobs * perJob
 	var writes writeWatch
 	writes.start(ctx, b, kube, ns)
+	before := refusedWrites(ctx, b, cl)
 	cpu0 := cpuSeconds(pids)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -164,14 +165,37 @@ func benchBatchJobs(b *testing.B, c config, bin string, run batchRun) {
 		}
 	}
 	total := w.podCreates + w.statusWrites + w.events
+	refused := refusedWrites(ctx, b, cl).minus(before)
 	b.ReportMetric(allPods.Seconds(), "s-to-all-pods")
 	b.ReportMetric(float64(total)/float64(jobs), "writes/job")
 	b.ReportMetric(float64(w.statusWrites)/float64(jobs), "status-writes/job")
 	b.ReportMetric(float64(w.events)/float64(jobs), "event-writes/job")
 	b.ReportMetric(cpu, "controller-cpu-s")
-	b.Logf("%s: %d Jobs x %d pods created in %v; all %d pods after %v; writes: %d pod creates, %d Job status writes, %d Event writes (%.1f per Job); controller CPU %.1f s over %v",
+	b.ReportMetric(refused.writes(), "refused-writes")
+	b.Logf("%s: %d Jobs x %d pods created in %v; all %d pods after %v; writes: %d pod creates, %d Job status writes, %d Event writes (%.1f per Job); refused (409) writes: %.0f %v; controller CPU %.1f s over %v",
 		run.name, jobs, perJob, created.Round(time.Millisecond), want, allPods.Round(time.Millisecond), w.podCreates, w.statusWrites, w.events,
-		float64(total)/float64(jobs), cpu, pidNames(pids))
+		float64(total)/float64(jobs), refused.writes(), refused.sortedKeys(), cpu, pidNames(pids))
+}
+
+// refusedWrites reads the API server's count of writes it refused with 409 (a create of a
+// name that exists, an update from a stale resourceVersion). The load creates each Job once,
+// under a fresh name, so a difference over a run is the controller's.
+func refusedWrites(ctx context.Context, b *testing.B, cl *cluster.Cluster) requestCounts {
+	metrics, err := cl.APIServerMetrics(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all, err := apiserverRequests(metrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := requestCounts{}
+	for k, v := range all {
+		if k.code == "409" && k.isWrite() {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func pidNames(pids map[string]int) []string {
