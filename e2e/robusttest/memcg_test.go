@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,7 +50,7 @@ func newMemcg(name string, limit int64) (*memcg, error) {
 	if err != nil {
 		return nil, err
 	}
-	removeStaleMemcgs(root)
+	staleOnce.Do(func() { removeStaleMemcgs(root) })
 	m := &memcg{dir: filepath.Join(root, memcgPrefix+name), v2: v2}
 	if err := os.Mkdir(m.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make memory cgroup (the suite needs root): %w", err)
@@ -66,6 +67,10 @@ func newMemcg(name string, limit int64) (*memcg, error) {
 	}
 	return m, nil
 }
+
+// staleOnce removes an earlier run's cgroups once, before this run makes
+// its own (which are empty too until their replica has entered).
+var staleOnce sync.Once
 
 // removeStaleMemcgs removes the empty cgroups an earlier run left.
 func removeStaleMemcgs(root string) {
