@@ -18,6 +18,11 @@ import (
 	"unsafe"
 )
 
+// Env names the test-only hook of `ringfire run` (cmd/ringfire/wallstep.go,
+// docs/e2e.md): set to a duration, the replica steps the wall reading of its
+// membership clock by that much on SIGUSR1.
+const Env = "RINGFIRE_TEST_ONLY_WALL_STEP"
+
 // timeLayout mirrors time.Time (Go 1.9 and later): with a monotonic reading,
 // ext holds it, in nanoseconds since the process started.
 type timeLayout struct {
