@@ -126,3 +126,17 @@ func TestSessionValidIgnoresWallClockSteps(t *testing.T) {
 		})
 	}
 }
+
+// Valid runs before every write, at the transport too: it must stay cheap.
+func BenchmarkSessionValid(b *testing.B) {
+	s := newSession("m", 1, time.Second, systemClock{}, time.Now().Add(time.Hour), nil)
+	defer s.end(ErrLeft)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.Valid(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
