@@ -225,7 +225,8 @@ func checkNoStaleWrite(t *testing.T, rec auditRecord, tenures map[int][]tenure) 
 	for _, w := range rec.writes {
 		perReplica[w.Replica]++
 	}
-	t.Logf("audit log: %d write events, %d by replicas on key-owned objects %v", rec.events, len(rec.writes), perReplica)
+	t.Logf("audit log: %d write events, %d by replicas on key-owned objects %v; %d more name no slot but wrote nothing (cut off before their body was read)",
+		rec.events, len(rec.writes), perReplica, rec.unplacedNotApplied)
 	var certain, maybeOwn []staleWrite
 	for _, s := range staleWrites(rec.writes, tenures) {
 		if s.MaybeOwn {
