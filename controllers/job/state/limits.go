@@ -63,7 +63,9 @@ func ReplicaLimit(plugins map[string][]string) (int64, string) {
 func TooLarge(job *batch.Job) string {
 	var total int64
 	for _, t := range job.Spec.Tasks {
-		total += int64(t.Replicas) // at most 2^31 per task: no overflow in int64 for any number of tasks
+		// A negative task makes no pods, and must not make room for another's: it counts 0.
+		// At most 2^31 per task, the sum cannot overflow an int64 for any number of tasks.
+		total += int64(max(t.Replicas, 0))
 	}
 	limit, plugin := ReplicaLimit(job.Spec.Plugins)
 	if total > limit {
