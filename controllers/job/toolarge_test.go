@@ -6,11 +6,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
+	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
@@ -84,5 +87,38 @@ func TestSyncCreatesOneBatchOfPods(t *testing.T) {
 		if !strings.HasPrefix(name, "wide-worker-") {
 			t.Errorf("created %s", name)
 		}
+	}
+}
+
+// TestReconcileLargestJobCost reconciles a running Job of state.MaxReplicas pods, all in the
+// cache: what the holder of the largest admitted Job spends on each look at it (docs/jobs.md,
+// "Limits"). The work is a few allocations per pod that exists, nothing more.
+func TestReconcileLargestJobCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 10,000 pods")
+	}
+	ctx := context.Background()
+	job := testJob("large", task("worker", state.MaxReplicas))
+	job.Status.State.Phase = batch.Running
+	f := newFixture(t, nil, job)
+	f.admit(t, job)
+	for i := range state.MaxReplicas {
+		f.cacheOwned(t, cache.Pods, podOf(job, "worker", i, corev1.PodRunning))
+	}
+	sync := request{Request: state.Request{Event: bus.OutOfSyncEvent}}
+	reconcile := func() {
+		if err := f.c.reconcile(ctx, "ns/large", sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcile() // writes the counts once
+	if created := creates(f.kube, "pods"); len(created) != 0 {
+		t.Fatalf("created %d pods with every pod there", len(created))
+	}
+	start := time.Now()
+	allocs := testing.AllocsPerRun(5, reconcile)
+	t.Logf("a reconcile of %d running pods: %.0f allocations, %v", state.MaxReplicas, allocs, time.Since(start)/6)
+	if allocs > 4*state.MaxReplicas {
+		t.Errorf("%.0f allocations for %d pods", allocs, state.MaxReplicas)
 	}
 }
