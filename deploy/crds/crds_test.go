@@ -140,14 +140,14 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		tmpl := &flowv1alpha1.JobTemplate{ObjectMeta: metav1.ObjectMeta{Name: "huge"}, Spec: validJob("").Spec}
 		tmpl.Spec.Tasks[1].Replicas = 100000
 		_, err := vc.FlowV1alpha1().JobTemplates(namespace).Create(ctx, tmpl, metav1.CreateOptions{})
-		checkInvalid(t, err, "spec.tasks ask for 100001 replicas in all; ringfire runs at most 10000 per Job")
+		checkInvalid(t, err, "spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job")
 	})
 
 	t.Run("podgroup minMember", func(t *testing.T) {
 		pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "gang"}}
 		pg.Spec.MinMember = math.MaxInt32
 		_, err := vc.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{})
-		checkInvalid(t, err, "spec.minMember: Invalid value: \"integer\": minMember is 2147483647; ringfire runs at most 10000 pods in one gang (docs/jobs.md, Limits)")
+		checkInvalid(t, err, "spec.minMember: Invalid value: 2147483647: minMember must be at most 10000: ringfire runs at most 10000 pods in one gang (docs/jobs.md, Limits)")
 		pg.Spec.MinMember = state.MaxReplicas
 		if _, err := vc.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			t.Errorf("a PodGroup at the limit is refused: %v", err)
@@ -172,7 +172,7 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		huge := validCronJob("huge-nightly")
 		huge.Spec.JobTemplate.Spec.Tasks[1].Replicas = math.MaxInt32
 		_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, huge, metav1.CreateOptions{})
-		checkInvalid(t, err, "spec.tasks ask for 2147483648 replicas in all; ringfire runs at most 10000 per Job")
+		checkInvalid(t, err, "spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job")
 
 		long := validCronJob(strings.Repeat("n", 53))
 		_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, long, metav1.CreateOptions{})
@@ -370,24 +370,24 @@ func badJobs() []badJob {
 			"a Job name must be at most 63 characters"},
 		{"replicas beyond the limit",
 			func(j *batchv1alpha1.Job) { j.Spec.Tasks[1].Replicas = math.MaxInt32 },
-			"spec.tasks ask for 2147483648 replicas in all; ringfire runs at most 10000 per Job: " +
+			"spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job: " +
 				"lower the replicas, or split the work into several Jobs (docs/jobs.md, Limits)"},
 		{"replicas beyond the limit across tasks",
 			func(j *batchv1alpha1.Job) { j.Spec.Tasks[1].Replicas = 10000 },
-			"spec.tasks ask for 10001 replicas in all; ringfire runs at most 10000 per Job"},
+			"spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job"},
 		{"replicas beyond the limit of a plugin that lists every host",
 			func(j *batchv1alpha1.Job) {
 				j.Spec.Tasks[1].Replicas = 4096
 				j.Spec.Plugins = map[string][]string{"svc": {}, "env": {}}
 			},
-			"spec.tasks ask for 4097 replicas in all; the svc plugin lists every replica's host in one object of at most 1 MiB, " +
+			"spec.tasks ask for more than 4096 replicas in all; the svc plugin lists every replica's host in one object of at most 1 MiB, " +
 				"so ringfire runs at most 4096 per Job"},
 		{"replicas beyond the limit of a plugin that writes every host into pods",
 			func(j *batchv1alpha1.Job) {
 				j.Spec.Tasks[1].Replicas = 1024
 				j.Spec.Plugins = map[string][]string{"svc": {}, "tensorflow": {}}
 			},
-			"spec.tasks ask for 1025 replicas in all; the tensorflow plugin writes every replica's host into pods, " +
+			"spec.tasks ask for more than 1024 replicas in all; the tensorflow plugin writes every replica's host into pods, " +
 				"so ringfire runs at most 1024 per Job"},
 		{"two volumes on one mountPath",
 			func(j *batchv1alpha1.Job) {

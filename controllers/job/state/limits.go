@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
@@ -79,9 +80,20 @@ func TooLarge(job *batch.Job) string {
 }
 
 // TooManyReplicas is the message for a Job whose tasks ask for total replicas, above limit, set
-// by plugin when it is not "". The CRD's rule (deploy/crds/gen) builds the same words.
+// by plugin when it is not "".
 func TooManyReplicas(total, limit int64, plugin string) string {
-	return fmt.Sprintf("spec.tasks ask for %d replicas in all; %s %d per Job: "+
+	return tooMany(strconv.FormatInt(total, 10), limit, plugin)
+}
+
+// TooManyReplicasAtAdmission is the message of the CRD rule (deploy/crds/gen): the same words,
+// without the total, which a CRD's message cannot afford to print (the API server estimates the
+// string of a number as unbounded, and refuses the CRD).
+func TooManyReplicasAtAdmission(limit int64, plugin string) string {
+	return tooMany(fmt.Sprintf("more than %d", limit), limit, plugin)
+}
+
+func tooMany(total string, limit int64, plugin string) string {
+	return fmt.Sprintf("spec.tasks ask for %s replicas in all; %s %d per Job: "+
 		"lower the replicas, or split the work into several Jobs (docs/jobs.md, Limits)", total, LimitReason(plugin), limit)
 }
 

@@ -235,31 +235,32 @@ func jobSpecEdits(spec string) []edit {
 
 // replicaLimitRule refuses a Job spec whose tasks ask for more replicas than ringfire runs
 // (state.ReplicaLimit: fewer with the plugins that list every replica's host), in the words the
-// controller uses when a cluster without this rule lets one through (state.TooManyReplicas).
+// controller uses when a cluster without this rule lets one through (state.TooManyReplicas),
+// short of the total: the API server estimates the string of a number as unbounded in size, and
+// refuses a CRD whose message would print one.
 func replicaLimitRule() rule {
 	total := `(has(self.tasks) ? self.tasks.map(t, has(t.replicas) ? t.replicas : 0).sum() : 0)`
-	// limit and why pick the first plugin the Job has in the order ReplicaLimit looks.
-	limit, why := fmt.Sprint(state.MaxReplicas), strconv.Quote(state.LimitReason(""))
-	for i := len(state.ListingPlugins) - 1; i >= 0; i-- {
-		name := state.ListingPlugins[i]
+	// limit and message pick the first plugin the Job has, in the order ReplicaLimit looks.
+	limit := fmt.Sprint(state.MaxReplicas)
+	message := strconv.Quote(state.TooManyReplicasAtAdmission(state.MaxReplicas, ""))
+	pick := func(name string, n int64) {
 		has := `has(self.plugins) && '` + name + `' in self.plugins`
-		limit = fmt.Sprintf("(%s ? %d : %s)", has, state.MaxReplicasListed, limit)
-		why = fmt.Sprintf("(%s ? %s : %s)", has, strconv.Quote(state.LimitReason(name)), why)
+		limit = fmt.Sprintf("(%s ? %d : %s)", has, n, limit)
+		message = fmt.Sprintf("(%s ? %s : %s)", has, strconv.Quote(state.TooManyReplicasAtAdmission(n, name)), message)
+	}
+	for i := len(state.ListingPlugins) - 1; i >= 0; i-- {
+		pick(state.ListingPlugins[i], state.MaxReplicasListed)
 	}
 	for i := len(state.InPodPlugins) - 1; i >= 0; i-- {
-		name := state.InPodPlugins[i]
-		has := `has(self.plugins) && '` + name + `' in self.plugins`
-		limit = fmt.Sprintf("(%s ? %d : %s)", has, state.MaxReplicasInPods, limit)
-		why = fmt.Sprintf("(%s ? %s : %s)", has, strconv.Quote(state.LimitReason(name)), why)
+		pick(state.InPodPlugins[i], state.MaxReplicasInPods)
 	}
 	return rule{
 		Rule: total + ` <= ` + limit,
 		Message: fmt.Sprintf("spec.tasks ask for more replicas than ringfire runs in one Job: at most %d, %d with the %s plugin, %d with %s "+
 			"(docs/jobs.md, Limits)", state.MaxReplicas, state.MaxReplicasListed, strings.Join(state.ListingPlugins, ", "),
 			state.MaxReplicasInPods, strings.Join(state.InPodPlugins, " or ")),
-		MessageExpression: `'spec.tasks ask for ' + string(` + total + `) + ' replicas in all; ' + ` + why + ` + ' ' + string(` + limit + `) + ` +
-			`' per Job: lower the replicas, or split the work into several Jobs (docs/jobs.md, Limits)'`,
-		FieldPath: ".tasks",
+		MessageExpression: message,
+		FieldPath:         ".tasks",
 	}
 }
 
@@ -435,9 +436,9 @@ func podGroupEdits() []edit {
 		// the same, so that no number a user writes sizes what the scheduler holds.
 		at: "spec.minMember",
 		rules: []rule{{
-			Rule:              fmt.Sprintf("self <= %d", state.MaxReplicas),
-			Message:           fmt.Sprintf("minMember must be at most %d: ringfire runs at most %d pods in one gang (docs/jobs.md, Limits)", state.MaxReplicas, state.MaxReplicas),
-			MessageExpression: fmt.Sprintf("'minMember is ' + string(self) + '; ringfire runs at most %d pods in one gang (docs/jobs.md, Limits)'", state.MaxReplicas),
+			Rule: fmt.Sprintf("self <= %d", state.MaxReplicas),
+			// No messageExpression: the API server refuses a CRD whose message prints a number.
+			Message: fmt.Sprintf("minMember must be at most %d: ringfire runs at most %d pods in one gang (docs/jobs.md, Limits)", state.MaxReplicas, state.MaxReplicas),
 		}},
 	}}
 }
