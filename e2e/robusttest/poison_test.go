@@ -121,10 +121,14 @@ func (w *world) createGreedyReplicaSet(t *testing.T, ns, name string) {
 		},
 	}
 	rs.Spec.Template.Spec.SchedulerName = "volcano"
+	rs.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways // a ReplicaSet's pods must restart
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := w.kube.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			if !strings.Contains(err.Error(), "group-min-member") {
+				t.Errorf("ReplicaSet %s refused with a message that does not name group-min-member: %v", name, err)
+			}
 			t.Logf("ReplicaSet %s refused at admission: %v", name, err)
 			return
 		}
