@@ -90,16 +90,25 @@ func (c *Controller) waitForNames(key string, job *batch.Job, held []holder) {
 		c.waiting.change(key, "")
 		return
 	}
+	// One object may be asked for twice (a plugin's add and update both apply its ConfigMap).
+	distinct := held[:0:0]
+	named := map[string]bool{}
 	stories := make([]string, 0, len(held))
 	seen := map[string]bool{}
 	recheck := false
 	for _, h := range held {
+		if named[h.kind+"/"+h.name] {
+			continue
+		}
+		named[h.kind+"/"+h.name] = true
+		distinct = append(distinct, h)
 		if s := h.story(); !seen[s] {
 			seen[s] = true
 			stories = append(stories, s)
 		}
 		recheck = recheck || !h.cached
 	}
+	held = distinct
 	if c.waiting.change(key, strings.Join(stories, "\x01")) {
 		msg := waitMessage(job, held)
 		c.Log.Info("job waits for a name", "job", key, "uid", job.UID, "message", msg)
