@@ -37,6 +37,8 @@ var Contract = []Metric{
 	{"ringfire_workqueue_coalesced_total", "counter", []string{"name"}},
 	{"ringfire_workqueue_dropped_total", "counter", []string{"name", "reason"}},
 	{"ringfire_workqueue_in_flight", "gauge", []string{"name"}},
+	// Poison keys (shard.Quarantine): the Job, batchjob and podgroup controllers.
+	{"ringfire_keys_quarantined", "gauge", []string{"name"}},
 
 	// The ring.
 	{"ringfire_ring_slots", "gauge", nil},
