@@ -67,10 +67,17 @@ func newMemcg(name string, limit int64) (*memcg, error) {
 	return m, nil
 }
 
-// removeStaleMemcgs removes the empty cgroups an earlier run left.
+// removeStaleMemcgs removes the empty cgroups an earlier run left: those
+// whose test process (the pid their name starts with) is gone. A live run's
+// cgroup is empty for a moment after it is made, before its replica moves in,
+// and must not be taken from under it (this run's or a concurrent one's).
 func removeStaleMemcgs(root string) {
 	dirs, _ := filepath.Glob(filepath.Join(root, memcgPrefix+"*"))
 	for _, d := range dirs {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), memcgPrefix), "-")
+		if _, err := os.Stat(filepath.Join("/proc", pid)); pid != "" && err == nil {
+			continue
+		}
 		_ = os.Remove(d) // fails, harmlessly, while a process is in it
 	}
 }
