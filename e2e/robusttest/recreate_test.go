@@ -140,14 +140,18 @@ func recreate(t *testing.T, w *world, phase batch.JobPhase) {
 			t.Fatalf("hold pod %s: %v", p.Name, err)
 		}
 	}
-	// Let go in any case, so that the namespace can go with the test.
+	// Let go in any case, so that the namespace can go with the test; once only, for the
+	// names pass to the new Job's pods.
+	var let sync.Once
 	letGo := func() {
-		for _, p := range oldPods {
-			patch := fmt.Sprintf(`{"metadata":{"finalizers":null,"uid":%q}}`, p.UID)
-			if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				t.Errorf("let go of pod %s: %v", p.Name, err)
+		let.Do(func() {
+			for _, p := range oldPods {
+				patch := fmt.Sprintf(`{"metadata":{"finalizers":null,"uid":%q}}`, p.UID)
+				if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("let go of pod %s: %v", p.Name, err)
+				}
 			}
-		}
+		})
 	}
 	t.Cleanup(letGo)
 	// kubectl delete vcjob rc --wait=false: the Job goes at once, its pods after it.
@@ -185,6 +189,7 @@ func recreate(t *testing.T, w *world, phase batch.JobPhase) {
 	letGo()
 
 	done := rc.waitPhase(3*time.Minute, batch.Completed)
+	t.Logf("the new rc completed %v after the earlier pods were let go", time.Since(released).Round(100*time.Millisecond))
 	if done.UID != second.UID {
 		t.Fatalf("rc completed with uid %s, want the new one %s", done.UID, second.UID)
 	}
