@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
@@ -315,4 +316,107 @@ func (r rcJob) podsOwnedBy(uid types.UID) []corev1.Pod {
 		}
 	}
 	return out
+}
+
+// A JobFlow deleted without waiting and made again while its predecessor's step Job lingers
+// (held by the test's finalizer on the Job): the new flow does not take that Job as its step
+// done, says it waits for it, and once it is gone makes and runs the step's Job of its own.
+func init() {
+	register(Case{Name: "a JobFlow re-created over its predecessor's lingering Job runs its own", Run: recreateFlow})
+}
+
+func recreateFlow(t *testing.T, w *world) {
+	ctx := context.Background()
+	ns := w.namespace(t, "recreate-flow")
+	flows, jobs := w.volcano.FlowV1alpha1().JobFlows(ns), w.volcano.BatchV1alpha1().Jobs(ns)
+	tmpl := &flowv1.JobTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},
+		Spec:       batch.JobSpec{SchedulerName: "volcano", Tasks: []batch.TaskSpec{vcjob.Task("main", 1, "1s", "")}},
+	}
+	if _, err := w.volcano.FlowV1alpha1().JobTemplates(ns).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	newFlow := func() *flowv1.JobFlow {
+		jf := &flowv1.JobFlow{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etl"},
+			Spec:       flowv1.JobFlowSpec{Flows: []flowv1.Flow{{Name: "a"}}, JobRetainPolicy: flowv1.Retain},
+		}
+		got, err := flows.Create(ctx, jf, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create jobflow etl: %v", err)
+		}
+		return got
+	}
+	waitSucceed := func(uid types.UID) {
+		t.Helper()
+		stack.WaitFor(t, "jobflow etl Succeed", 3*time.Minute, func() (bool, string) {
+			jf, err := flows.Get(ctx, "etl", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return jf.UID == uid && jf.Status.State.Phase == flowv1.Succeed, fmt.Sprintf("uid %s phase %q", jf.UID, jf.Status.State.Phase)
+		})
+	}
+
+	first := newFlow()
+	waitSucceed(first.UID)
+	old, err := jobs.Get(ctx, "etl-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%q],"uid":%q}}`, holdFinalizer, old.UID)
+	if _, err := jobs.Patch(ctx, old.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("hold job etl-a: %v", err)
+	}
+	var let sync.Once
+	letGo := func() {
+		let.Do(func() {
+			patch := fmt.Sprintf(`{"metadata":{"finalizers":null,"uid":%q}}`, old.UID)
+			if _, err := jobs.Patch(ctx, old.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("let go of job etl-a: %v", err)
+			}
+		})
+	}
+	t.Cleanup(letGo)
+	if err := flows.Delete(ctx, "etl", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	stack.WaitUntil(t, "the first etl gone", time.Minute, func() bool {
+		_, err := flows.Get(ctx, "etl", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	second := newFlow()
+
+	wantWait := fmt.Sprintf("waiting for Job etl-a of an earlier JobFlow etl (uid %s)", first.UID)
+	stack.WaitFor(t, "a JobNameTaken Event on the new etl", 2*time.Minute, func() (bool, string) {
+		list, err := w.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=etl"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.UID == second.UID && e.Reason == "JobNameTaken" && strings.Contains(e.Message, wantWait) {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; ")
+	})
+	time.Sleep(held)
+	jf, err := flows.Get(ctx, "etl", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jf.Status.State.Phase == flowv1.Succeed || len(jf.Status.CompletedJobs) != 0 {
+		t.Fatalf("while the earlier etl-a lingered the new flow was %q with completed jobs %v", jf.Status.State.Phase, jf.Status.CompletedJobs)
+	}
+	letGo()
+	waitSucceed(second.UID)
+	got, err := jobs.Get(ctx, "etl-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(got); got.UID == old.UID || ref == nil || ref.UID != second.UID {
+		t.Errorf("etl-a (uid %s, earlier %s) is controlled by %v, want the new flow %s", got.UID, old.UID, ref, second.UID)
+	}
 }
