@@ -241,3 +241,31 @@ func TestPluginObjectsOfAnotherUIDAreNeitherUpdatedNorDeleted(t *testing.T) {
 		t.Errorf("deletes enqueued %v, want one request for ns/rc (the earlier Job's ConfigMap)", reqs)
 	}
 }
+
+// What a wait says depends on whose the object is: an earlier Job of the name (the garbage
+// collector's), another controller's, or nobody's.
+func TestWaitMessage(t *testing.T) {
+	job := testJob("rc", task("worker", 1))
+	yes := true
+	owned := func(kind, name string, uid types.UID) metav1.Object {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-worker-0", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: kind, Name: name, UID: uid, Controller: &yes,
+		}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		held []holder
+		want string
+	}{
+		{"an earlier Job of the name", []holder{holderOf("pod", owned("Job", "rc", "old"), true)},
+			"waiting for pod rc-worker-0 of an earlier Job rc (uid old) to be deleted by the garbage collector"},
+		{"another controller's, and more", []holder{holderOf("pod", owned("StatefulSet", "db", "s1"), false), {kind: "pod", name: "x"}},
+			"waiting for pod rc-worker-0, controlled by StatefulSet db (uid s1), to be deleted: this Job needs its name (and 1 more objects)"},
+		{"nobody's", []holder{holderOf("pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-worker-0"}}, false)},
+			"waiting for pod rc-worker-0, which no controller owns, to be deleted: this Job needs its name"},
+	} {
+		if got := waitMessage(job, tc.held); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
