@@ -27,8 +27,8 @@ import (
 // (that is the collector's work). The Job waits for the name, tells once what it waits for, and
 // looks again when the object is deleted.
 
-// ReasonWaitingForName is the reason of the Normal Event that tells what a Job waits for.
-const ReasonWaitingForName = "WaitingForDeletion"
+// ReasonWaitingForDeletion is the reason of the Normal Event that tells what a Job waits for.
+const ReasonWaitingForDeletion = "WaitingForDeletion"
 
 // recheckForeign is how soon a Job looks again at a name held by an object the cache does not
 // hold (one without this replica's slot label), whose delete no event reports.
@@ -112,7 +112,7 @@ func (c *Controller) waitForNames(key string, job *batch.Job, held []holder) {
 	if c.waiting.change(key, strings.Join(stories, "\x01")) {
 		msg := waitMessage(job, held)
 		c.Log.Info("job waits for a name", "job", key, "uid", job.UID, "message", msg)
-		c.Recorder.Event(job, corev1.EventTypeNormal, ReasonWaitingForName, msg)
+		c.Recorder.Event(job, corev1.EventTypeNormal, ReasonWaitingForDeletion, msg)
 	}
 	if recheck {
 		c.wakeAfter(key, recheckForeign)

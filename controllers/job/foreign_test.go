@@ -91,7 +91,7 @@ func TestReCreatedJobWaitsForTheEarlierJobsPods(t *testing.T) {
 	events := f.recorded()
 	var waits []string
 	for _, e := range events {
-		if strings.HasPrefix(e, "Normal "+ReasonWaitingForName+" ") {
+		if strings.HasPrefix(e, "Normal "+ReasonWaitingForDeletion+" ") {
 			waits = append(waits, e)
 		}
 	}
@@ -118,7 +118,7 @@ func TestReCreatedJobWaitsForTheEarlierJobsPods(t *testing.T) {
 	if got := writes(&f.kube.Fake); !slices.Equal(got, []string{"create pods rc-worker-0"}) {
 		t.Fatalf("after rc-worker-0 went the Job wrote %v, want only its create", got)
 	}
-	if hasEvent(f.recorded(), "Normal "+ReasonWaitingForName) {
+	if hasEvent(f.recorded(), "Normal "+ReasonWaitingForDeletion) {
 		t.Error("the same wait was told again")
 	}
 	// The last one goes: the wait is over, and a later wait would be told again.
