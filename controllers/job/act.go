@@ -270,11 +270,9 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 	for ti := range job.Spec.Tasks {
 		task := &job.Spec.Tasks[ti]
 		existing := info.Pods[task.Name]
-		wanted := map[string]bool{}
 		ready := admitted && dependenciesReady(job, task, info)
 		for i := range int(task.Replicas) {
 			name := build.PodName(job.Name, task.Name, i)
-			wanted[name] = true
 			if p, ok := existing[name]; ok {
 				if p.DeletionTimestamp != nil {
 					pc.Terminating++
@@ -294,8 +292,8 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 				}
 				continue
 			}
-			if !ready {
-				continue
+			if !ready || len(create) >= maxCreateBatch {
+				continue // the rest when these creates reach the cache and bring the Job back
 			}
 			pod := build.Pod(job, task, i, slot)
 			if err := set.OnPodCreate(pod, job); err != nil {
@@ -304,7 +302,7 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 			create = append(create, pod)
 		}
 		for name, p := range existing {
-			if !wanted[name] && p.DeletionTimestamp == nil {
+			if !build.IsPodOf(job.Name, task, name) && p.DeletionTimestamp == nil {
 				surplus = append(surplus, p)
 			}
 		}
@@ -330,6 +328,11 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 	pc.Terminating += deleted
 	return pc, err
 }
+
+// maxCreateBatch bounds the pods one sync builds and creates: what a sync holds is the pods
+// that exist and one batch, whatever the replicas (a plugin may make each pod large: tensorflow
+// writes every replica's host into each).
+const maxCreateBatch = 256
 
 func hasTask(job *batch.Job, name string) bool {
 	for _, t := range job.Spec.Tasks {

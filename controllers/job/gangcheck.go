@@ -7,6 +7,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/job/build"
+	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
 // ReasonMinAvailableUnreachable is the reason, in status.state and in a
@@ -28,9 +29,9 @@ func gangProblem(job *batch.Job) string {
 	for i := range job.Spec.Tasks {
 		t := &job.Spec.Tasks[i]
 		n := build.MinTaskMember(t)
-		sum += n
+		sum = state.SumInt32(sum, n) // saturated: a spec beyond the limits must not wrap
 		if t.DependsOn == nil || len(t.DependsOn.Name) == 0 {
-			early += t.Replicas
+			early = state.SumInt32(early, t.Replicas)
 			earlyTasks = append(earlyTasks, t.Name)
 			continue
 		}
@@ -90,7 +91,7 @@ func heldState(phase batch.JobPhase, reason, message, problem string) (string, s
 	if phase == batch.Pending && problem != "" {
 		return ReasonMinAvailableUnreachable, problem
 	}
-	if reason == ReasonInvalidReference || reason == ReasonMinAvailableUnreachable {
+	if reason == ReasonInvalidReference || reason == ReasonMinAvailableUnreachable || reason == state.ReasonTooLarge {
 		return "", ""
 	}
 	return reason, message

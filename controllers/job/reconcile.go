@@ -101,6 +101,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		// pods to go) has none to tell apart: bumping then would only cost a status write.
 		step.BumpVersion = step.BumpVersion && ends
 	case step.Sync:
+		if problem := state.TooLarge(job); problem != "" {
+			// Nothing sized by the spec is built for it: no PodGroup, no pods, no plugin
+			// objects. A change to its spec brings it back (onJobUpdate).
+			return c.hold(ctx, key, job, state.ReasonTooLarge, problem)
+		}
 		if problem := c.missingReference(job); problem != "" {
 			return c.waitFor(ctx, key, job, problem)
 		}
@@ -214,16 +219,23 @@ func (c *Controller) missingReference(job *batch.Job) string {
 // status message, and looks again later.
 func (c *Controller) waitFor(ctx context.Context, key string, job *batch.Job, problem string) error {
 	c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, recheckMissing)
-	if job.Status.State.Message == problem {
+	return c.hold(ctx, key, job, ReasonInvalidReference, problem)
+}
+
+// hold records why a Job is not synced, in a Warning Event and in its
+// status (reason and message), once: a Job held for the same problem is
+// not told again.
+func (c *Controller) hold(ctx context.Context, key string, job *batch.Job, reason, problem string) error {
+	if job.Status.State.Reason == reason && job.Status.State.Message == problem {
 		return nil
 	}
-	c.Recorder.Event(job, corev1.EventTypeWarning, ReasonInvalidReference, problem)
+	c.Recorder.Event(job, corev1.EventTypeWarning, reason, problem)
 	updated := job.DeepCopy()
 	if updated.Status.State.Phase == "" {
 		updated.Status.State.Phase = batch.Pending
 		updated.Status.State.LastTransitionTime = metav1.Now()
 	}
-	updated.Status.State.Reason, updated.Status.State.Message = ReasonInvalidReference, problem
+	updated.Status.State.Reason, updated.Status.State.Message = reason, problem
 	return c.updateStatus(ctx, key, job, updated)
 }
 

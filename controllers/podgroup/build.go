@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	topology "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/job/build"
+	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -120,6 +122,20 @@ func minMemberOf(ownerAnnotations map[string]string) int32 {
 		return 1
 	}
 	return int32(n)
+}
+
+// MinMemberTooLarge says why the owner's group-min-member annotation is refused, or is "": a
+// gang of more pods than a Job may have (state.MaxReplicas) is never built, so that nothing is
+// sized by a number one annotation can set to 2147483647. The pod gets no PodGroup and so is not
+// scheduled, as it would not be with the gang it asks for.
+func MinMemberTooLarge(ownerAnnotations map[string]string) string {
+	n := minMemberOf(ownerAnnotations)
+	if n <= state.MaxReplicas {
+		return ""
+	}
+	return fmt.Sprintf("its owner's annotation %s asks for a gang of %d pods; ringfire runs at most %d: "+
+		"lower it on the owner, then re-create the pod (docs/jobs.md, Limits)",
+		scheduling.VolcanoGroupMinMemberAnnotationKey, n, state.MaxReplicas)
 }
 
 // minResources is the quota usage of n copies of pod, Volcano's CalTaskRequests. It is the one

@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -198,5 +199,43 @@ func TestPodSelector(t *testing.T) {
 	}
 	if o.LabelSelector != "!volcano.sh/job-name" || o.ResourceVersion != "5" {
 		t.Errorf("label selector %q, resourceVersion %q", o.LabelSelector, o.ResourceVersion)
+	}
+}
+
+// A gang larger than a Job may be is refused with a message naming the annotation; the
+// PodGroup of one at the limit is built by multiplication, whatever the number.
+func TestMinMemberTooLarge(t *testing.T) {
+	key := scheduling.VolcanoGroupMinMemberAnnotationKey
+	for _, tc := range []struct {
+		value string
+		want  string // part of the message; "" for none
+	}{
+		{"", ""},
+		{"3", ""},
+		{"10000", ""},
+		{"10001", "its owner's annotation scheduling.volcano.sh/group-min-member asks for a gang of 10001 pods; ringfire runs at most 10000: lower it on the owner, then re-create the pod (docs/jobs.md, Limits)"},
+		{"2147483647", "a gang of 2147483647 pods"},
+		{"2147483648", ""}, // not an int32: read as 1, as Volcano does
+		{"lots", ""},
+	} {
+		owners := map[string]string{}
+		if tc.value != "" {
+			owners[key] = tc.value
+		}
+		got := MinMemberTooLarge(owners)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%q: MinMemberTooLarge = %q, want %q", tc.value, got, tc.want)
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	allocs := testing.AllocsPerRun(10, func() { Build(pod, 0, map[string]string{key: "2147483647"}) })
+	if allocs > 200 {
+		t.Errorf("the PodGroup of a gang of 2147483647 took %v allocations", allocs)
+	}
+	pg := Build(pod, 0, map[string]string{key: "10000"})
+	if cpu := (*pg.Spec.MinResources)[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("1000")) != 0 {
+		t.Errorf("minResources cpu %s, want 1000 (10000 × 100m)", cpu.String())
 	}
 }

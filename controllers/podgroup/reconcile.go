@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -27,6 +28,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	var owners map[string]string
 	if !c.cfg.SkipOwnerAnnotations {
 		owners = c.ownerAnnotations(ctx, pod)
+	}
+	if why := MinMemberTooLarge(owners); why != "" {
+		// Retrying cannot help: the owner must change, and its pods be made anew.
+		c.Recorder.Event(pod, corev1.EventTypeWarning, state.ReasonTooLarge, "No PodGroup for this pod: "+why)
+		return nil
 	}
 	pg := Build(pod, shard.SlotOf(key, c.cfg.Ownership.Slots()), owners)
 	if err := c.guard(ctx); err != nil {

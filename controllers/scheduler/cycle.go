@@ -223,11 +223,11 @@ func (c *cycle) newJob(job *Job, j *jobState, queueSpec map[string]*Queue, total
 	if j.phase == "" {
 		j.phase = vcv1beta1.PodGroupPending
 	}
-	var sum int32
+	var sum int64 // in int64: minimums a PodGroup made too large must not wrap to a small sum
 	for _, n := range job.MinTaskMember {
-		sum += n
+		sum += int64(n)
 	}
-	if len(job.MinTaskMember) > 0 && job.MinMember >= sum {
+	if len(job.MinTaskMember) > 0 && int64(job.MinMember) >= sum {
 		j.minTask = job.MinTaskMember
 		j.placedByTask = map[string]int32{}
 	}
@@ -334,7 +334,7 @@ func (j *jobState) isReady() bool {
 
 // needed is how many more pods the gang must place to be ready.
 func (j *jobState) needed() int {
-	need := int(j.job.MinMember - j.placed)
+	need := int(j.job.MinMember) - int(j.placed)
 	byTask := 0
 	for name, n := range j.minTask {
 		byTask += int(max(0, n-j.placedByTask[name]))

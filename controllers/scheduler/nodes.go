@@ -203,7 +203,9 @@ func (ns *nodeSet) give(i int, req []int64) {
 // fragmentation and node constraints aside.
 func (ns *nodeSet) freeInTotal(req []int64, n int) bool {
 	for d, x := range req {
-		if x*int64(n) > ns.freeSum[d] {
+		// A product beyond int64 (a gang's minMember times a request) exceeds anything free;
+		// multiplied, it would wrap and read as room.
+		if x > 0 && int64(n) > math.MaxInt64/x || x*int64(n) > ns.freeSum[d] {
 			return false
 		}
 	}

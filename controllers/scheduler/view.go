@@ -152,7 +152,9 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		}
 		e := pods.get(pod)
 		if job.Pending == nil { // room for a gang's pods at once: most come together
-			job.Pending = make([]Task, 0, max(job.MinMember, 1))
+			// A hint only, capped: minMember is what the PodGroup says, not pods that exist,
+			// and a PodGroup of minMember 2147483647 must not cost 2^31 slots.
+			job.Pending = make([]Task, 0, min(max(job.MinMember, 1), maxPendingHint))
 		}
 		job.Pending = append(job.Pending, *e.task)
 		pending[key] = e
@@ -355,3 +357,7 @@ func (c *podCache) sweep() {
 		}
 	}
 }
+
+// maxPendingHint bounds the room made ahead for a gang's pending pods; append grows it past
+// that for the pods that are really there.
+const maxPendingHint = 1024

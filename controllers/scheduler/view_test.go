@@ -334,3 +334,32 @@ func TestBuildViewPodsForAffinity(t *testing.T) {
 		})
 	}
 }
+
+// A PodGroup's minMember is a number anyone can write, not pods that exist: a gang of
+// 2147483647 with one pending pod costs what a gang of one does, in the view and in a cycle.
+func TestHugeMinMemberIsCheap(t *testing.T) {
+	in := func(minMember int32) inputs {
+		return inputs{
+			nodes:     []*corev1.Node{kubeNode("n1", "8")},
+			unbound:   []*corev1.Pod{kubePod("ns", "a", "w", 0, "1")},
+			podGroups: []*vcv1beta1.PodGroup{podGroupObj("ns", "a", "", minMember, "1", vcv1beta1.PodGroupInqueue)},
+			queues:    []*vcv1beta1.Queue{queueObj("default", 1)},
+			served:    []string{"volcano"},
+		}
+	}
+	cost := func(minMember int32) float64 {
+		return testing.AllocsPerRun(5, func() {
+			pods := newPodCache()
+			v := buildView(in(minMember), assumedPods{}, &pods, time.Now())
+			r := Allocate(v.snap, Options{})
+			if len(r.Bindings) != 0 {
+				t.Fatalf("a gang of %d bound %d pods with one pending", minMember, len(r.Bindings))
+			}
+		})
+	}
+	small, huge := cost(2), cost(2147483647)
+	t.Logf("allocations: %v for minMember 2, %v for 2147483647", small, huge)
+	if huge > small*2 {
+		t.Errorf("minMember 2147483647 cost %v allocations, minMember 2 cost %v", huge, small)
+	}
+}

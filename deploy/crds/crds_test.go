@@ -3,6 +3,7 @@ package crds_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,9 +20,11 @@ import (
 	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	flowv1alpha1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
 )
@@ -33,8 +36,8 @@ const namespace = "default"
 func TestManifestsFitKubectlApply(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
-	if err != nil || len(files) != 27 {
-		t.Fatalf("want 8 CRDs, the default and root Queues, and 8 admission policies with their 9 bindings, found %v (%v)", files, err)
+	if err != nil || len(files) != 29 {
+		t.Fatalf("want 8 CRDs, the default and root Queues, and 9 admission policies with their 10 bindings, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -116,6 +119,41 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		}
 	})
 
+	t.Run("jobs at the replica limits", func(t *testing.T) {
+		for name, tc := range map[string]struct {
+			replicas int32
+			plugins  map[string][]string
+		}{
+			"at-limit":            {state.MaxReplicas - 1, nil},
+			"at-limit-svc":        {state.MaxReplicasListed - 1, map[string][]string{"svc": {}}},
+			"at-limit-tensorflow": {state.MaxReplicasInPods - 1, map[string][]string{"tensorflow": {}}},
+		} {
+			job := validJob(name)
+			job.Spec.Tasks[1].Replicas, job.Spec.Plugins = tc.replicas, tc.plugins // with the master's 1, at the limit
+			if _, err := vc.BatchV1alpha1().Jobs(namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+				t.Errorf("%s: a Job at the limit is refused: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("job template", func(t *testing.T) {
+		tmpl := &flowv1alpha1.JobTemplate{ObjectMeta: metav1.ObjectMeta{Name: "huge"}, Spec: validJob("").Spec}
+		tmpl.Spec.Tasks[1].Replicas = 100000
+		_, err := vc.FlowV1alpha1().JobTemplates(namespace).Create(ctx, tmpl, metav1.CreateOptions{})
+		checkInvalid(t, err, "spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job")
+	})
+
+	t.Run("podgroup minMember", func(t *testing.T) {
+		pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "gang"}}
+		pg.Spec.MinMember = math.MaxInt32
+		_, err := vc.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{})
+		checkInvalid(t, err, "spec.minMember: Invalid value: 2147483647: minMember must be at most 10000: ringfire runs at most 10000 pods in one gang (docs/jobs.md, Limits)")
+		pg.Spec.MinMember = state.MaxReplicas
+		if _, err := vc.SchedulingV1beta1().PodGroups(namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			t.Errorf("a PodGroup at the limit is refused: %v", err)
+		}
+	})
+
 	t.Run("cron job", func(t *testing.T) {
 		cron := validCronJob("nightly")
 		created, err := vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, cron, metav1.CreateOptions{})
@@ -130,6 +168,11 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 		bad.Spec.JobTemplate.Spec.Tasks[1].Name = "master"
 		_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, bad, metav1.CreateOptions{})
 		checkInvalid(t, err, "task names must be unique within a Job")
+
+		huge := validCronJob("huge-nightly")
+		huge.Spec.JobTemplate.Spec.Tasks[1].Replicas = math.MaxInt32
+		_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, huge, metav1.CreateOptions{})
+		checkInvalid(t, err, "spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job")
 
 		long := validCronJob(strings.Repeat("n", 53))
 		_, err = vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, long, metav1.CreateOptions{})
@@ -325,6 +368,27 @@ func badJobs() []badJob {
 		{"name longer than a label value",
 			func(j *batchv1alpha1.Job) { j.Name = strings.Repeat("j", 64) },
 			"a Job name must be at most 63 characters"},
+		{"replicas beyond the limit",
+			func(j *batchv1alpha1.Job) { j.Spec.Tasks[1].Replicas = math.MaxInt32 },
+			"spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job: " +
+				"lower the replicas, or split the work into several Jobs (docs/jobs.md, Limits)"},
+		{"replicas beyond the limit across tasks",
+			func(j *batchv1alpha1.Job) { j.Spec.Tasks[1].Replicas = 10000 },
+			"spec.tasks ask for more than 10000 replicas in all; ringfire runs at most 10000 per Job"},
+		{"replicas beyond the limit of a plugin that lists every host",
+			func(j *batchv1alpha1.Job) {
+				j.Spec.Tasks[1].Replicas = 4096
+				j.Spec.Plugins = map[string][]string{"svc": {}, "env": {}}
+			},
+			"spec.tasks ask for more than 4096 replicas in all; the svc plugin lists every replica's host in one object of at most 1 MiB, " +
+				"so ringfire runs at most 4096 per Job"},
+		{"replicas beyond the limit of a plugin that writes every host into pods",
+			func(j *batchv1alpha1.Job) {
+				j.Spec.Tasks[1].Replicas = 1024
+				j.Spec.Plugins = map[string][]string{"svc": {}, "tensorflow": {}}
+			},
+			"spec.tasks ask for more than 1024 replicas in all; the tensorflow plugin writes every replica's host into pods, " +
+				"so ringfire runs at most 1024 per Job"},
 		{"two volumes on one mountPath",
 			func(j *batchv1alpha1.Job) {
 				j.Spec.Volumes = []batchv1alpha1.VolumeSpec{

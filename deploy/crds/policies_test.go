@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -50,6 +51,44 @@ func TestAdmissionPolicies(t *testing.T) {
 		}
 		if q.Spec.Weight != 1 || q.Spec.Reclaimable == nil || *q.Spec.Reclaimable {
 			t.Errorf("root queue: weight %d, reclaimable %v; want 1, false", q.Spec.Weight, q.Spec.Reclaimable)
+		}
+	})
+
+	t.Run("gang size annotation", func(t *testing.T) {
+		for _, tc := range []struct {
+			value string // "" for no annotation
+			want  string // part of the refusal; "" to be accepted
+		}{
+			{"", ""},
+			{"3", ""},
+			{"10000", ""},
+			{"10001", "scheduling.volcano.sh/group-min-member is 10001; ringfire runs at most 10000 pods in one gang (docs/jobs.md, Limits)"},
+			{"2147483647", "scheduling.volcano.sh/group-min-member is 2147483647; ringfire runs at most 10000"},
+			{"2147483648", ""}, // beyond int32: the controller reads 1
+			{"lots", ""},
+		} {
+			rs := &appsv1.ReplicaSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "gang", Namespace: namespace},
+				Spec: appsv1.ReplicaSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "gang"}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "gang"}},
+						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+					},
+				},
+			}
+			if tc.value != "" {
+				rs.Annotations = map[string]string{schedulingv1beta1.VolcanoGroupMinMemberAnnotationKey: tc.value}
+			}
+			_, err := c.Clientset().AppsV1().ReplicaSets(namespace).Create(ctx, rs, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%q: refused: %v", tc.value, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%q: got %v, want refused with %q", tc.value, err, tc.want)
+			case err != nil:
+				t.Logf("refused: %v", err)
+			}
 		}
 	})
 

@@ -3,6 +3,7 @@ package build
 import (
 	"crypto/sha256"
 	"strconv"
+	"strings"
 
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -18,6 +19,18 @@ const maxVolumeNameLength = 63
 // PodName is the name of the pod at index of task in job: <job>-<task>-<index>.
 func PodName(job, task string, index int) string {
 	return job + "-" + task + "-" + strconv.Itoa(index)
+}
+
+// IsPodOf reports whether name is the name of one of the task's replicas: PodName(job, task.Name,
+// i) for some i below its replicas. It reads the index back from the name, so that telling the
+// pods the spec wants from the surplus costs nothing in proportion to the replicas.
+func IsPodOf(job string, task *batch.TaskSpec, name string) bool {
+	digits, ok := strings.CutPrefix(name, job+"-"+task.Name+"-")
+	if !ok {
+		return false
+	}
+	index, err := strconv.Atoi(digits)
+	return err == nil && index >= 0 && index < int(task.Replicas) && strconv.Itoa(index) == digits
 }
 
 // PodGroupName is the name of the PodGroup of job: <job>-<job.uid>. The UID keeps a Job re-created

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
 // PriorityLookup gives the value of the PriorityClass named className, and false when there is no
@@ -57,7 +59,7 @@ func MinTaskMember(task *batch.TaskSpec) int32 {
 		return *task.MinAvailable
 	}
 	if p := task.PartitionPolicy; p != nil && p.MinPartitions != 0 && p.PartitionSize != 0 {
-		return p.MinPartitions * p.PartitionSize
+		return state.MulInt32(p.MinPartitions, p.PartitionSize) // saturated: the product of two int32s may not fit one
 	}
 	return task.Replicas
 }
@@ -170,14 +172,14 @@ func withSubGroupDefaults(sg scheduling.SubGroupPolicySpec) scheduling.SubGroupP
 func MinResources(job *batch.Job, priorities PriorityLookup) corev1.ResourceList {
 	tasks := byPriority(job.Spec.Tasks, priorities)
 	want := job.Spec.MinAvailable
-	var sumOfMinimums int32
-	for _, t := range tasks {
+	minimums := make([]int32, len(tasks))
+	for i, t := range tasks {
+		minimums[i] = t.Replicas
 		if t.MinAvailable != nil {
-			sumOfMinimums += *t.MinAvailable
-		} else {
-			sumOfMinimums += t.Replicas
+			minimums[i] = *t.MinAvailable
 		}
 	}
+	sumOfMinimums := state.SumInt32(minimums...)
 	total := corev1.ResourceList{}
 	if want < sumOfMinimums {
 		firstPods(total, tasks, want)
@@ -218,14 +220,14 @@ func minimumsThenRest(total corev1.ResourceList, tasks []*batch.TaskSpec, n int3
 		if counted >= n {
 			return
 		}
-		rest := t.Replicas
+		rest := int64(t.Replicas) // in int64: a negative minimum must not wrap the difference
 		if t.MinAvailable != nil {
-			rest -= *t.MinAvailable
+			rest -= int64(*t.MinAvailable)
 		}
 		if rest <= 0 {
 			continue
 		}
-		take := min(rest, n-counted)
+		take := int32(min(rest, int64(n-counted)))
 		times(total, podUsage(&t.Template.Spec), take)
 		counted += take
 	}

@@ -3,6 +3,7 @@ package build
 import (
 	"strings"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -157,9 +158,26 @@ func raise(a, b corev1.ResourceList) {
 	}
 }
 
-// times adds n copies of usage to total.
+// times adds n copies of usage to total, by multiplication: a pod's usage times the replicas
+// costs the same whatever the replicas are.
 func times(total, usage corev1.ResourceList, n int32) {
-	for i := int32(0); i < n; i++ {
-		add(total, usage)
+	if n <= 0 {
+		return
 	}
+	scaled := make(corev1.ResourceList, len(usage))
+	for name, q := range usage {
+		scaled[name] = multiply(q, int64(n))
+	}
+	add(total, scaled)
+}
+
+// multiply is q×n. Quantity.Mul works on the scaled int64 it keeps when it can; a product beyond
+// it (a huge request times many replicas) is taken exactly in inf.Dec instead of overflowing.
+func multiply(q resource.Quantity, n int64) resource.Quantity {
+	product := q.DeepCopy()
+	if product.Mul(n) {
+		return product
+	}
+	dec := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(n, 0))
+	return *resource.NewDecimalQuantity(*dec, q.Format)
 }

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
 // Environment variables of the pytorch plugin, read by torch.distributed.
@@ -71,10 +73,7 @@ func (p *pytorch) OnPodCreate(pod *corev1.Pod, job *batch.Job) error {
 		return nil
 	}
 	masterAddr := hostOf(job, master, 0).fqdn()
-	var worldSize int32
-	for _, t := range job.Spec.Tasks {
-		worldSize += t.Replicas
-	}
+	worldSize := state.SpecOf(job).Replicas() // saturated, never wrapped
 	vars := []corev1.EnvVar{
 		{Name: EnvMasterAddr, Value: masterAddr},
 		{Name: EnvMasterPort, Value: strconv.Itoa(p.port)},

@@ -81,7 +81,8 @@ func (p *tensorflow) config(pod *corev1.Pod, job *batch.Job) (string, error) {
 	for i := range job.Spec.Tasks {
 		t := &job.Spec.Tasks[i]
 		// Every replica is listed, even when the template fixes one hostname for all.
-		hosts := make([]string, t.Replicas)
+		// Sized by the replicas by nature: state.MaxReplicasInPods bounds them.
+		hosts := make([]string, max(t.Replicas, 0))
 		for r := range hosts {
 			hosts[r] = hostOf(job, t, r).fqdn() + ":" + strconv.Itoa(p.port)
 		}

@@ -70,24 +70,25 @@ func SpecOf(job *batch.Job) Spec {
 	return s
 }
 
-// Replicas is the number of pods the spec asks for, over all tasks.
+// Replicas is the number of pods the spec asks for, over all tasks, saturated at the largest
+// int32 (a spec beyond the limits is refused before it runs, but it must not read as negative).
 func (s Spec) Replicas() int32 {
-	var n int32
+	var n int64
 	for _, t := range s.Tasks {
-		n += t.Replicas
+		n += int64(t.Replicas)
 	}
-	return n
+	return ClampInt32(n)
 }
 
 // taskMinAvailable sums the tasks' minAvailable, counting a task without one as all its replicas.
 func (s Spec) taskMinAvailable() int32 {
-	var n int32
+	var n int64
 	for _, t := range s.Tasks {
 		if t.MinAvailable != nil {
-			n += *t.MinAvailable
+			n += int64(*t.MinAvailable)
 		} else {
-			n += t.Replicas
+			n += int64(t.Replicas)
 		}
 	}
-	return n
+	return ClampInt32(n)
 }

@@ -42,12 +42,12 @@ func Defaults(job *batch.Job) []string {
 		set = defaultTask(&spec.Tasks[i], i, set)
 	}
 	if spec.MinAvailable == 0 {
-		var sum int32
+		var sum int64 // saturated below: tasks of huge minimums must not wrap to a small one
 		for _, t := range spec.Tasks {
-			sum += *t.MinAvailable
+			sum += int64(*t.MinAvailable)
 		}
 		if sum != 0 {
-			spec.MinAvailable = sum
+			spec.MinAvailable = ClampInt32(sum)
 			set = append(set, "spec.minAvailable")
 		}
 	}

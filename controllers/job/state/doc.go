@@ -22,6 +22,8 @@
 // runs). Defaults is the mutating webhook Volcano runs on create, which ringfire does not have.
 // TaskFailed is the rule by which a pod's change raises the TaskFailed event: the restarts of
 // the task's live pods, added up, reach its maxRetry.
+// TooLarge says why a Job asks for more replicas than ringfire runs (limits.go); the controller
+// asks it before anything sized by the spec is built, and holds such a Job.
 //
 // # Where ringfire differs from Volcano, and why
 //

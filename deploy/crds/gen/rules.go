@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
 // What Volcano's admission webhooks do, ringfire does in its CRDs, so that the API server
@@ -207,6 +210,7 @@ func jobSpecEdits(spec string) []edit {
 			Message:   "minAvailable must not be greater than the total replicas of all tasks",
 			FieldPath: ".minAvailable",
 		}}},
+		{at: spec, rules: []rule{replicaLimitRule()}},
 		{at: tasks, rules: []rule{{
 			Rule:    `self.all(t, !has(t.name) || self.exists_one(u, has(u.name) && u.name == t.name))`,
 			Message: "task names must be unique within a Job",
@@ -227,6 +231,37 @@ func jobSpecEdits(spec string) []edit {
 	}
 	edits = append(edits, policyListEdits(spec+".policies")...)
 	return append(edits, policyListEdits(tasks+"[].policies")...)
+}
+
+// replicaLimitRule refuses a Job spec whose tasks ask for more replicas than ringfire runs
+// (state.ReplicaLimit: fewer with the plugins that list every replica's host), in the words the
+// controller uses when a cluster without this rule lets one through (state.TooManyReplicas),
+// short of the total: the API server estimates the string of a number as unbounded in size, and
+// refuses a CRD whose message would print one.
+func replicaLimitRule() rule {
+	total := `(has(self.tasks) ? self.tasks.map(t, has(t.replicas) ? t.replicas : 0).sum() : 0)`
+	// limit and message pick the first plugin the Job has, in the order ReplicaLimit looks.
+	limit := fmt.Sprint(state.MaxReplicas)
+	message := strconv.Quote(state.TooManyReplicasAtAdmission(state.MaxReplicas, ""))
+	pick := func(name string, n int64) {
+		has := `has(self.plugins) && '` + name + `' in self.plugins`
+		limit = fmt.Sprintf("(%s ? %d : %s)", has, n, limit)
+		message = fmt.Sprintf("(%s ? %s : %s)", has, strconv.Quote(state.TooManyReplicasAtAdmission(n, name)), message)
+	}
+	for i := len(state.ListingPlugins) - 1; i >= 0; i-- {
+		pick(state.ListingPlugins[i], state.MaxReplicasListed)
+	}
+	for i := len(state.InPodPlugins) - 1; i >= 0; i-- {
+		pick(state.InPodPlugins[i], state.MaxReplicasInPods)
+	}
+	return rule{
+		Rule: total + ` <= ` + limit,
+		Message: fmt.Sprintf("spec.tasks ask for more replicas than ringfire runs in one Job: at most %d, %d with the %s plugin, %d with %s "+
+			"(docs/jobs.md, Limits)", state.MaxReplicas, state.MaxReplicasListed, strings.Join(state.ListingPlugins, ", "),
+			state.MaxReplicasInPods, strings.Join(state.InPodPlugins, " or ")),
+		MessageExpression: message,
+		FieldPath:         ".tasks",
+	}
 }
 
 // policyListEdits are the edits to a list of LifecyclePolicy at path list. Volcano checks the
@@ -396,7 +431,16 @@ func sameResources(spec, old string) string {
 // podGroupEdits are the edits to the PodGroup CRD: a PodGroup created without a spec still
 // gets the default queue.
 func podGroupEdits() []edit {
-	return []edit{{at: "spec", set: map[string]any{"default": map[string]any{}}}}
+	return []edit{{at: "spec", set: map[string]any{"default": map[string]any{}}}, {
+		// The gang of a Job is at most a Job's replicas; a PodGroup written by hand is held to
+		// the same, so that no number a user writes sizes what the scheduler holds.
+		at: "spec.minMember",
+		rules: []rule{{
+			Rule: fmt.Sprintf("self <= %d", state.MaxReplicas),
+			// No messageExpression: the API server refuses a CRD whose message prints a number.
+			Message: fmt.Sprintf("minMember must be at most %d: ringfire runs at most %d pods in one gang (docs/jobs.md, Limits)", state.MaxReplicas, state.MaxReplicas),
+		}},
+	}}
 }
 
 // commandEdits are the edits to the Command CRD: a Command must name an action ringfire knows.
