@@ -181,10 +181,10 @@ func TestShardedBySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "deleted pod gone from the cache", func() bool {
-		pods, _ := c.OwnedBy(cache.Pods, "default/job-0")
+		pods, _ := c.OwnedBy(cache.Pods, "default/job-0", owners[0])
 		return len(pods) == 1
 	})
-	if pods, _ := c.OwnedBy(cache.Pods, "default/job-2"); len(pods) != 3 {
+	if pods, _ := c.OwnedBy(cache.Pods, "default/job-2", owners[2]); len(pods) != 3 {
 		t.Fatalf("job-2 has %d pods in the cache, want 3", len(pods))
 	}
 }

@@ -186,7 +186,7 @@ func TestExpectationsMetByARelist(t *testing.T) {
 // create is not to be issued again, for the pod is in the cache.
 func TestCreatingCountsAPodThatArrivedAfterTheView(t *testing.T) {
 	c := New(Config{})
-	view, err := c.OwnedBy(Pods, "ns/job") // the reconcile's view: no pod yet
+	view, err := c.OwnedBy(Pods, "ns/job", "job-uid") // the reconcile's view: no pod yet
 	if err != nil || len(view) != 0 {
 		t.Fatalf("view %v, %v; want no pods", view, err)
 	}

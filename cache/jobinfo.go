@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -11,12 +13,21 @@ import (
 	"github.com/ringfire/ringfire/shard"
 )
 
-// JobInfo is a Job with the objects it owns that the cache holds.
+// JobInfo is a Job with the objects it owns that the cache holds. A Job owns
+// an object only if the object's controller reference carries the Job's UID:
+// a Job deleted and made again under the same name is a new Job, and the
+// pods of the earlier one, left for the garbage collector, are not its own
+// (Volcano gathers them by name and counts them; ringfire does not).
 type JobInfo struct {
 	Job *batch.Job
 	// Pods by task name, then by pod name.
 	Pods     map[string]map[string]*corev1.Pod
 	PodGroup *scheduling.PodGroup // nil when none exists yet
+	// Foreign are the pods, by name, that a Job of the same name but
+	// another UID controls (an earlier Job not yet collected): never
+	// counted, and their names are not free for this Job's pods until the
+	// garbage collector has deleted them.
+	Foreign map[string]*corev1.Pod
 }
 
 // TaskOf is the task a pod of a Job belongs to.
@@ -41,7 +52,17 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 		return nil, fmt.Errorf("pods of job %s: %w", key, err)
 	}
 	for _, obj := range pods {
-		pod := obj.(*corev1.Pod)
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		if !ControlledBy(pod, job.UID) {
+			if info.Foreign == nil {
+				info.Foreign = map[string]*corev1.Pod{}
+			}
+			info.Foreign[pod.Name] = pod
+			continue
+		}
 		task := TaskOf(pod)
 		if info.Pods[task] == nil {
 			info.Pods[task] = map[string]*corev1.Pod{}
@@ -53,7 +74,10 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
 	}
 	for _, obj := range pgs {
-		pg := obj.(*scheduling.PodGroup)
+		pg, ok := obj.(*scheduling.PodGroup)
+		if !ok || !ControlledBy(pg, job.UID) {
+			continue // an earlier Job's: the garbage collector's
+		}
 		if info.PodGroup == nil || pg.Name == job.Name+"-"+string(job.UID) {
 			info.PodGroup = pg
 		}
@@ -61,9 +85,28 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 	return info, nil
 }
 
-// OwnedBy returns the objects of resource r controlled by the Job at key.
-func (c *Cache) OwnedBy(r Resource, key string) ([]interface{}, error) {
-	return c.owned[r].Indexer().ByIndex(ByJob, key)
+// OwnedBy returns the objects of resource r controlled by the Job at key
+// whose UID is uid; those of another Job of that name are left out.
+func (c *Cache) OwnedBy(r Resource, key string, uid types.UID) ([]interface{}, error) {
+	objs, err := c.owned[r].Indexer().ByIndex(ByJob, key)
+	if err != nil {
+		return nil, err
+	}
+	own := objs[:0:0]
+	for _, obj := range objs {
+		if m, ok := obj.(metav1.Object); ok && ControlledBy(m, uid) {
+			own = append(own, obj)
+		}
+	}
+	return own, nil
+}
+
+// ControlledBy reports whether obj's controller reference names uid: the
+// one test of ownership the controllers use. A name says nothing: a Job
+// deleted and made again has the name and not the UID.
+func ControlledBy(obj metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && uid != "" && ref.UID == uid
 }
 
 // JobsInSlots returns the keys of the Jobs whose slot (among slots slots in

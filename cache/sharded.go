@@ -28,7 +28,10 @@ type ListWatchFunc struct {
 // Index names shared by every sharded resource.
 const (
 	// ByJob indexes an object by the "namespace/name" of the Job that
-	// controls it.
+	// controls it, whatever that Job's UID: the objects of an earlier Job of
+	// the name land under the same key, so that their events (the garbage
+	// collector deleting them) wake the Job that waits for their names.
+	// Ownership is decided by UID when they are read (JobInfo, OwnedBy).
 	ByJob = "job"
 	// ByBatchJob indexes an object by the "namespace/name" of the batch/v1
 	// Job that controls it.

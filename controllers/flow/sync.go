@@ -176,9 +176,10 @@ func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, 
 // the Job, and a Job of that name found already is not made again.
 func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, job *batch.Job) error {
 	if other, ok, _ := c.jobInf.GetIndexer().GetByKey(job.Namespace + "/" + job.Name); ok {
-		// In the namespace, not controlled by this flow (ours are in jobs, by the index).
+		// In the namespace, not controlled by this flow (ours are in jobs, by the index). Its
+		// delete wakes the flow (byJobName).
 		if o, ok := other.(*batch.Job); ok {
-			c.warn(key, jf, reasonNameTaken, fmt.Sprintf("Job %s exists and is not this JobFlow's (controller: %v): rename the step or delete that Job", o.Name, ownerName(o)))
+			c.warn(key, jf, reasonNameTaken, nameTakenMessage(jf, o))
 		}
 		return nil
 	}
@@ -286,6 +287,16 @@ func (c *Flows) warn(key string, jf *flowv1.JobFlow, reason, msg string) {
 	}
 	c.Log.Warn("jobflow waits until fixed", "jobflow", key, "reason", reason, "error", msg)
 	c.Recorder.Event(jf, corev1.EventTypeWarning, reason, msg)
+}
+
+// nameTakenMessage says why the flow does not make the Job of other's name. A Job of an
+// earlier JobFlow of this name (deleted and made again, the Job left for the garbage collector)
+// is waited for; any other is someone else's to remove.
+func nameTakenMessage(jf *flowv1.JobFlow, other *batch.Job) string {
+	if name, uid, ok := FlowOf(other); ok && name == jf.Name && uid != jf.UID {
+		return fmt.Sprintf("waiting for Job %s of an earlier JobFlow %s (uid %s) to be deleted by the garbage collector", other.Name, name, uid)
+	}
+	return fmt.Sprintf("Job %s exists and is not this JobFlow's (controller: %v): rename the step or delete that Job", other.Name, ownerName(other))
 }
 
 func ownerName(job *batch.Job) string {

@@ -244,8 +244,15 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 		return podCounts{}, c.pluginFailed(job, "job plugins", err)
 	}
 	c.reportIgnored(key, job, set)
-	if err := c.syncPlugins(ctx, key, job, set); err != nil {
+	heldByPlugins, err := c.syncPlugins(ctx, key, job, set)
+	if err != nil {
 		return podCounts{}, c.pluginFailed(job, "job plugins on sync", err)
+	}
+	if len(heldByPlugins) > 0 {
+		// Pods would mount or resolve an earlier Job's objects: nothing starts until
+		// the names are this Job's.
+		c.waitForNames(key, job, heldByPlugins)
+		return countPods(job, info), nil
 	}
 	admitted, err := c.syncPodGroup(ctx, key, job, info, slot)
 	if err != nil {
@@ -259,6 +266,7 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 
 	var pc podCounts
 	var create, surplus []*corev1.Pod
+	var held []holder // pods of another UID holding names this Job's pods need
 	for ti := range job.Spec.Tasks {
 		task := &job.Spec.Tasks[ti]
 		existing := info.Pods[task.Name]
@@ -271,6 +279,10 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 				} else {
 					pc.add(task.Name, p.Status.Phase)
 				}
+				continue
+			}
+			if p, ok := info.Foreign[name]; ok {
+				held = append(held, holderOf("pod", p, true)) // never counted; its delete wakes the Job
 				continue
 			}
 			if left, pending := c.cfg.Cache.Creating(slot, key, cache.Pods, job.Namespace, name); pending {
@@ -304,10 +316,11 @@ func (c *Controller) sync(ctx context.Context, key string, job *batch.Job, info 
 			}
 		}
 	}
-	created, err := c.createPods(ctx, key, job, create)
+	created, taken, err := c.createPods(ctx, key, job, create)
 	for _, p := range created {
 		pc.add(p.Annotations[batch.TaskSpecKey], corev1.PodPending)
 	}
+	c.waitForNames(key, job, append(held, taken...))
 	if err != nil {
 		return pc, err
 	}
@@ -362,14 +375,14 @@ func dependenciesReady(job *batch.Job, task *batch.TaskSpec, info *cache.JobInfo
 	return readyCount == len(dep.Name)
 }
 
-// createPods creates pods, a few at a time; AlreadyExists counts as created.
+// createPods creates pods, a few at a time; AlreadyExists counts as created,
+// unless the pod there is another UID's (taken: the Job waits for its name).
 // Each create is expected before it is issued, so that no reconcile issues it
 // again before the cache has seen the pod. It returns the pods that exist now.
-func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (created []*corev1.Pod, taken []holder, err error) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	var mu sync.Mutex
-	var created []*corev1.Pod
 	errs := c.parallel(len(pods), func(i int) error {
 		p := pods[i]
 		if err := c.guard(ctx); err != nil {
@@ -385,6 +398,13 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job,
 			c.metrics.podsCreated.Inc()
 		} else {
 			c.metrics.createsRefused.Inc()
+			if h, other := c.podHolder(ctx, p, job.UID); other {
+				expect.CreateFailed(slot, key, cache.Pods, p.Namespace, p.Name) // nothing of this Job's is coming
+				mu.Lock()
+				taken = append(taken, h)
+				mu.Unlock()
+				return nil
+			}
 		}
 		mu.Lock()
 		created = append(created, p)
@@ -395,9 +415,9 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job,
 		if !errors.Is(err, shard.ErrNotOwner) {
 			c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Error creating pods: %v", err)
 		}
-		return created, err
+		return created, taken, err
 	}
-	return created, nil
+	return created, taken, nil
 }
 
 // syncPodGroup creates or updates the Job's PodGroup and reports whether the
@@ -461,7 +481,7 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 		return nil
 	}
 	have := map[string]bool{}
-	owned, _ := c.cfg.Cache.OwnedBy(cache.PVCs, key)
+	owned, _ := c.cfg.Cache.OwnedBy(cache.PVCs, key, job.UID)
 	for _, o := range owned {
 		have[o.(*corev1.PersistentVolumeClaim).Name] = true
 	}

@@ -74,6 +74,9 @@ type Controller struct {
 	taken kit.Commands
 	// told remembers the PodGroupPending story last recorded per Job.
 	told told
+	// waiting remembers, per Job, the names it last told it waits for
+	// (foreign.go).
+	waiting told
 }
 
 // request is what the dispatcher carries for a Job key.
@@ -171,6 +174,10 @@ func (c *Controller) register() {
 		UpdateFunc: c.onPodGroupUpdate,
 		DeleteFunc: c.onPodGroupDelete,
 	})
+	// A plugin object of an earlier Job of the name, going, frees a name the Job may wait for.
+	for _, r := range []cache.Resource{cache.Services, cache.ConfigMaps, cache.Secrets, cache.NetworkPolicies} {
+		c.cfg.Cache.Owned(r).AddHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: c.onForeignDelete})
+	}
 }
 
 func (c *Controller) onJobAdd(obj any) {
@@ -218,6 +225,7 @@ func (c *Controller) onJobDelete(obj any) {
 		c.written.Forget(keyOf(job))
 		c.pacer.forget(keyOf(job))
 		c.told.forget(keyOf(job))
+		c.waiting.forget(keyOf(job))
 		c.woken(keyOf(job), true)
 	}
 }

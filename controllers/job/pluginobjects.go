@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
@@ -51,23 +52,24 @@ func (c *Controller) pluginFailed(job *batch.Job, what string, err error) error 
 
 // syncPlugins writes the objects the plugins ask for. OnJobAdd runs once
 // per plugin (it marks work's status.controlledResources, written with the
-// status); OnJobUpdate on every sync.
-func (c *Controller) syncPlugins(ctx context.Context, key string, work *batch.Job, set plugins.Set) error {
+// status); OnJobUpdate on every sync. It returns the objects of another UID
+// that hold names the plugins need (see foreign.go).
+func (c *Controller) syncPlugins(ctx context.Context, key string, work *batch.Job, set plugins.Set) ([]holder, error) {
 	if len(set) == 0 {
-		return nil
+		return nil, nil
 	}
 	add, err := set.OnJobAdd(work)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	update, err := set.OnJobUpdate(work)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	add.Create = append(add.Create, update.Create...)
 	add.Apply = append(add.Apply, update.Apply...)
 	add.Delete = append(add.Delete, update.Delete...)
-	return c.write(ctx, key, add)
+	return c.write(ctx, key, work.UID, add)
 }
 
 // deletePluginObjects removes what the plugins made, on a full kill, as
@@ -77,46 +79,59 @@ func (c *Controller) deletePluginObjects(ctx context.Context, key string, work *
 	if err != nil {
 		return err
 	}
-	return c.write(ctx, key, ch)
+	_, err = c.write(ctx, key, work.UID, ch)
+	return err
 }
 
-// write carries out a plugin's Changes against the cache's view, skipping
-// the creates and deletes the cache has not caught up with yet.
-func (c *Controller) write(ctx context.Context, key string, ch plugins.Changes) error {
-	for _, obj := range ch.Create {
-		if _, ok := c.lookup(obj); ok {
-			continue
+// write carries out a plugin's Changes for the Job of uid against the cache's
+// view, skipping the creates and deletes the cache has not caught up with yet.
+// An object of the name that another UID controls is left alone, neither
+// reused, updated nor deleted: it is returned as a holder to wait for.
+func (c *Controller) write(ctx context.Context, key string, uid types.UID, ch plugins.Changes) ([]holder, error) {
+	var held []holder
+	ensure := func(obj plugins.Object) (existing plugins.Object, ours bool, err error) {
+		existing, ok := c.lookup(obj)
+		if ok && !cache.ControlledBy(existing, uid) {
+			held = append(held, holderOf(kindOf(obj), existing, true))
+			return nil, false, nil
 		}
-		if err := c.create(ctx, key, obj); err != nil {
-			return err
+		if ok {
+			return existing, true, nil
+		}
+		h, taken, err := c.create(ctx, key, obj, uid)
+		if taken {
+			held = append(held, h)
+		}
+		return nil, false, err
+	}
+	for _, obj := range ch.Create {
+		if _, _, err := ensure(obj); err != nil {
+			return held, err
 		}
 	}
 	for _, obj := range ch.Apply {
-		existing, ok := c.lookup(obj)
-		if !ok {
-			if err := c.create(ctx, key, obj); err != nil {
-				return err
-			}
-			continue
+		existing, ours, err := ensure(obj)
+		if err != nil {
+			return held, err
 		}
-		if sameContent(existing, obj) {
+		if !ours || sameContent(existing, obj) {
 			continue
 		}
 		obj.SetResourceVersion(existing.GetResourceVersion())
 		if err := c.update(ctx, obj); err != nil {
-			return err
+			return held, err
 		}
 	}
 	for _, obj := range ch.Delete {
 		existing, ok := c.lookup(obj)
-		if !ok {
-			continue
+		if !ok || !cache.ControlledBy(existing, uid) {
+			continue // gone, or not this Job's to delete: the garbage collector's
 		}
 		if err := c.remove(ctx, key, existing); err != nil {
-			return err
+			return held, err
 		}
 	}
-	return nil
+	return held, nil
 }
 
 func resourceOf(obj plugins.Object) (cache.Resource, error) {
@@ -165,20 +180,21 @@ func sameContent(a, b plugins.Object) bool {
 	return false
 }
 
-// create creates a plugin object of the Job at key, unless a create of it is
-// already on its way to the cache.
-func (c *Controller) create(ctx context.Context, key string, obj plugins.Object) error {
+// create creates a plugin object of the Job at key (of uid), unless a create
+// of it is already on its way to the cache. taken reports an object of the
+// name, found by the create, that uid does not control.
+func (c *Controller) create(ctx context.Context, key string, obj plugins.Object, uid types.UID) (h holder, taken bool, err error) {
 	r, err := resourceOf(obj)
 	if err != nil {
-		return err
+		return holder{}, false, err
 	}
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.CreateOptions{}
 	if _, pending := c.cfg.Cache.Creating(slot, key, r, ns, name); pending {
-		return nil
+		return holder{}, false, nil
 	}
 	if err := c.guard(ctx); err != nil {
-		return err
+		return holder{}, false, err
 	}
 	expect.ExpectCreate(slot, key, r, ns, name)
 	switch o := obj.(type) {
@@ -191,11 +207,18 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object)
 	case *networkingv1.NetworkPolicy:
 		_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, opts)
 	}
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		expect.CreateFailed(slot, key, r, ns, name)
-		return fmt.Errorf("create %T %s: %w", obj, name, err)
+	if apierrors.IsAlreadyExists(err) {
+		if h, taken := c.pluginHolder(ctx, obj, uid); taken {
+			expect.CreateFailed(slot, key, r, ns, name) // nothing of this Job's is coming
+			return h, true, nil
+		}
+		return holder{}, false, nil
 	}
-	return nil
+	if err != nil {
+		expect.CreateFailed(slot, key, r, ns, name)
+		return holder{}, false, fmt.Errorf("create %T %s: %w", obj, name, err)
+	}
+	return holder{}, false, nil
 }
 
 func (c *Controller) update(ctx context.Context, obj plugins.Object) error {

@@ -64,5 +64,10 @@ func (c *Controller) readOwner(ctx context.Context, namespace string, ref metav1
 	if err != nil {
 		return nil, err
 	}
+	if ref.UID != "" && obj.GetUID() != ref.UID {
+		// Another object of the name: the pod's owner was deleted and this one made since.
+		// Its annotations are not the pod's owner's (Volcano reads by name and takes them).
+		return nil, nil
+	}
 	return obj.GetAnnotations(), nil
 }

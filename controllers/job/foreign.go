@@ -1,0 +1,189 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/plugins"
+	"github.com/ringfire/ringfire/controllers/job/state"
+)
+
+// A Job deleted and made again under its name is a new Job, with a new UID. Its pods
+// (<job>-<task>-<index>) and its plugins' objects (named after the Job) have the names of the
+// earlier Job's, which the garbage collector deletes in its own time: later still when the
+// delete did not wait (kubectl delete --wait=false) or a finalizer holds them. Such an object
+// is not the Job's: it is never counted, reused or updated, and not deleted by the Job either
+// (that is the collector's work). The Job waits for the name, tells once what it waits for, and
+// looks again when the object is deleted.
+
+// ReasonWaitingForDeletion is the reason of the Normal Event that tells what a Job waits for.
+const ReasonWaitingForDeletion = "WaitingForDeletion"
+
+// recheckForeign is how soon a Job looks again at a name held by an object the cache does not
+// hold (one without this replica's slot label), whose delete no event reports.
+const recheckForeign = 30 * time.Second
+
+// holder is an object that holds a name the Job needs and that another UID, or nobody,
+// controls.
+type holder struct {
+	kind   string // "pod", "Service", ...
+	name   string
+	owner  *metav1.OwnerReference // its controller; nil for none
+	cached bool                   // in the cache: its delete wakes the Job
+}
+
+func holderOf(kind string, obj metav1.Object, cached bool) holder {
+	h := holder{kind: kind, name: obj.GetName(), cached: cached}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		r := *ref
+		h.owner = &r
+	}
+	return h
+}
+
+// story is what one wait is: the kind of object and whose it is. The earlier Job's pods
+// going one by one are one wait, told once.
+func (h holder) story() string {
+	owner := "none"
+	if h.owner != nil {
+		owner = string(h.owner.UID)
+	}
+	return h.kind + "\x00" + owner
+}
+
+// waitMessage says what job waits for: the first of held, and how many more.
+func waitMessage(job *batch.Job, held []holder) string {
+	h := held[0]
+	var msg string
+	switch {
+	case h.owner != nil && h.owner.Kind == "Job" && h.owner.Name == job.Name:
+		msg = fmt.Sprintf("waiting for %s %s of an earlier Job %s (uid %s) to be deleted by the garbage collector",
+			h.kind, h.name, job.Name, h.owner.UID)
+	case h.owner != nil:
+		msg = fmt.Sprintf("waiting for %s %s, controlled by %s %s (uid %s), to be deleted: this Job needs its name",
+			h.kind, h.name, h.owner.Kind, h.owner.Name, h.owner.UID)
+	default:
+		msg = fmt.Sprintf("waiting for %s %s, which no controller owns, to be deleted: this Job needs its name", h.kind, h.name)
+	}
+	if len(held) > 1 {
+		msg += fmt.Sprintf(" (and %d more objects)", len(held)-1)
+	}
+	return msg
+}
+
+// waitForNames records that the Job at key waits for the names held (none: it waits for
+// nothing): a Normal Event when the wait begins or comes to another holder, not on every
+// reconcile; a look after recheckForeign when a holder's delete will not be seen.
+func (c *Controller) waitForNames(key string, job *batch.Job, held []holder) {
+	if len(held) == 0 {
+		c.waiting.change(key, "")
+		return
+	}
+	// One object may be asked for twice (a plugin's add and update both apply its ConfigMap).
+	distinct := held[:0:0]
+	named := map[string]bool{}
+	stories := make([]string, 0, len(held))
+	seen := map[string]bool{}
+	recheck := false
+	for _, h := range held {
+		if named[h.kind+"/"+h.name] {
+			continue
+		}
+		named[h.kind+"/"+h.name] = true
+		distinct = append(distinct, h)
+		if s := h.story(); !seen[s] {
+			seen[s] = true
+			stories = append(stories, s)
+		}
+		recheck = recheck || !h.cached
+	}
+	held = distinct
+	if c.waiting.change(key, strings.Join(stories, "\x01")) {
+		msg := waitMessage(job, held)
+		c.Log.Info("job waits for a name", "job", key, "uid", job.UID, "message", msg)
+		c.Recorder.Event(job, corev1.EventTypeNormal, ReasonWaitingForDeletion, msg)
+	}
+	if recheck {
+		c.wakeAfter(key, recheckForeign)
+	}
+}
+
+// onForeignDelete wakes the Job of an object's name when the object, controlled by another
+// UID than the cached Job's, leaves the cache: the Job may be waiting for its name. The
+// deletes of the Job's own plugin objects (a kill) wake nothing.
+func (c *Controller) onForeignDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	key, ok := cache.JobKey(obj)
+	if !ok {
+		return
+	}
+	if job, ok, _ := c.cfg.Cache.Job(key); ok && !cache.ControlledBy(m, job.UID) {
+		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	}
+}
+
+// podHolder reads the pod that refused a create of pod as AlreadyExists and returns it as a
+// holder when another UID controls it. A pod it cannot read is taken as the Job's (as before:
+// the create's expectation holds it until the cache shows it).
+func (c *Controller) podHolder(ctx context.Context, pod *corev1.Pod, uid types.UID) (holder, bool) {
+	got, err := c.cfg.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil || cache.ControlledBy(got, uid) {
+		return holder{}, false
+	}
+	return holderOf("pod", got, false), true
+}
+
+// pluginHolder is podHolder for a plugin object.
+func (c *Controller) pluginHolder(ctx context.Context, obj plugins.Object, uid types.UID) (holder, bool) {
+	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.GetOptions{}
+	var got metav1.Object
+	var err error
+	switch obj.(type) {
+	case *corev1.Service:
+		got, err = c.cfg.Kube.CoreV1().Services(ns).Get(ctx, name, opts)
+	case *corev1.ConfigMap:
+		got, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, opts)
+	case *corev1.Secret:
+		got, err = c.cfg.Kube.CoreV1().Secrets(ns).Get(ctx, name, opts)
+	case *networkingv1.NetworkPolicy:
+		got, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, opts)
+	default:
+		return holder{}, false
+	}
+	if err != nil || cache.ControlledBy(got, uid) {
+		return holder{}, false
+	}
+	return holderOf(kindOf(obj), got, false), true
+}
+
+// kindOf names a plugin object's kind for a message.
+func kindOf(obj plugins.Object) string {
+	switch obj.(type) {
+	case *corev1.Service:
+		return "Service"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *corev1.Secret:
+		return "Secret"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
+	}
+	return fmt.Sprintf("%T", obj)
+}
