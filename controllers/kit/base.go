@@ -28,8 +28,12 @@ type Base[R any] struct {
 	Log      hclog.Logger
 	Disp     *shard.Dispatcher[R]
 	Recorder record.EventRecorder
-	events   record.EventBroadcaster
-	kube     kubernetes.Interface
+	// MaxRequeue is the retries a request failing for good gets before it is given up (the
+	// Settings' value with its default applied).
+	MaxRequeue int
+	events     record.EventBroadcaster
+	kube       kubernetes.Interface
+	waits      *waits
 }
 
 // Settings configure a Base.
@@ -50,10 +54,15 @@ type Settings[R any] struct {
 	Logger                              hclog.Logger
 	Registerer                          prometheus.Registerer
 	// Handler, OnGiveUp and Coalesce are the dispatcher's
-	// (shard.DispatcherConfig).
+	// (shard.DispatcherConfig). A Handler's error that Classify calls transient is retried
+	// for ever and never reaches OnGiveUp: MaxRequeue bounds only the permanent ones.
 	Handler  func(ctx context.Context, key string, req R) error
 	OnGiveUp func(key string, req R, err error)
 	Coalesce func(queued, incoming R) bool
+	// OnWait, if set, is called when a key starts waiting on a transient error, or waits for
+	// a new reason (see Classify's reasons): once per wait story, not per retry, so that it
+	// may record an Event (WaitMessage words it). The wait is logged either way.
+	OnWait func(key, reason string, err error)
 }
 
 // Init checks s and builds the Base.
@@ -70,19 +79,46 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	if s.MaxRequeue == 0 {
 		s.MaxRequeue = DefaultMaxRequeue
 	}
-	b.Log, b.kube = s.Logger.Named(s.Name), s.Kube
+	b.Log, b.kube, b.MaxRequeue = s.Logger.Named(s.Name), s.Kube, s.MaxRequeue
+	b.waits = newWaits(s.Name)
+	if err := b.waits.register(s.Registerer); err != nil {
+		return fmt.Errorf("%s controller: %w", s.Name, err)
+	}
 	b.events = record.NewBroadcaster()
 	b.Recorder = b.events.NewRecorder(s.Scheme, corev1.EventSource{Component: "ringfire-" + s.Name + "-controller"})
 	dcfg := shard.DefaultDispatcherConfig[R]()
 	dcfg.Name, dcfg.Workers, dcfg.Ownership = s.Name, s.Workers, s.Ownership
 	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = s.MaxRequeue, b.Log, s.Registerer
-	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = s.Handler, s.OnGiveUp, s.Coalesce
+	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = b.watchWaits(s.Handler, s.OnWait), s.OnGiveUp, s.Coalesce
+	dcfg.Transient = IsTransient
 	disp, err := shard.NewDispatcher(dcfg)
 	if err != nil {
 		return fmt.Errorf("%s controller: %w", s.Name, err)
 	}
 	b.Disp = disp
 	return nil
+}
+
+// watchWaits wraps a handler to count its transient errors and tell each wait story once.
+func (b *Base[R]) watchWaits(handler func(context.Context, string, R) error, onWait func(key, reason string, err error)) func(context.Context, string, R) error {
+	return func(ctx context.Context, key string, req R) error {
+		err := handler(ctx, key, req)
+		if ctx.Err() != nil { // the slot is gone: the dispatcher drops the request
+			b.waits.forget(key)
+			return err
+		}
+		reason, news, ended := b.waits.observe(key, err)
+		switch {
+		case news:
+			b.Log.Info("waiting on a transient error; retrying until it passes", "key", key, "reason", reason, "error", err)
+			if onWait != nil {
+				onWait(key, reason, err)
+			}
+		case ended:
+			b.Log.Info("no longer waiting", "key", key, "error", err)
+		}
+		return err
+	}
 }
 
 // Drainer is the controller's in-flight work, for the shard.Manager.
