@@ -38,20 +38,23 @@ import (
 // Enqueue, EnqueueAfter, Drain and Len are safe for concurrent use, before,
 // during and after Run.
 type Dispatcher[R any] struct {
-	workers     int
-	ownership   Ownership
-	handler     func(ctx context.Context, key string, req R) error
-	maxRetries  int
-	baseBackoff time.Duration
-	maxBackoff  time.Duration
-	onGiveUp    func(key string, req R, err error)
-	transient   func(error) bool
-	maxWait     time.Duration // MaxTransientBackoff
-	coalesce    func(queued, incoming R) bool
-	logger      hclog.Logger
-	metrics     *dispatchMetrics
-	timed       bool         // observe latencies: the metrics are registered
-	busy        *busyWorkers // when each worker's handler started, if timed
+	workers      int
+	ownership    Ownership
+	handler      func(ctx context.Context, key string, req R) error
+	maxRetries   int
+	baseBackoff  time.Duration
+	maxBackoff   time.Duration
+	onGiveUp     func(key string, req R, err error)
+	transient    func(error) bool
+	maxWait      time.Duration // MaxTransientBackoff
+	coalesce     func(queued, incoming R) bool
+	name         string
+	quarantine   *Quarantine
+	onQuarantine func(key, reason string)
+	logger       hclog.Logger
+	metrics      *dispatchMetrics
+	timed        bool         // observe latencies: the metrics are registered
+	busy         *busyWorkers // when each worker's handler started, if timed
 
 	// wake tells the timer goroutine that the earliest timer changed.
 	wake chan struct{}
@@ -69,6 +72,7 @@ type Dispatcher[R any] struct {
 	running  int   // handlers in flight
 	inSlot   []int // handlers in flight, by slot
 	draining []*drainWaiter
+	told     map[string]bool // quarantined keys OnQuarantine was called for
 }
 
 // DispatcherConfig configures a Dispatcher. Start from
@@ -111,6 +115,15 @@ type DispatcherConfig[R any] struct {
 	// occurrence matters. It is called with the dispatcher's lock held and
 	// must be fast and must not call the Dispatcher.
 	Coalesce func(queued, incoming R) bool
+	// Quarantine, if set, keeps poison keys from running (quarantine.go): a
+	// key whose handler panics, runs past its time budget, or misbehaves as
+	// the Quarantine's watchdog sees it, is not handled again, here or on
+	// any replica, until Release; its requests are dropped meanwhile.
+	Quarantine *Quarantine
+	// OnQuarantine, if set, is told once per quarantine of a key on this
+	// replica, with why (to record an Event on its object). It is called
+	// from a worker, not under the dispatcher's lock, and may not block.
+	OnQuarantine func(key, reason string)
 	// Logger receives the dispatcher's logs; nil discards them.
 	Logger hclog.Logger
 	// Registerer, if set, gets the dispatcher's metrics (workqueue_* and
@@ -178,23 +191,30 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		logger = hclog.NewNullLogger()
 	}
 	d := &Dispatcher[R]{
-		workers:     cfg.Workers,
-		ownership:   cfg.Ownership,
-		handler:     cfg.Handler,
-		maxRetries:  cfg.MaxRetries,
-		baseBackoff: cfg.BaseBackoff,
-		maxBackoff:  cfg.MaxBackoff,
-		onGiveUp:    cfg.OnGiveUp,
-		transient:   cfg.Transient,
-		maxWait:     cfg.MaxTransientBackoff,
-		coalesce:    cfg.Coalesce,
-		logger:      logger.Named("dispatcher").With("dispatcher", cfg.Name),
-		wake:        make(chan struct{}, 1),
-		boxes:       make(map[string]*mailbox[R]),
+		workers:      cfg.Workers,
+		ownership:    cfg.Ownership,
+		handler:      cfg.Handler,
+		maxRetries:   cfg.MaxRetries,
+		baseBackoff:  cfg.BaseBackoff,
+		maxBackoff:   cfg.MaxBackoff,
+		onGiveUp:     cfg.OnGiveUp,
+		transient:    cfg.Transient,
+		maxWait:      cfg.MaxTransientBackoff,
+		coalesce:     cfg.Coalesce,
+		name:         cfg.Name,
+		quarantine:   cfg.Quarantine,
+		onQuarantine: cfg.OnQuarantine,
+		told:         map[string]bool{},
+		logger:       logger.Named("dispatcher").With("dispatcher", cfg.Name),
+		wake:         make(chan struct{}, 1),
+		boxes:        make(map[string]*mailbox[R]),
 	}
 	d.work = sync.NewCond(&d.mu)
 	d.busy = newBusyWorkers(cfg.Workers)
 	d.metrics = newDispatchMetrics(cfg.Name, dispatchGauges{depth: d.Len, inFlight: d.inFlight, adds: d.adds, busy: d.busy})
+	if cfg.Quarantine != nil {
+		d.metrics.quarantined = newQuarantinedGauge(cfg.Name, d.quarantinedHere)
+	}
 	if cfg.Registerer != nil {
 		if err := d.metrics.register(cfg.Registerer); err != nil {
 			return nil, fmt.Errorf("dispatcher %q: register metrics: %w", cfg.Name, err)
@@ -571,23 +591,36 @@ func (d *Dispatcher[R]) takeLocked() task[R] {
 type outcome uint8
 
 const (
-	handled   outcome = iota // done, or given up: go on with the next
-	retry                    // failed: retry after the key's backoff
-	wait                     // failed transiently: retry, however often, after a capped backoff
-	slotLost                 // the handler failed as its slot was lost: drop it
-	termEnded                // it and the other requests of an ended term: drop them
-	notHeld                  // the slot is not held: drop the whole mailbox
+	handled     outcome = iota // done, or given up: go on with the next
+	retry                      // failed: retry after the key's backoff
+	wait                       // failed transiently: retry, however often, after a capped backoff
+	slotLost                   // the handler failed as its slot was lost: drop it
+	termEnded                  // it and the other requests of an ended term: drop them
+	notHeld                    // the slot is not held: drop the whole mailbox
+	quarantined                // the key is quarantined: drop the whole mailbox
 )
 
 // handle dispatches t's request on worker, if its slot is still held in the
 // term the request was accepted in.
 func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
-	ctx, held := d.ownership.SlotContext(t.box.slot)
+	slotCtx, held := d.ownership.SlotContext(t.box.slot)
 	switch {
 	case !held:
 		return notHeld
 	case t.req.ended():
 		return termEnded
+	}
+	ctx := slotCtx
+	var run *quarantineRun
+	if q := d.quarantine; q != nil {
+		if q.await(slotCtx) != nil {
+			return slotLost
+		}
+		if m, ok := q.held(d.name, t.box.key); ok {
+			d.tell(t.box.key, m.Reason)
+			return quarantined
+		}
+		run, ctx = q.begin(d.name, t.box.key, slotCtx)
 	}
 	var start time.Time
 	if d.timed {
@@ -597,17 +630,24 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 		}
 		d.busy.start(worker, start)
 	}
-	err := d.call(ctx, t.box.key, t.req.req)
+	err, panicked := d.call(ctx, t.box.key, t.req.req)
 	if d.timed {
 		d.busy.stop(worker)
 		d.metrics.handlerDuration.Observe(time.Since(start).Seconds())
+	}
+	if run != nil {
+		if reason := d.quarantine.end(run, panicked); reason != "" {
+			d.logger.Error("key quarantined: it is not handled again until its object changes", "key", t.box.key, "reason", reason)
+			d.tell(t.box.key, reason)
+			return quarantined
+		}
 	}
 	if err == nil {
 		return handled
 	}
 	d.metrics.errors.Inc()
 	switch {
-	case ctx.Err() != nil:
+	case slotCtx.Err() != nil:
 		d.logger.Debug("request failed as its slot was lost; dropping it",
 			"key", t.box.key, "slot", t.box.slot, "error", err)
 		return slotLost
@@ -629,16 +669,63 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 	}
 }
 
-// call runs the handler, turning a panic into an error.
-func (d *Dispatcher[R]) call(ctx context.Context, key string, req R) (err error) {
+// call runs the handler, turning a panic into an error; panicked is what
+// the handler panicked with, if it did.
+func (d *Dispatcher[R]) call(ctx context.Context, key string, req R) (err error, panicked any) {
 	defer func() {
 		if p := recover(); p != nil {
 			d.metrics.panics.Inc()
 			d.logger.Error("handler panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("handler panicked on key %q: %v", key, p)
+			err, panicked = fmt.Errorf("handler panicked on key %q: %v", key, p), p
 		}
 	}()
-	return d.handler(ctx, key, req)
+	return d.handler(ctx, key, req), nil
+}
+
+// tell calls OnQuarantine for a key once per quarantine.
+func (d *Dispatcher[R]) tell(key, reason string) {
+	d.mu.Lock()
+	told := d.told[key]
+	d.told[key] = true
+	d.mu.Unlock()
+	if told || d.onQuarantine == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			d.logger.Error("OnQuarantine panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	d.onQuarantine(key, reason)
+}
+
+// Release ends the quarantine of key, if it was quarantined, here and in
+// etcd: its object changed, so what made it a poison may be gone. The
+// caller enqueues the key as usual. It reports whether key was quarantined.
+func (d *Dispatcher[R]) Release(key string) bool {
+	if d.quarantine == nil {
+		return false
+	}
+	released := d.quarantine.release(d.name, key)
+	d.mu.Lock()
+	delete(d.told, key)
+	d.mu.Unlock()
+	if released {
+		d.logger.Info("quarantine of a key released: its object changed", "key", key)
+	}
+	return released
+}
+
+// quarantinedHere counts the quarantined keys of the slots this replica holds.
+func (d *Dispatcher[R]) quarantinedHere() int {
+	return d.quarantine.count(d.name, func(key string) bool {
+		slots := d.ownership.Slots()
+		if slots == 0 {
+			return false
+		}
+		_, ok := d.ownership.SlotContext(SlotOf(key, slots))
+		return ok
+	})
 }
 
 // giveUp calls OnGiveUp while the worker still holds the key, so that it
@@ -685,9 +772,11 @@ func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
 		for n < b.reqs.len() && b.reqs.at(n).ended() {
 			n++
 		}
-		d.dropFrontLocked(b, n)
+		d.dropFrontLocked(b, n, dropSlotLost)
 	case notHeld:
-		d.dropFrontLocked(b, b.reqs.len())
+		d.dropFrontLocked(b, b.reqs.len(), dropSlotLost)
+	case quarantined:
+		d.dropFrontLocked(b, b.reqs.len(), dropQuarantined)
 	}
 	if b.reqs.len() == 0 {
 		d.freeMailboxLocked(b)
@@ -698,12 +787,12 @@ func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
 }
 
 // dropFrontLocked drops the front request of a key just dispatched (not
-// counted as queued) and the n-1 after it.
-func (d *Dispatcher[R]) dropFrontLocked(b *mailbox[R], n int) {
+// counted as queued) and the n-1 after it, for the given reason.
+func (d *Dispatcher[R]) dropFrontLocked(b *mailbox[R], n int, reason string) {
 	b.reqs.pop(n)
 	b.started, b.failures, b.waits = false, 0, 0
 	d.queued -= n - 1
-	d.metrics.dropped(dropSlotLost, n)
+	d.metrics.dropped(reason, n)
 }
 
 // backoff is the wait before the retry that follows the given number of

@@ -21,6 +21,8 @@ const (
 	dropNotOwned = "not_owned" // enqueued for a slot not held
 	dropSlotLost = "slot_lost" // its slot was lost before or while it ran
 	dropStopped  = "stopped"   // the dispatcher stopped
+	// dropQuarantined: its key is quarantined (quarantine.go)
+	dropQuarantined = "quarantined"
 )
 
 // dispatchMetrics are a Dispatcher's metrics, labelled with its name. They
@@ -38,6 +40,8 @@ type dispatchMetrics struct {
 	coalesced       prometheus.Counter
 	drops           *prometheus.CounterVec
 	dropsBy         map[string]prometheus.Counter
+	// quarantined is set when the dispatcher has a Quarantine.
+	quarantined prometheus.Collector
 }
 
 // latencyBuckets span 100µs to about 7 minutes, for both queue latency
@@ -98,7 +102,7 @@ func newDispatchMetrics(name string, g dispatchGauges) *dispatchMetrics {
 			"Requests dropped unhandled, by reason: not_owned (its slot is not held here), slot_lost, stopped.")), []string{"reason"}),
 	}
 	m.dropsBy = make(map[string]prometheus.Counter)
-	for _, reason := range []string{dropNotOwned, dropSlotLost, dropStopped} {
+	for _, reason := range []string{dropNotOwned, dropSlotLost, dropStopped, dropQuarantined} {
 		m.dropsBy[reason] = m.drops.WithLabelValues(reason)
 	}
 	return m
@@ -112,8 +116,21 @@ func (m *dispatchMetrics) dropped(reason string, n int) {
 
 // register registers every metric, or none.
 func (m *dispatchMetrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.depth, m.inFlight, m.running, m.adds, m.queueLatency,
-		m.handlerDuration, m.errors, m.panics, m.retries, m.giveUps, m.coalesced, m.drops)
+	all := []prometheus.Collector{m.depth, m.inFlight, m.running, m.adds, m.queueLatency,
+		m.handlerDuration, m.errors, m.panics, m.retries, m.giveUps, m.coalesced, m.drops}
+	if m.quarantined != nil {
+		all = append(all, m.quarantined)
+	}
+	return promreg.Register(r, all...)
+}
+
+// newQuarantinedGauge is ringfire_keys_quarantined of the dispatcher name.
+func newQuarantinedGauge(name string, count func() int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "ringfire_keys_quarantined",
+		Help:        "Keys of the slots this replica holds that are quarantined: their reconcile panicked, ran past its time budget, or a replica died or ran out of memory while running it. Each is run again when its object changes.",
+		ConstLabels: prometheus.Labels{"name": name},
+	}, func() float64 { return float64(count()) })
 }
 
 // runningHandlers is the collector of the two gauges of running handlers,

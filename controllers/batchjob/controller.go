@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -44,6 +45,8 @@ type Config struct {
 	MaxRequeue int
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+	// Quarantine, when set, keeps poison Jobs from running (shard.Quarantine).
+	Quarantine *shard.Quarantine
 }
 
 // Controller runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller, for
@@ -88,7 +91,8 @@ func New(cfg Config) (*Controller, error) {
 		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 4, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
-		Coalesce: func(request, request) bool { return true },
+		Coalesce:   func(request, request) bool { return true },
+		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,
 	})
 	if err != nil {
 		return nil, err
@@ -97,7 +101,7 @@ func New(cfg Config) (*Controller, error) {
 	c.jobs, c.jobInf, c.pods = inf.Lister(), inf.Informer(), cfg.Cache.Owned(cache.Pods)
 	if _, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onJob,
-		UpdateFunc: func(_, cur any) { c.onJob(cur) },
+		UpdateFunc: c.onJobUpdate,
 		DeleteFunc: c.onJobDelete,
 	}); err != nil {
 		return nil, fmt.Errorf("batchjob controller: %w", err)
@@ -164,6 +168,26 @@ func (c *Controller) onJob(obj any) {
 	}
 }
 
+// onJobUpdate looks at a Job that changed; a new spec ends its quarantine, if any.
+func (c *Controller) onJobUpdate(old, cur any) {
+	o, ok1 := old.(*batchv1.Job)
+	n, ok2 := cur.(*batchv1.Job)
+	if ok1 && ok2 && managed(n) && (o.Generation != n.Generation || o.UID != n.UID) {
+		c.Disp.Release(n.Namespace + "/" + n.Name)
+	}
+	c.onJob(cur)
+}
+
+// jobObject is the cached Job of key, for an Event, or nil.
+func (c *Controller) jobObject(key string) runtime.Object {
+	if obj, ok, _ := c.jobInf.GetStore().GetByKey(key); ok {
+		if job, ok := obj.(*batchv1.Job); ok {
+			return job
+		}
+	}
+	return nil
+}
+
 func (c *Controller) onJobDelete(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -173,6 +197,7 @@ func (c *Controller) onJobDelete(obj any) {
 		return
 	}
 	key := job.Namespace + "/" + job.Name
+	c.Disp.Release(key)
 	c.written.Forget(key)
 	c.mu.Lock()
 	delete(c.backoff, key)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -51,6 +52,8 @@ type Config struct {
 	// negative: none are). A new
 	// phase is always written at once.
 	StatusCoalesce time.Duration
+	// Quarantine, when set, keeps poison Jobs from running (shard.Quarantine).
+	Quarantine *shard.Quarantine
 	// Observe, when set, is told of every reconcile: its Job key and when it
 	// ran (for tests and tracing).
 	Observe    func(key string, start, end time.Time)
@@ -119,7 +122,8 @@ func New(cfg Config) (*Controller, error) {
 		Name: "job", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 3, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: handler, OnGiveUp: c.giveUp, OnWait: c.waiting,
-		Coalesce: func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
+		Coalesce:   func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
+		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,
 	})
 	if err != nil {
 		return nil, err
@@ -190,6 +194,9 @@ func (c *Controller) onJobUpdate(old, new any) {
 	if !jobChanged(oldJob, newJob) {
 		return
 	}
+	if oldJob.Generation != newJob.Generation || oldJob.UID != newJob.UID {
+		c.Disp.Release(keyOf(newJob)) // a new spec may no longer be a poison
+	}
 	c.Disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 }
 
@@ -206,6 +213,7 @@ func (c *Controller) onJobDelete(obj any) {
 		obj = d.Obj
 	}
 	if job, ok := obj.(*batch.Job); ok {
+		c.Disp.Release(keyOf(job))
 		c.delays.forget(keyOf(job))
 		c.written.Forget(keyOf(job))
 		c.pacer.forget(keyOf(job))
@@ -468,6 +476,14 @@ func describe(req request) string {
 }
 
 func keyOf(job *batch.Job) string { return job.Namespace + "/" + job.Name }
+
+// jobObject is the cached Job of key, for an Event, or nil.
+func (c *Controller) jobObject(key string) runtime.Object {
+	if job, ok, _ := c.cfg.Cache.Job(key); ok {
+		return job
+	}
+	return nil
+}
 
 // guard is checked right before every write.
 func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

@@ -63,6 +63,11 @@ type Settings[R any] struct {
 	// a new reason (see Classify's reasons): once per wait story, not per retry, so that it
 	// may record an Event (WaitMessage words it). The wait is logged either way.
 	OnWait func(key, reason string, err error)
+	// Quarantine, when set, keeps the controller's poison keys from running
+	// (shard.Quarantine); ObjectOf finds the object of a key, for the
+	// Warning Event "Quarantined" that tells its user (nil: logged only).
+	Quarantine *shard.Quarantine
+	ObjectOf   func(key string) runtime.Object
 }
 
 // Init checks s and builds the Base.
@@ -91,6 +96,10 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = s.MaxRequeue, b.Log, s.Registerer
 	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = b.watchWaits(s.Handler, s.OnWait), s.OnGiveUp, s.Coalesce
 	dcfg.Transient = IsTransient
+	if s.Quarantine != nil {
+		dcfg.Quarantine = s.Quarantine
+		dcfg.OnQuarantine = func(key, reason string) { b.tellQuarantine(s.ObjectOf, key, reason) }
+	}
 	disp, err := shard.NewDispatcher(dcfg)
 	if err != nil {
 		return fmt.Errorf("%s controller: %w", s.Name, err)
@@ -118,6 +127,23 @@ func (b *Base[R]) watchWaits(handler func(context.Context, string, R) error, onW
 			b.Log.Info("no longer waiting", "key", key, "error", err)
 		}
 		return err
+	}
+}
+
+// ReasonQuarantined is the reason of the Event on an object whose key is
+// quarantined.
+const ReasonQuarantined = "Quarantined"
+
+// tellQuarantine records on the key's object why ringfire stopped
+// reconciling it, and what brings it back.
+func (b *Base[R]) tellQuarantine(objectOf func(string) runtime.Object, key, reason string) {
+	b.Log.Error("key quarantined: not reconciled again until its object changes", "key", key, "reason", reason)
+	if objectOf == nil {
+		return
+	}
+	if obj := objectOf(key); obj != nil {
+		b.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonQuarantined,
+			"ringfire stopped reconciling this object: %s. Nothing else is held up; it is reconciled again when it changes (edit or re-create it), and a replica's log has the details", reason)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -45,6 +46,8 @@ type Config struct {
 	MaxRequeue int
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+	// Quarantine, when set, keeps poison pods from running (shard.Quarantine).
+	Quarantine *shard.Quarantine
 }
 
 // Controller gives a PodGroup to every pending pod of a served scheduler that has none, on the
@@ -92,8 +95,14 @@ func New(cfg Config) (*Controller, error) {
 	err = c.Init(kit.Settings[request]{
 		Name: "podgroup", Kube: cfg.Kube, Scheme: kubescheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-		Handler:  c.reconcile,
-		Coalesce: func(request, request) bool { return true },
+		Handler:    c.reconcile,
+		Coalesce:   func(request, request) bool { return true },
+		Quarantine: cfg.Quarantine, ObjectOf: func(key string) runtime.Object {
+			if pod := c.pod(key); pod != nil {
+				return pod
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -102,6 +111,7 @@ func New(cfg Config) (*Controller, error) {
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPod,
 		UpdateFunc: func(_, obj any) { c.onPod(obj) },
+		DeleteFunc: c.onPodDelete,
 	}
 	for _, name := range cfg.SchedulerNames {
 		f := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0,
@@ -179,6 +189,17 @@ func (c *Controller) onPod(obj any) {
 		return
 	}
 	c.Disp.Enqueue(pod.Namespace+"/"+pod.Name, request{})
+}
+
+// onPodDelete ends the quarantine of a pod's key, if any: a pod of that name
+// made again is a new one.
+func (c *Controller) onPodDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.Disp.Release(pod.Namespace + "/" + pod.Name)
+	}
 }
 
 // pod returns the cached pod at key, or nil.

@@ -40,6 +40,8 @@ var Contract = []Metric{
 	// Transient errors (controllers/kit): counted by reason, and the keys waiting on one.
 	{"ringfire_transient_errors_total", "counter", []string{"controller", "reason"}},
 	{"ringfire_keys_waiting", "gauge", []string{"controller"}},
+	// Poison keys (shard.Quarantine): the Job, batchjob and podgroup controllers.
+	{"ringfire_keys_quarantined", "gauge", []string{"name"}},
 
 	// The ring.
 	{"ringfire_ring_slots", "gauge", nil},

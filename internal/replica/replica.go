@@ -99,6 +99,9 @@ type Replica struct {
 	BatchJobs *batchjob.Controller  // nil unless Config.BatchJobs
 
 	api apiHealth // the API server probe's last answer (ready.go)
+	// quarantine keeps the controllers' poison keys from running; nil
+	// without a cluster.
+	quarantine *shard.Quarantine
 }
 
 // New builds a replica; Run runs it.
@@ -176,6 +179,12 @@ func New(cfg Config) (*Replica, error) {
 			return nil, fmt.Errorf("metadata client: %w", err)
 		}
 	}
+	r.quarantine, err = shard.NewQuarantine(shard.QuarantineConfig{
+		Client: cfg.Etcd, Prefix: cfg.Prefix, Member: cfg.ID, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
 	r.Cache = cache.New(cache.Config{
 		Kube: kube, Volcano: vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: md, Valid: manager.Valid,
 		SlotsReady: func(slots []int) {
@@ -203,8 +212,8 @@ func New(cfg Config) (*Replica, error) {
 	r.Jobs, err = job.New(job.Config{
 		Kube: kube, Volcano: vc, Cache: r.Cache, Ownership: manager, Valid: manager.Valid,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe, SchedulerName: cfg.SchedulerName,
-		StatusCoalesce: cfg.StatusCoalesce,
-		Logger:         cfg.Logger, Registerer: cfg.Registerer,
+		StatusCoalesce: cfg.StatusCoalesce, Quarantine: r.quarantine,
+		Logger: cfg.Logger, Registerer: cfg.Registerer,
 	})
 	if err != nil {
 		return nil, err
@@ -223,7 +232,7 @@ func New(cfg Config) (*Replica, error) {
 	}
 	r.PodGroups, err = podgroup.New(podgroup.Config{
 		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
-		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer, Quarantine: r.quarantine,
 	})
 	if err != nil {
 		return nil, err
@@ -267,7 +276,7 @@ func New(cfg Config) (*Replica, error) {
 	}
 	if cfg.BatchJobs {
 		r.BatchJobs, err = batchjob.New(batchjob.Config{
-			Kube: kube, Ownership: manager, Valid: manager.Valid, Cache: r.Cache,
+			Kube: kube, Ownership: manager, Valid: manager.Valid, Cache: r.Cache, Quarantine: r.quarantine,
 			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		})
 		if err != nil {
@@ -310,6 +319,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	wg.Go(func() { r.Queues.Run(work) })
 	wg.Go(func() { r.PodGroups.Run(work) })
 	wg.Go(func() { r.probeAPIServer(work) })
+	wg.Go(func() { r.quarantine.Run(work) })
 	if r.CronJobs != nil {
 		wg.Go(func() { r.CronJobs.Run(work) })
 	}

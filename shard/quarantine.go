@@ -1,0 +1,389 @@
+package shard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ringfire/ringfire/internal/etcdloop"
+)
+
+// A Quarantine keeps poison keys from running: a key whose handler panicked,
+// ran past its time budget, was in flight while the replica's heap passed its
+// memory budget, or kept running long after its slot was lost, is not run
+// again until its object changes (Dispatcher.Release). Other keys, those of
+// the same slot included, keep being served.
+//
+// What survives a crash is a mark in etcd, written before the replica can
+// die of the key: a run is marked as a suspect the moment the watchdog sees
+// it misbehave (past the time budget, in flight while memory is over budget,
+// running on a lost slot), and a mark stays when its replica is OOM-killed,
+// since it has no lease. Every replica follows the marks, and a key marked
+// by anything but a run of its own still in flight is not run: the next
+// holder of a key that killed a replica does not run it, and does not die of
+// it. Marks are deleted when the key is released.
+//
+// One Quarantine serves every dispatcher of a replica; each dispatcher's
+// keys are marked under its name. The zero value is not usable: build one
+// with NewQuarantine and Run it.
+type Quarantine struct {
+	cfg         QuarantineConfig
+	log         hclog.Logger
+	incarnation string // this process's, so that its own marks tell from an earlier run's
+	synced      chan struct{}
+
+	mu       sync.Mutex
+	isSynced bool
+	marks    map[string]Mark // as followed in etcd, by "<dispatcher>/<key>"
+	local    map[string]Mark // quarantined here; kept also where the mark's write failed
+	runs     map[string]*quarantineRun
+	pressure bool // the heap is over budget: logged once per episode
+}
+
+// QuarantineConfig configures a Quarantine. Client and Member are required.
+type QuarantineConfig struct {
+	// Client reaches the ring's etcd; Prefix is the ring's key prefix. Marks
+	// live under <Prefix>/quarantine/<dispatcher>/<key>.
+	Client *clientv3.Client
+	Prefix string
+	// Member is this replica's id, written in its marks for people.
+	Member string
+	// TimeBudget is the longest one handler call may run: past it the
+	// call's context is cancelled and the key quarantined (default 2 min,
+	// far above a reconcile's tens of milliseconds and a slow API server's
+	// request timeout).
+	TimeBudget time.Duration
+	// MemoryBudget is the heap, in bytes, past which the runs in flight for
+	// longer than MarkAfter are suspects. Zero takes DefaultMemoryBudget().
+	// Negative turns the memory check off.
+	MemoryBudget int64
+	// MarkAfter is how long a run must have been in flight to be suspected
+	// when memory is over budget (default 1 s): reconciles that began a
+	// moment ago did not bring the heap there.
+	MarkAfter time.Duration
+	// StuckAfter is how long a run may go on after its slot's context ended
+	// (a handover, a fence) before it is suspected (default 15 s: well past
+	// the drain's cancel grace).
+	StuckAfter time.Duration
+	// Check is the watchdog's period (default 250 ms).
+	Check time.Duration
+	// HeapBytes reads the heap in use; the runtime's by default (tests set it).
+	HeapBytes func() int64
+	Logger    hclog.Logger
+}
+
+// Mark is a key's quarantine record in etcd.
+type Mark struct {
+	Member      string    `json:"member"`
+	Incarnation string    `json:"incarnation"`
+	Reason      string    `json:"reason"`
+	Since       time.Time `json:"since"`
+	// Suspect is true while the marked run may still be in flight: the
+	// replica marked it before it could die of it.
+	Suspect bool `json:"suspect,omitempty"`
+}
+
+// quarantineRun is a handler call in flight.
+type quarantineRun struct {
+	id      string // "<dispatcher>/<key>"
+	start   time.Time
+	slot    context.Context
+	cancel  context.CancelFunc
+	lostAt  time.Time // when the watchdog first saw slot done
+	suspect string    // why the watchdog marked it; "" while it behaves
+}
+
+// NewQuarantine checks cfg and returns a Quarantine; Run follows the marks
+// and runs the watchdog.
+func NewQuarantine(cfg QuarantineConfig) (*Quarantine, error) {
+	if cfg.Client == nil || cfg.Member == "" {
+		return nil, errors.New("quarantine: Client and Member are required")
+	}
+	if cfg.TimeBudget <= 0 {
+		cfg.TimeBudget = 2 * time.Minute
+	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = DefaultMemoryBudget()
+	}
+	if cfg.MarkAfter <= 0 {
+		cfg.MarkAfter = time.Second
+	}
+	if cfg.StuckAfter <= 0 {
+		cfg.StuckAfter = 15 * time.Second
+	}
+	if cfg.Check <= 0 {
+		cfg.Check = 250 * time.Millisecond
+	}
+	if cfg.HeapBytes == nil {
+		cfg.HeapBytes = heapBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Quarantine{
+		cfg: cfg, log: cfg.Logger.Named("quarantine"), incarnation: hex.EncodeToString(b[:]),
+		synced: make(chan struct{}), marks: map[string]Mark{}, local: map[string]Mark{}, runs: map[string]*quarantineRun{},
+	}, nil
+}
+
+// prefix is where the marks live.
+func (q *Quarantine) prefix() string { return strings.TrimSuffix(q.cfg.Prefix, "/") + "/quarantine/" }
+
+// Run follows the marks and watches the runs until ctx is done.
+func (q *Quarantine) Run(ctx context.Context) {
+	q.log.Info("watching for poison keys", "time_budget", q.cfg.TimeBudget, "memory_budget_mib", q.cfg.MemoryBudget>>20)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		etcdloop.Follow{
+			Client: q.cfg.Client, Prefix: q.prefix(), What: "the quarantined keys", Log: q.log,
+			Read: func(kvs []*mvccpb.KeyValue, _ int64) bool {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				clear(q.marks)
+				for _, kv := range kvs {
+					q.putMarkLocked(kv)
+				}
+				if !q.isSynced {
+					q.isSynced = true
+					close(q.synced)
+				}
+				return true
+			},
+			Changed: func(events []*clientv3.Event, _ int64) bool {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				for _, ev := range events {
+					if ev.Type == clientv3.EventTypeDelete {
+						delete(q.marks, strings.TrimPrefix(string(ev.Kv.Key), q.prefix()))
+						continue
+					}
+					q.putMarkLocked(ev.Kv)
+				}
+				return true
+			},
+		}.Run(ctx)
+	})
+	wg.Go(func() { q.watch(ctx) })
+	wg.Wait()
+}
+
+func (q *Quarantine) putMarkLocked(kv *mvccpb.KeyValue) {
+	var m Mark
+	if err := json.Unmarshal(kv.Value, &m); err != nil {
+		m = Mark{Reason: "an unreadable mark: " + err.Error()}
+	}
+	q.marks[strings.TrimPrefix(string(kv.Key), q.prefix())] = m
+}
+
+// await blocks until the marks have been read once, or ctx ends: a key must
+// not run before its holder knows whether an earlier holder died of it.
+func (q *Quarantine) await(ctx context.Context) error {
+	select {
+	case <-q.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// held reports why the key of dispatcher name is quarantined, if it is: a
+// mark of this replica's, or one in etcd that no run of this process still
+// in flight stands behind.
+func (q *Quarantine) held(name, key string) (Mark, bool) {
+	id := name + "/" + key
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if m, ok := q.local[id]; ok {
+		return m, true
+	}
+	m, ok := q.marks[id]
+	if !ok {
+		return Mark{}, false
+	}
+	if _, running := q.runs[id]; running && m.Incarnation == q.incarnation {
+		return Mark{}, false
+	}
+	if m.Suspect && m.Incarnation != q.incarnation {
+		m.Reason = fmt.Sprintf("replica %s was reconciling it when it stopped (%s)", m.Member, m.Reason)
+	}
+	return m, true
+}
+
+// begin records a handler call of key on slot; its context is ctx with a
+// cancel the watchdog may call. end must follow.
+func (q *Quarantine) begin(name, key string, slot context.Context) (*quarantineRun, context.Context) {
+	ctx, cancel := context.WithCancel(slot)
+	r := &quarantineRun{id: name + "/" + key, start: time.Now(), slot: slot, cancel: cancel}
+	q.mu.Lock()
+	q.runs[r.id] = r
+	q.mu.Unlock()
+	return r, ctx
+}
+
+// end records that the call returned. A call that panicked, or that the
+// watchdog suspected, quarantines its key: the reason is returned, and the
+// mark is written (as quarantined, no longer a suspect).
+func (q *Quarantine) end(r *quarantineRun, panicked any) (reason string) {
+	r.cancel()
+	q.mu.Lock()
+	delete(q.runs, r.id)
+	reason = r.suspect
+	if panicked != nil {
+		reason = fmt.Sprintf("its reconcile panicked: %v", panicked)
+	}
+	if reason == "" {
+		q.mu.Unlock()
+		return ""
+	}
+	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC()}
+	q.local[r.id] = m
+	q.mu.Unlock()
+	q.put(r.id, m)
+	return reason
+}
+
+// release forgets the key's quarantine here and deletes its mark, if any.
+// It reports whether the key was quarantined.
+func (q *Quarantine) release(name, key string) bool {
+	id := name + "/" + key
+	q.mu.Lock()
+	_, local := q.local[id]
+	_, marked := q.marks[id]
+	delete(q.local, id)
+	delete(q.marks, id) // the watch brings the delete too; the key must run at once
+	q.mu.Unlock()
+	if !local && !marked {
+		return false
+	}
+	if marked {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := q.cfg.Client.Delete(ctx, q.prefix()+id); err != nil {
+			q.log.Warn("could not delete the mark of a released key; it stays quarantined on the replicas that see the mark until its object changes again",
+				"key", id, "error", err)
+		}
+	}
+	return true
+}
+
+// count is how many keys of dispatcher name are quarantined whose slot
+// holds reports held.
+func (q *Quarantine) count(name string, holds func(key string) bool) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	seen := map[string]bool{}
+	for _, set := range []map[string]Mark{q.local, q.marks} {
+		for id := range set {
+			key, ok := strings.CutPrefix(id, name+"/")
+			if !ok || seen[key] {
+				continue
+			}
+			if _, running := q.runs[id]; running {
+				continue // a suspect still in flight here is not quarantined yet
+			}
+			seen[key] = true
+			if holds(key) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// put writes a mark, bounded in time; a failure is logged and the key stays
+// quarantined here (q.local) all the same.
+func (q *Quarantine) put(id string, m Mark) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := q.cfg.Client.Put(ctx, q.prefix()+id, string(b)); err != nil {
+		q.log.Warn("could not write a quarantine mark to etcd; the key is quarantined on this replica only",
+			"key", id, "reason", m.Reason, "error", err)
+		return
+	}
+	q.mu.Lock()
+	q.marks[id] = m
+	q.mu.Unlock()
+}
+
+// watch checks the runs in flight every Check until ctx is done.
+func (q *Quarantine) watch(ctx context.Context) {
+	tick := time.NewTicker(q.cfg.Check)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, s := range q.suspects(time.Now()) {
+			q.log.Error("quarantining a key that misbehaves: its reconcile is cancelled and it is not run again until its object changes",
+				"key", s.id, "reason", s.reason)
+			s.run.cancel()
+			q.put(s.id, Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: s.reason, Since: time.Now().UTC(), Suspect: true})
+		}
+	}
+}
+
+type suspect struct {
+	id, reason string
+	run        *quarantineRun
+}
+
+// suspects finds the runs that misbehave now and were not suspected yet,
+// and marks them so in memory; the caller writes their marks.
+func (q *Quarantine) suspects(now time.Time) []suspect {
+	heap := int64(0)
+	if q.cfg.MemoryBudget > 0 {
+		heap = q.cfg.HeapBytes()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	over := q.cfg.MemoryBudget > 0 && heap > q.cfg.MemoryBudget
+	if over != q.pressure {
+		q.pressure = over
+		if over {
+			q.log.Warn("the heap is over its budget; the reconciles in flight for long are suspects",
+				"heap_mib", heap>>20, "budget_mib", q.cfg.MemoryBudget>>20, "in_flight", len(q.runs))
+		}
+	}
+	var out []suspect
+	for id, r := range q.runs {
+		if r.suspect != "" {
+			continue
+		}
+		ran := now.Sub(r.start)
+		if r.slot.Err() != nil && r.lostAt.IsZero() {
+			r.lostAt = now
+		}
+		switch {
+		case ran > q.cfg.TimeBudget:
+			r.suspect = fmt.Sprintf("its reconcile ran past its time budget of %v", q.cfg.TimeBudget)
+		case over && ran > q.cfg.MarkAfter:
+			r.suspect = fmt.Sprintf("its reconcile was in flight for %v while the replica's heap passed its budget (%d MiB of %d MiB)",
+				ran.Round(time.Millisecond), heap>>20, q.cfg.MemoryBudget>>20)
+		case !r.lostAt.IsZero() && now.Sub(r.lostAt) > q.cfg.StuckAfter:
+			r.suspect = fmt.Sprintf("its reconcile went on for %v after its slot was lost or the replica fenced", q.cfg.StuckAfter)
+		default:
+			continue
+		}
+		out = append(out, suspect{id: id, reason: r.suspect, run: r})
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ringfire/ringfire/internal/localetcd"
+)
+
+// quarantineFor starts a Quarantine of member on etcd at endpoint, stopped
+// by the returned func (a crash: nothing is cleaned up) or when the test
+// ends.
+func quarantineFor(t *testing.T, endpoint, member string, edit func(*QuarantineConfig)) (*Quarantine, func()) {
+	t.Helper()
+	cfg := QuarantineConfig{
+		Client: localetcd.ClientForTest(t, endpoint), Prefix: "/qt", Member: member,
+		MemoryBudget: -1, Check: 10 * time.Millisecond,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	q, err := NewQuarantine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); q.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return q, stop
+}
+
+// told records OnQuarantine's calls.
+type told struct {
+	mu      sync.Mutex
+	reasons map[string][]string
+}
+
+func (r *told) tell(key, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reasons == nil {
+		r.reasons = map[string][]string{}
+	}
+	r.reasons[key] = append(r.reasons[key], reason)
+}
+
+func (r *told) of(key string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reasons[key]...)
+}
+
+// markOf reads the mark of key of the "test" dispatcher in etcd.
+func markOf(t *testing.T, c *clientv3.Client, key string) (Mark, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/qt/quarantine/test/"+key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return Mark{}, false
+	}
+	var m Mark
+	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m, true
+}
+
+// A key whose handler panics is quarantined at once, not retried: its next
+// requests are dropped, OnQuarantine is told once, the mark is in etcd and
+// the gauge counts it; the other keys run. Release runs it again.
+func TestQuarantinePanickingKey(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", nil)
+	var boomRuns, okRuns atomic.Int32
+	var tell told
+	cfg := dispatcherTestConfig(HoldAll{}, func(_ context.Context, key string, _ int) error {
+		if key == "ns/boom" {
+			boomRuns.Add(1)
+			panic("nil map somewhere")
+		}
+		okRuns.Add(1)
+		return nil
+	})
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+
+	d.Enqueue("ns/boom", 1)
+	awaitCondition(t, "the panicking key to be quarantined", func() bool { return len(tell.of("ns/boom")) == 1 })
+	for i := range 5 {
+		d.Enqueue("ns/boom", i)
+		d.Enqueue("ns/ok", i)
+	}
+	awaitCondition(t, "the other key to run", func() bool { return okRuns.Load() == 5 })
+	awaitCondition(t, "the quarantined key's requests to be dropped", func() bool { return d.Len() == 0 })
+	if n := boomRuns.Load(); n != 1 {
+		t.Errorf("the panicking key ran %d times, want 1 (no retry)", n)
+	}
+	if got := tell.of("ns/boom"); len(got) != 1 || !strings.Contains(got[0], "nil map somewhere") {
+		t.Errorf("OnQuarantine got %q, want one reason naming the panic", got)
+	}
+	if m, ok := markOf(t, q.cfg.Client, "ns/boom"); !ok || m.Suspect || m.Member != "r0" {
+		t.Errorf("mark in etcd: %+v (found %v), want a quarantine mark of r0", m, ok)
+	}
+	if n := d.quarantinedHere(); n != 1 {
+		t.Errorf("ringfire_keys_quarantined = %d, want 1", n)
+	}
+
+	if !d.Release("ns/boom") {
+		t.Fatal("Release of a quarantined key reported it was not quarantined")
+	}
+	if _, ok := markOf(t, q.cfg.Client, "ns/boom"); ok {
+		t.Error("the mark is still in etcd after Release")
+	}
+	d.Enqueue("ns/boom", 9)
+	awaitCondition(t, "the released key to run again", func() bool { return boomRuns.Load() == 2 })
+	awaitCondition(t, "it to be quarantined and told again", func() bool { return len(tell.of("ns/boom")) == 2 })
+}
+
+// A key whose handler runs past its time budget has its context cancelled
+// and is quarantined once the handler returns.
+func TestQuarantineTimeBudget(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", func(c *QuarantineConfig) { c.TimeBudget = 100 * time.Millisecond })
+	var runs atomic.Int32
+	var tell told
+	cfg := dispatcherTestConfig(HoldAll{}, func(ctx context.Context, key string, _ int) error {
+		runs.Add(1)
+		<-ctx.Done() // a reconcile that would never end by itself
+		return ctx.Err()
+	})
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+	d.Enqueue("ns/slow", 1)
+	awaitCondition(t, "the slow key to be quarantined", func() bool { return len(tell.of("ns/slow")) == 1 })
+	if got := tell.of("ns/slow")[0]; !strings.Contains(got, "time budget") {
+		t.Errorf("reason %q does not name the time budget", got)
+	}
+	d.Enqueue("ns/slow", 2)
+	awaitCondition(t, "the request to be dropped", func() bool { return d.Len() == 0 })
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the slow key ran %d times, want 1", n)
+	}
+}
+
+// A key that was in flight while its replica's heap passed the budget is
+// marked in etcd before the replica can die of it; the replica "dies" (its
+// Quarantine stops, the handler never returns, nothing is cleaned up), and
+// the key's next holder, another Quarantine on the same etcd, does not run
+// it, says why, and keeps serving the slot's other keys.
+func TestQuarantineSurvivesTheCrashOfItsReplica(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	var heap atomic.Int64
+	qa, crash := quarantineFor(t, ring.Endpoint(), "r0", func(c *QuarantineConfig) {
+		c.MemoryBudget, c.MarkAfter = 1<<30, 50*time.Millisecond
+		c.HeapBytes = heap.Load
+	})
+	hogging, freed := make(chan struct{}), make(chan struct{})
+	cfgA := dispatcherTestConfig(HoldAll{}, func(_ context.Context, key string, _ int) error {
+		if key == "ns/hog" {
+			close(hogging)
+			heap.Store(3 << 30) // allocating without looking at its context
+			<-freed
+		}
+		return nil
+	})
+	cfgA.Quarantine = qa
+	a := startDispatcher(t, cfgA)
+	t.Cleanup(func() { close(freed) }) // before the dispatcher's own cleanup waits for its handlers
+	a.Enqueue("ns/hog", 1)
+	awaitClosed(t, hogging, "the hog to start")
+	awaitCondition(t, "the hog to be marked in etcd", func() bool {
+		m, ok := markOf(t, qa.cfg.Client, "ns/hog")
+		return ok && m.Suspect && strings.Contains(m.Reason, "heap")
+	})
+	crash()
+
+	qb, _ := quarantineFor(t, ring.Endpoint(), "r1", nil)
+	var runs sync.Map
+	var tell told
+	cfgB := dispatcherTestConfig(HoldAll{}, func(_ context.Context, key string, _ int) error {
+		runs.Store(key, true)
+		return nil
+	})
+	cfgB.Quarantine, cfgB.OnQuarantine = qb, tell.tell
+	b := startDispatcher(t, cfgB)
+	b.Enqueue("ns/hog", 1)
+	b.Enqueue("ns/other", 1)
+	awaitCondition(t, "the next holder to quarantine the hog", func() bool { return len(tell.of("ns/hog")) == 1 })
+	awaitCondition(t, "the other key to run", func() bool { _, ok := runs.Load("ns/other"); return ok })
+	if _, ran := runs.Load("ns/hog"); ran {
+		t.Error("the next holder ran the key its previous holder died of")
+	}
+	if got := tell.of("ns/hog")[0]; !strings.Contains(got, "replica r0 was reconciling it when it stopped") {
+		t.Errorf("reason %q does not say which replica died of it", got)
+	}
+	if !b.Release("ns/hog") {
+		t.Error("Release did not find the crash mark")
+	}
+	b.Enqueue("ns/hog", 2)
+	awaitCondition(t, "the released key to run on the next holder", func() bool { _, ok := runs.Load("ns/hog"); return ok })
+}
