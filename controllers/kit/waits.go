@@ -21,13 +21,13 @@ type waits struct {
 	// here again: at most one entry per key this replica ever saw wait.
 	by map[string]string
 
-	errors  *prometheus.CounterVec // ringfire_transient_errors_total{controller, reason}
-	waiting prometheus.GaugeFunc   // ringfire_keys_waiting{controller}
+	errors  *prometheus.CounterVec // ringfire_transient_errors_total{name, reason}
+	waiting prometheus.GaugeFunc   // ringfire_keys_waiting{name}
 }
 
 func newWaits(controller string) *waits {
 	w := &waits{by: map[string]string{}}
-	labels := prometheus.Labels{"controller": controller}
+	labels := prometheus.Labels{"name": controller}
 	w.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "ringfire_transient_errors_total",
 		Help:        "Reconciles that failed with an error waiting cures (throttling, 5xx, timeouts, quota, ...), by reason: retried for ever, never counted toward the requeue limit.",

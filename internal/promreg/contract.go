@@ -38,8 +38,8 @@ var Contract = []Metric{
 	{"ringfire_workqueue_dropped_total", "counter", []string{"name", "reason"}},
 	{"ringfire_workqueue_in_flight", "gauge", []string{"name"}},
 	// Transient errors (controllers/kit): counted by reason, and the keys waiting on one.
-	{"ringfire_transient_errors_total", "counter", []string{"controller", "reason"}},
-	{"ringfire_keys_waiting", "gauge", []string{"controller"}},
+	{"ringfire_transient_errors_total", "counter", []string{"name", "reason"}},
+	{"ringfire_keys_waiting", "gauge", []string{"name"}},
 	// Poison keys (shard.Quarantine): the Job, batchjob and podgroup controllers.
 	{"ringfire_keys_quarantined", "gauge", []string{"name"}},
 
