@@ -67,10 +67,18 @@ func newMemcg(name string, limit int64) (*memcg, error) {
 	return m, nil
 }
 
-// removeStaleMemcgs removes the empty cgroups an earlier run left.
+// removeStaleMemcgs removes the empty cgroups an earlier run left: those of
+// a test process (the <pid> of memcgPrefix<pid>-<replica>) that is gone. A
+// live run's cgroups stay, even empty: its next replica's cgroup is made
+// while the one before may not have moved its process in yet, and other
+// runs may share the machine.
 func removeStaleMemcgs(root string) {
 	dirs, _ := filepath.Glob(filepath.Join(root, memcgPrefix+"*"))
 	for _, d := range dirs {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), memcgPrefix), "-")
+		if _, err := os.Stat(filepath.Join("/proc", pid)); err == nil {
+			continue // its run is alive
+		}
 		_ = os.Remove(d) // fails, harmlessly, while a process is in it
 	}
 }
