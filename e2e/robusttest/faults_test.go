@@ -112,7 +112,8 @@ func runFault(t *testing.T, w *world, prefix string, outage time.Duration, start
 		}
 	}
 	healedOnce()
-	t.Logf("fault healed after %v", time.Since(began).Round(time.Second))
+	healedAt := time.Now()
+	t.Logf("fault healed after %v", healedAt.Sub(began).Round(time.Second))
 
 	stack.WaitFor(t, "every Job completes once the fault is healed", healed, func() (bool, string) {
 		var waiting []string
@@ -130,6 +131,7 @@ func runFault(t *testing.T, w *world, prefix string, outage time.Duration, start
 		}
 		return len(waiting) == 0, fmt.Sprintf("not done: %v", waiting)
 	})
+	t.Logf("all %d Jobs complete %v after the fault was healed", len(all), time.Since(healedAt).Round(time.Second))
 
 	if phases := bad.seen(); len(phases) > 0 {
 		t.Errorf("Jobs went through phases a healthy Job never does: %v", phases)
@@ -140,7 +142,9 @@ func runFault(t *testing.T, w *world, prefix string, outage time.Duration, start
 			t.Errorf("batch Job %s failed", name)
 		}
 	}
+	told := 0
 	for _, name := range all {
+		told += len(events(w, ns, name, kit.EventWaiting))
 		if got := events(w, ns, name, "RetryLimitReached"); len(got) > 0 {
 			t.Errorf("Job %s was given up on: %v", name, got)
 		}
@@ -150,6 +154,7 @@ func runFault(t *testing.T, w *world, prefix string, outage time.Duration, start
 			t.Errorf("Job %s has %d Waiting Events, want one per wait story:\n%s", name, len(got), strings.Join(got, "\n"))
 		}
 	}
+	t.Logf("%d Waiting Events for %d Jobs", told, len(all))
 	twice, total := creations.Twice()
 	if len(twice) > 0 {
 		t.Errorf("pods created twice: %v", twice)
