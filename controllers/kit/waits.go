@@ -13,20 +13,31 @@ import (
 // waits remembers which keys wait on a transient error, and why, so that a wait is told
 // once per story (a key starts waiting, or waits for a new reason), not once per retry: a
 // Job that waits an hour on a quota is retried 60 times and told once. Every Event is an
-// API write the cluster pays for, at the moment it is least able to.
+// API write the cluster pays for, at the moment it is least able to. A blip is not a story:
+// a wait is told once its retry failed too (tellAfter), so a conflict that the next read
+// resolves, 5 ms later, tells nothing.
 type waits struct {
 	mu sync.Mutex
-	// by is the reason each waiting key waits for. A key leaves when its reconcile passes or
-	// fails for good. A key whose slot moves while it waits stays until it is reconciled
-	// here again: at most one entry per key this replica ever saw wait.
-	by map[string]string
+	// by is each waiting key's wait. A key leaves when its reconcile passes or fails for
+	// good. A key whose slot moves while it waits stays until it is reconciled here again:
+	// at most one entry per key this replica ever saw wait.
+	by map[string]wait
 
 	errors  *prometheus.CounterVec // ringfire_transient_errors_total{name, reason}
 	waiting prometheus.GaugeFunc   // ringfire_keys_waiting{name}
 }
 
+// wait is a key's wait story.
+type wait struct {
+	failures int    // transient failures in a row
+	told     string // the reason last told, "" before the story is told
+}
+
+// tellAfter is the transient failures in a row that make a wait worth telling.
+const tellAfter = 2
+
 func newWaits(controller string) *waits {
-	w := &waits{by: map[string]string{}}
+	w := &waits{by: map[string]wait{}}
 	labels := prometheus.Labels{"name": controller}
 	w.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "ringfire_transient_errors_total",
@@ -53,8 +64,8 @@ func (w *waits) register(reg prometheus.Registerer) error {
 }
 
 // observe takes the outcome of a reconcile of key. It returns the reason the key now waits
-// for and whether that is news: the key did not wait, or waited for another reason. ended
-// says the key waited and no longer does.
+// for and whether that is news to tell: the key has waited long enough (tellAfter) and was
+// not told to wait for this reason yet. ended says a told wait is over.
 func (w *waits) observe(key string, err error) (reason string, news, ended bool) {
 	reason, transient := Classify(err)
 	if transient {
@@ -62,13 +73,17 @@ func (w *waits) observe(key string, err error) (reason string, news, ended bool)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	was, waited := w.by[key]
+	cur, waited := w.by[key]
 	if !transient {
 		delete(w.by, key)
-		return "", false, waited
+		return "", false, waited && cur.told != ""
 	}
-	w.by[key] = reason
-	return reason, was != reason, false
+	cur.failures++
+	if news = cur.failures >= tellAfter && cur.told != reason; news {
+		cur.told = reason
+	}
+	w.by[key] = cur
+	return reason, news, false
 }
 
 // forget drops key, whose reconcile was cut short by the loss of its slot.

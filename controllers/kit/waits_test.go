@@ -12,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// A wait is told once per story: when a key starts waiting and when its reason changes, not
-// on each retry; a success or a permanent error ends the story, and the next wait is told
-// again. Every transient error is counted by reason.
+// A wait is told once per story: when a key's retry failed too, and when its reason changes,
+// not on each retry; a blip (one failure, then success) is not told; a success or a permanent
+// error ends the story, and the next wait is told again. Every transient error is counted by
+// reason.
 func TestWaitsAreToldOncePerStory(t *testing.T) {
 	pods := schema.GroupResource{Resource: "pods"}
 	quota := apierrors.NewForbidden(pods, "w-0", errors.New("exceeded quota: zero, requested: pods=1, used: pods=0, limited: pods=0"))
@@ -34,27 +35,29 @@ func TestWaitsAreToldOncePerStory(t *testing.T) {
 		key string
 		err error
 	}{
-		{"ns/a", quota}, {"ns/a", quota}, {"ns/a", fmt.Errorf("create pod: %w", quota)}, // one story
-		{"ns/b", webhook}, // another key's own story
+		{"ns/a", quota}, {"ns/a", quota}, {"ns/a", fmt.Errorf("create pod: %w", quota)}, // one story, told at its 2nd
+		{"ns/b", webhook}, // another key's: not told yet
 		{"ns/a", webhook}, // a new reason: told
 		{"ns/a", nil},     // healed
-		{"ns/a", quota},   // a new story
-		{"ns/a", invalid}, // permanent: the wait ends
-		{"ns/a", invalid}, // still no wait
-		{"ns/a", quota},   // a new story
+		{"ns/a", quota},   // a blip...
+		{"ns/a", invalid}, // ...ended by a permanent error: never told
+		{"ns/a", invalid},
+		{"ns/a", quota},   // a blip...
+		{"ns/a", nil},     // ...that passes: never told
+		{"ns/b", webhook}, // b's retry failed too: told
 		{"ns/b", webhook}, // same story
 	} {
 		results = append(results, step.err)
 		_ = handler(context.Background(), step.key, 0)
 	}
-	want := []string{"ns/a quota", "ns/b server_error", "ns/a server_error", "ns/a quota", "ns/a quota"}
+	want := []string{"ns/a quota", "ns/a server_error", "ns/b server_error"}
 	if fmt.Sprint(told) != fmt.Sprint(want) {
 		t.Errorf("told %v, want %v", told, want)
 	}
-	if n := len(b.waits.by); n != 2 {
-		t.Errorf("%d keys waiting, want 2", n)
+	if n := len(b.waits.by); n != 1 {
+		t.Errorf("%d keys waiting, want 1 (ns/b)", n)
 	}
-	for reason, want := range map[string]float64{ReasonQuota: 5, ReasonServerError: 3, ReasonTimeout: 0} {
+	for reason, want := range map[string]float64{ReasonQuota: 5, ReasonServerError: 4, ReasonTimeout: 0} {
 		var m dto.Metric
 		if err := b.waits.errors.WithLabelValues(reason).Write(&m); err != nil {
 			t.Fatal(err)
