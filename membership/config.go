@@ -40,6 +40,12 @@ type Config struct {
 	// JoinRetry is the wait between failed attempts to join while etcd
 	// cannot be reached. Default 100ms, doubling up to 5s.
 	JoinRetry etcdloop.Backoff
+	// Clock is where the member reads the time for its fence deadline.
+	// Default: time.Now. Its readings must carry Go's monotonic clock, as
+	// time.Now's do: the deadline is compared with Sub and Before only, so
+	// a step of the wall clock moves nothing (a test steps it through a
+	// Clock of its own; see internal/wallstep).
+	Clock Clock
 	// Logger receives the member's logs. Default: a null logger.
 	Logger hclog.Logger
 	// Registerer, when set, receives the member's metrics.
@@ -90,8 +96,22 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
 	return errors.Join(errs...)
 }
+
+// Clock reads the time. The fence's timers are Go's own (time.AfterFunc):
+// they count monotonic time, which no wall-clock step moves, so a Clock
+// needs no timers of its own.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // MembersPrefix is where the member keys of the ring at prefix live.
 func MembersPrefix(prefix string) string { return prefix + "/members/" }

@@ -130,7 +130,7 @@ func (m *Member) join(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	ttl := int64(math.Ceil(m.cfg.TTL.Seconds()))
-	sent := time.Now()
+	sent := m.cfg.Clock.Now()
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.KeepAliveInterval)
 	defer cancel()
 	grant, err := m.cfg.Client.Grant(rctx, ttl)
@@ -138,7 +138,7 @@ func (m *Member) join(ctx context.Context) (*Session, error) {
 		return nil, fmt.Errorf("grant lease: %w", err)
 	}
 	granted := time.Duration(grant.TTL) * time.Second
-	s := newSession(m.cfg.ID, grant.ID, granted, sent.Add(granted-m.cfg.FenceMargin), func() {
+	s := newSession(m.cfg.ID, grant.ID, granted, m.cfg.Clock, sent.Add(granted-m.cfg.FenceMargin), func() {
 		m.metrics.fences.Inc()
 		m.log.Error("fencing: lease not renewed in time; stopped all work before it can expire at etcd",
 			"lease", fmt.Sprintf("%x", int64(grant.ID)))
@@ -242,13 +242,13 @@ func (m *Member) renew(ctx context.Context, s *Session) {
 // the send time plus the TTL minus the margin: etcd received the request
 // after it was sent, so its own expiry is later still.
 func (m *Member) keepAliveOnce(ctx context.Context, s *Session) (ok, lost bool) {
-	sent := time.Now()
+	sent := m.cfg.Clock.Now()
 	rctx, cancel := context.WithTimeout(s.Context(), m.cfg.KeepAliveInterval)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	resp, err := m.cfg.Client.KeepAliveOnce(rctx, s.Lease)
-	took := time.Since(sent).Seconds()
+	took := m.cfg.Clock.Now().Sub(sent).Seconds()
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		m.metrics.keepAlive.WithLabelValues("lost").Observe(took)
@@ -256,7 +256,7 @@ func (m *Member) keepAliveOnce(ctx context.Context, s *Session) (ok, lost bool) 
 	case err != nil:
 		m.metrics.keepAlive.WithLabelValues("error").Observe(took)
 		if ctx.Err() == nil {
-			m.log.Warn("lease keep-alive failed", "error", err, "fence_in", time.Until(s.Deadline()).Round(time.Millisecond))
+			m.log.Warn("lease keep-alive failed", "error", err, "fence_in", s.left().Round(time.Millisecond))
 		}
 		return false, false
 	case resp.TTL <= 0:

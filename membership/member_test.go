@@ -3,6 +3,7 @@ package membership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -11,16 +12,20 @@ import (
 
 	"github.com/ringfire/ringfire/internal/faultproxy"
 	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/wallstep"
 	"github.com/ringfire/ringfire/membership"
 )
 
 const prefix = "/test"
 
-func startMember(t *testing.T, client *clientv3.Client, id string, ttl time.Duration) (*membership.Member, context.CancelFunc, <-chan struct{}) {
+func startMember(t *testing.T, client *clientv3.Client, id string, ttl time.Duration, clock ...membership.Clock) (*membership.Member, context.CancelFunc, <-chan struct{}) {
 	t.Helper()
 	cfg := membership.DefaultConfig()
 	cfg.Client, cfg.Prefix, cfg.ID, cfg.TTL = client, prefix, id, ttl
 	cfg.FenceMargin = ttl / 2 // room for a loaded test machine between the fence and the check
+	if len(clock) > 0 {
+		cfg.Clock = clock[0]
+	}
 	m, err := membership.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +141,62 @@ func TestFenceBeforeLeaseExpires(t *testing.T) {
 		t.Fatal("rejoined under the fenced lease")
 	}
 	t.Logf("rejoined %v after the fence", time.Since(fencedAt).Round(time.Millisecond))
+}
+
+// A member cut off from etcd whose wall clock steps, back or forward by a
+// minute, just after the cut fences as if it had not: after its deadline on
+// the monotonic clock, and before etcd lets the lease expire. Valid does not
+// fail before the deadline either.
+func TestFenceBeforeLeaseExpiresWhateverTheWallClock(t *testing.T) {
+	etcd := localetcd.StartForTest(t)
+	direct := localetcd.ClientForTest(t, etcd.Endpoint())
+	for i, step := range []time.Duration{-time.Minute, time.Minute} {
+		t.Run(fmt.Sprintf("step %v", step), func(t *testing.T) {
+			proxy, err := faultproxy.New(etcd.Endpoint()[len("http://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			viaProxy := localetcd.ClientForTest(t, "http://"+proxy.Addr())
+			clock, err := wallstep.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _, _ := startMember(t, viaProxy, fmt.Sprintf("step%d", i), 2*time.Second, clock)
+			s := waitSession(t, m, 5*time.Second)
+
+			proxy.Cut()
+			clock.Set(step)
+			cut := time.Now()
+			// The deadline only moves later, and is read before Valid: if
+			// Valid fails while the clock is still before it, it failed early.
+			deadline := s.Deadline()
+			if err := s.Valid(); err != nil && time.Now().Before(deadline) {
+				t.Errorf("Valid = %v %v before the deadline", err, deadline.Sub(time.Now()))
+			}
+			select {
+			case <-s.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("member did not fence within 10s of the cut")
+			}
+			fencedAt := time.Now()
+			if !errors.Is(context.Cause(s.Context()), membership.ErrFenced) {
+				t.Fatalf("session ended with %v, want ErrFenced", context.Cause(s.Context()))
+			}
+			if early := s.Deadline().Sub(fencedAt); early > 0 {
+				t.Errorf("fenced %v before the deadline", early)
+			}
+			ttl, err := direct.TimeToLive(context.Background(), s.Lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl.TTL < 0 {
+				t.Fatalf("lease already expired at etcd when the member fenced (TTL %d)", ttl.TTL)
+			}
+			t.Logf("fenced %v after the cut, %v after the deadline", fencedAt.Sub(cut).Round(time.Millisecond),
+				fencedAt.Sub(s.Deadline()).Round(time.Millisecond))
+		})
+	}
 }
 
 // A replica restarted under the same id waits for its earlier run's lease

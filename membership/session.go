@@ -31,36 +31,43 @@ type Session struct {
 	Lease clientv3.LeaseID
 	TTL   time.Duration
 
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	deadline atomic.Int64 // unix nanoseconds of the fence deadline
-	onFence  func()       // called once if the fence timer ends the session
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	clock  Clock
+	// deadline is the fence deadline, a reading of clock moved by Add, so
+	// it keeps the monotonic reading: compared with Before and Sub against
+	// clock.Now, it ignores wall-clock steps. UnixNano would not.
+	deadline atomic.Pointer[time.Time]
+	onFence  func() // called once if the fence timer ends the session
 
 	mu    sync.Mutex  // guards fence: its timer may fire before newSession has stored it
 	fence *time.Timer // ends the session at the deadline
 }
 
-// newSession starts a session whose fence timer ends it at deadline unless
-// extend moves the deadline first. The timer runs on its own, so a renewal
-// request that hangs cannot hold the fence back.
-func newSession(id string, lease clientv3.LeaseID, ttl time.Duration, deadline time.Time, onFence func()) *Session {
+// newSession starts a session whose fence timer ends it at deadline, a
+// reading of clock, unless extend moves the deadline first. The timer runs
+// on its own, so a renewal request that hangs cannot hold the fence back.
+func newSession(id string, lease clientv3.LeaseID, ttl time.Duration, clock Clock, deadline time.Time, onFence func()) *Session {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Session{ID: id, Lease: lease, TTL: ttl, ctx: ctx, cancel: cancel, onFence: onFence}
-	s.deadline.Store(deadline.UnixNano())
+	s := &Session{ID: id, Lease: lease, TTL: ttl, ctx: ctx, cancel: cancel, clock: clock, onFence: onFence}
+	s.deadline.Store(&deadline)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A deadline already past (a join slowed down by a starved machine)
 	// fires the timer at once, in another goroutine.
-	s.fence = time.AfterFunc(time.Until(deadline), s.checkFence)
+	s.fence = time.AfterFunc(s.left(), s.checkFence)
 	return s
 }
+
+// left is the time until the fence deadline, negative once it has passed.
+func (s *Session) left() time.Duration { return s.Deadline().Sub(s.clock.Now()) }
 
 // checkFence ends the session if the deadline has passed, else waits for it again.
 func (s *Session) checkFence() {
 	if s.ctx.Err() != nil {
 		return
 	}
-	if left := time.Until(s.Deadline()); left > 0 {
+	if left := s.left(); left > 0 {
 		s.mu.Lock()
 		s.fence.Reset(left)
 		s.mu.Unlock()
@@ -78,8 +85,10 @@ func (s *Session) Context() context.Context { return s.ctx }
 // Done is Context().Done().
 func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
 
-// Deadline is the time by which the session ends unless the lease is renewed.
-func (s *Session) Deadline() time.Time { return time.Unix(0, s.deadline.Load()) }
+// Deadline is the time by which the session ends unless the lease is
+// renewed. It carries the monotonic reading of the member's clock: measure
+// it with Sub or Until, not with its wall reading.
+func (s *Session) Deadline() time.Time { return *s.deadline.Load() }
 
 // Valid reports an error when the session has ended or its fence deadline has
 // passed, whether or not the timer that ends it has run yet.
@@ -87,17 +96,18 @@ func (s *Session) Valid() error {
 	if s.ctx.Err() != nil {
 		return context.Cause(s.ctx)
 	}
-	if time.Now().UnixNano() >= s.deadline.Load() {
+	if s.left() <= 0 {
 		return ErrFenced
 	}
 	return nil
 }
 
 // extend moves the deadline later; the fence timer, when it fires, finds
-// the new deadline and waits for it.
+// the new deadline and waits for it. Only the renewing goroutine calls it,
+// so the load and the store need no lock between them.
 func (s *Session) extend(deadline time.Time) {
-	if deadline.UnixNano() > s.deadline.Load() {
-		s.deadline.Store(deadline.UnixNano())
+	if deadline.After(s.Deadline()) {
+		s.deadline.Store(&deadline)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ringfire/ringfire/internal/logbuf"
+	"github.com/ringfire/ringfire/internal/wallstep"
 )
 
 // dispatchTimeout bounds every wait of these tests; nothing should come near it.
@@ -980,6 +981,21 @@ func TestBusyWorkersAtScrape(t *testing.T) {
 	b.stop(0)
 	if sum, longest := b.running(now); sum != time.Second || longest != time.Second {
 		t.Errorf("one busy worker: sum %v, longest %v; want 1s, 1s", sum, longest)
+	}
+}
+
+// A step of the wall clock while a handler runs, back or forward by a
+// minute, does not change how long it is seen to have run: the times are
+// measured on the monotonic clock.
+func TestBusyWorkersIgnoreWallClockSteps(t *testing.T) {
+	for _, step := range []time.Duration{-time.Minute, time.Minute} {
+		b := newBusyWorkers(1)
+		started := time.Now()
+		b.start(0, started)
+		now := wallstep.Step(started.Add(2*time.Second), step)
+		if sum, longest := b.running(now); sum != 2*time.Second || longest != 2*time.Second {
+			t.Errorf("wall step %v: sum %v, longest %v; want 2s, 2s", step, sum, longest)
+		}
 	}
 }
 

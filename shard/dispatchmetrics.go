@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -151,12 +152,20 @@ func (r runningHandlers) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(r.longest, prometheus.GaugeValue, longest.Seconds())
 }
 
-// busyWorkers holds, per worker, when its running handler started (Unix
-// nanoseconds), or 0 while it runs none. A worker writes only its own entry,
+// busyWorkers holds, per worker, when its running handler started, or idle
+// while it runs none. A start is kept as the time since base, measured on
+// the monotonic clock, so that a step of the wall clock does not add to or
+// take from a running handler's time. A worker writes only its own entry,
 // twice per handler call, without a lock; a scrape reads them all. Each
 // entry has a cache line of its own, so that workers on different cores do
 // not contend for one.
-type busyWorkers struct{ since []paddedTime }
+type busyWorkers struct {
+	base  time.Time
+	since []paddedTime
+}
+
+// idle marks a worker that runs no handler.
+const idle = math.MinInt64
 
 type paddedTime struct {
 	atomic.Int64
@@ -164,18 +173,23 @@ type paddedTime struct {
 }
 
 func newBusyWorkers(workers int) *busyWorkers {
-	return &busyWorkers{since: make([]paddedTime, workers)}
+	b := &busyWorkers{base: time.Now(), since: make([]paddedTime, workers)}
+	for i := range b.since {
+		b.since[i].Store(idle)
+	}
+	return b
 }
 
-func (b *busyWorkers) start(worker int, at time.Time) { b.since[worker].Store(at.UnixNano()) }
-func (b *busyWorkers) stop(worker int)                { b.since[worker].Store(0) }
+func (b *busyWorkers) start(worker int, at time.Time) { b.since[worker].Store(int64(at.Sub(b.base))) }
+func (b *busyWorkers) stop(worker int)                { b.since[worker].Store(idle) }
 
 // running returns, at now, how long the running handlers have run, summed,
 // and the longest of them.
 func (b *busyWorkers) running(now time.Time) (sum, longest time.Duration) {
+	elapsed := now.Sub(b.base)
 	for i := range b.since {
-		if at := b.since[i].Load(); at != 0 {
-			d := max(now.Sub(time.Unix(0, at)), 0)
+		if at := b.since[i].Load(); at != idle {
+			d := max(elapsed-time.Duration(at), 0)
 			sum += d
 			longest = max(longest, d)
 		}

@@ -153,10 +153,15 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
+	clock, err := testWallStep(ctx, log)
+	if err != nil {
+		return err
+	}
 	r, err := replica.New(replica.Config{
 		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob, JobFlows: controllers.jobflow, BatchJobs: controllers.batchjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
 		DrainTimeout: f.drainTimeout, Kube: kubeCfg, NoAdopt: !f.adopt, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
+		Clock: clock,
 	})
 	if err != nil {
 		return err

@@ -61,7 +61,11 @@ var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, 
 type auditRecord struct {
 	writes     []write  // the replicas' writes on key-owned objects, in log order
 	unresolved []string // replica writes whose slot could not be told
-	events     int      // ResponseComplete events read
+	// unplacedNotApplied counts the replica writes whose slot could not be
+	// told either, but which cannot have landed (refused, or cut off before
+	// the API server read the body, the only place a create's name is).
+	unplacedNotApplied int
+	events             int // ResponseComplete events read
 }
 
 // readAudit reads an audit log and returns every write a replica made on a
@@ -111,7 +115,11 @@ func readAudit(path string, slots int) (auditRecord, error) {
 			Received: ev.Received, Completed: ev.StageTime, NotApplied: notApplied,
 		}
 		if !ok {
-			rec.unresolved = append(rec.unresolved, w.String())
+			if !w.mayHaveLanded() {
+				rec.unplacedNotApplied++
+			} else {
+				rec.unresolved = append(rec.unresolved, w.String())
+			}
 			continue
 		}
 		rec.writes = append(rec.writes, w)

@@ -4,6 +4,10 @@
 // another replica's ownership of that key's slot has begun, until the slot
 // comes back to it; and no pod is created twice.
 //
+// It proves the same for replicas cut off from the ring's etcd whose wall
+// clocks step a minute back or forward at the cut (wallstep_test.go): the
+// fence runs on the monotonic clock, so neither keeps writing past its lease.
+//
 // Everything is checked from outside the replicas, which run as separate
 // `ringfire run` processes (e2e/procs):
 //

@@ -193,6 +193,30 @@ func checkTakeover(t *testing.T, tenures map[int][]tenure, pz pause, fenced floa
 // logs what the paused replica sent after it woke.
 func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pause) {
 	t.Helper()
+	perReplica := checkNoStaleWrite(t, rec, tenures)
+	if perReplica[paused] == 0 {
+		t.Errorf("the audit log holds no write of %s: the check saw nothing", paused)
+	}
+	for _, w := range rec.writes {
+		if w.Code >= 500 && w.NotApplied != "" {
+			t.Logf("answered %d, but could not have landed: %s: %s", w.Code, w.NotApplied, w)
+		}
+	}
+	median, widest := placementWidths(tenures)
+	t.Logf("observer: each tenure's begin placed in a window of %v (median; widest %v)", median, widest)
+	if margin, ok := ownMargin(rec.writes, tenures); ok {
+		t.Logf("closest landed write to the boundary: %v after the latest moment its writer's tenure can have begun", margin.Round(time.Microsecond))
+	}
+	checkMidWork(t, rec.writes, pz)
+	checkAfterWake(t, rec.writes, tenures, pz)
+}
+
+// checkNoStaleWrite fails the test for every write that landed, or may have
+// landed, in another replica's tenure of its slot, and for every replica
+// write the check cannot place. It returns how many writes on key-owned
+// objects each replica made.
+func checkNoStaleWrite(t *testing.T, rec auditRecord, tenures map[int][]tenure) map[string]int {
+	t.Helper()
 	if len(rec.unresolved) > 0 {
 		t.Errorf("%d replica writes name no slot, so the check cannot place them, e.g.:\n%s",
 			len(rec.unresolved), strings.Join(rec.unresolved[:min(5, len(rec.unresolved))], "\n"))
@@ -201,11 +225,8 @@ func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pau
 	for _, w := range rec.writes {
 		perReplica[w.Replica]++
 	}
-	t.Logf("audit log: %d write events, %d by replicas on key-owned objects %v", rec.events, len(rec.writes), perReplica)
-	if perReplica[paused] == 0 {
-		t.Errorf("the audit log holds no write of %s: the check saw nothing", paused)
-	}
-
+	t.Logf("audit log: %d write events, %d by replicas on key-owned objects %v; %d more name no slot but wrote nothing (cut off before their body was read)",
+		rec.events, len(rec.writes), perReplica, rec.unplacedNotApplied)
 	var certain, maybeOwn []staleWrite
 	for _, s := range staleWrites(rec.writes, tenures) {
 		if s.MaybeOwn {
@@ -222,18 +243,7 @@ func checkWrites(t *testing.T, rec auditRecord, tenures map[int][]tenure, pz pau
 		t.Logf("%d writes completed when their writer's own next tenure may already have begun (taken to be in it):\n%s",
 			len(maybeOwn), describeStale(maybeOwn, 10))
 	}
-	for _, w := range rec.writes {
-		if w.Code >= 500 && w.NotApplied != "" {
-			t.Logf("answered %d, but could not have landed: %s: %s", w.Code, w.NotApplied, w)
-		}
-	}
-	median, widest := placementWidths(tenures)
-	t.Logf("observer: each tenure's begin placed in a window of %v (median; widest %v)", median, widest)
-	if margin, ok := ownMargin(rec.writes, tenures); ok {
-		t.Logf("closest landed write to the boundary: %v after the latest moment its writer's tenure can have begun", margin.Round(time.Microsecond))
-	}
-	checkMidWork(t, rec.writes, pz)
-	checkAfterWake(t, rec.writes, tenures, pz)
+	return perReplica
 }
 
 // checkMidWork checks that the paused replica was working when it was

@@ -133,6 +133,7 @@ const auditLines = `{"stage":"ResponseComplete","verb":"create","userAgent":"fen
 {"stage":"ResponseComplete","verb":"update","userAgent":"ringfire/r1","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":500,"message":"body closed by handler"},"requestReceivedTimestamp":"2026-01-01T12:00:06.500000Z","stageTimestamp":"2026-01-01T12:00:06.501000Z"}
 {"stage":"ResponseComplete","verb":"delete","userAgent":"ringfire/r0","objectRef":{"resource":"pods","namespace":"default","name":"j-worker-0"},"responseStatus":{"code":200},"responseObject":{"kind":"Status","metadata":{}},"requestReceivedTimestamp":"2026-01-01T12:00:07.000000Z","stageTimestamp":"2026-01-01T12:00:07.002000Z"}
 {"stage":"ResponseComplete","verb":"patch","userAgent":"ringfire/r0","objectRef":{"resource":"configmaps","namespace":"default","name":"unlabelled"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T12:00:07.500000Z","stageTimestamp":"2026-01-01T12:00:07.502000Z"}
+{"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r1","objectRef":{"resource":"podgroups","namespace":"default","apiGroup":"scheduling.volcano.sh"},"responseStatus":{"code":500,"message":"body closed by handler"},"requestReceivedTimestamp":"2026-01-01T12:00:08.000000Z","stageTimestamp":"2026-01-01T12:00:08.030000Z"}
 {"stage":"ResponseComplete","verb":"create","userAgent":"ringfire/r0","objectRef":{"resource":"events","namespace":"default","name":"j.1"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-01T12:00:08.000000Z","stageTimestamp":"2026-01-01T12:00:08.001000Z"}
 `
 
@@ -180,5 +181,8 @@ func TestReadAudit(t *testing.T) {
 	}
 	if len(rec.unresolved) != 1 || !strings.Contains(rec.unresolved[0], "configmaps default/unlabelled") {
 		t.Errorf("unresolved = %v, want the unlabelled configmap", rec.unresolved)
+	}
+	if rec.unplacedNotApplied != 1 {
+		t.Errorf("%d writes without a slot ruled out, want 1: the create cut off before its body, and so its name, was read", rec.unplacedNotApplied)
 	}
 }

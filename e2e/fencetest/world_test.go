@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/e2e/standin"
+	"github.com/ringfire/ringfire/internal/faultproxy"
 	"github.com/ringfire/ringfire/internal/localetcd"
 )
 
@@ -42,6 +44,9 @@ type world struct {
 	volcano  vcclient.Interface
 	owners   *ownership
 	replicas []*procs.Replica
+	// proxies are the fault proxies between the replicas that asked for
+	// one (replicaOptions.Proxied) and the ring's etcd, by replica id.
+	proxies map[string]*faultproxy.Proxy
 }
 
 // replicaOptions are what differs between the replicas of a world.
@@ -49,6 +54,11 @@ type replicaOptions struct {
 	// QPS is the replica's --kube-api-qps and --kube-api-burst; 0 for
 	// ringfire's defaults.
 	QPS int
+	// Proxied puts a fault proxy of its own between the replica and the
+	// ring's etcd (world.proxies), to partition it from the ring.
+	Proxied bool
+	// Env is added to the replica's environment (procs.Args.Env).
+	Env []string
 }
 
 // startWorld brings a world up with one replica of bin per entry of
@@ -72,7 +82,10 @@ func startWorld(t *testing.T, bin string, replicas []replicaOptions) *world {
 	// be paced by a client-side limiter.
 	cfg := cl.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 1000
-	w := &world{cluster: cl, kube: kubernetes.NewForConfigOrDie(cfg), volcano: vcclient.NewForConfigOrDie(cfg)}
+	w := &world{
+		cluster: cl, kube: kubernetes.NewForConfigOrDie(cfg), volcano: vcclient.NewForConfigOrDie(cfg),
+		proxies: map[string]*faultproxy.Proxy{},
+	}
 	standinDone := make(chan struct{})
 	go func() {
 		defer close(standinDone)
@@ -82,6 +95,19 @@ func startWorld(t *testing.T, bin string, replicas []replicaOptions) *world {
 
 	ring := localetcd.StartForTest(t)
 	w.owners = observeOwnership(t, localetcd.ClientForTest(t, ring.Endpoint()), prefix)
+	// The proxies close after the replicas have stopped (cleanups run
+	// last first), so that a replica leaving the ring can reach etcd.
+	for i, o := range replicas {
+		if !o.Proxied {
+			continue
+		}
+		proxy, err := faultproxy.New(strings.TrimPrefix(ring.Endpoint(), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(proxy.Close)
+		w.proxies[fmt.Sprintf("r%d", i)] = proxy
+	}
 	args := procs.Args{
 		Bin: bin, Etcd: ring.Endpoint(), Prefix: prefix, Kubeconfig: cl.Kubeconfig(), LogDir: logDir,
 		Slots: slots, LeaseTTL: leaseTTL,
@@ -95,9 +121,13 @@ func startWorld(t *testing.T, bin string, replicas []replicaOptions) *world {
 		}
 	})
 	for i, o := range replicas {
+		id := fmt.Sprintf("r%d", i)
 		a := args
-		a.QPS, a.Burst = o.QPS, o.QPS
-		w.replicas = append(w.replicas, procs.Start(t, a, fmt.Sprintf("r%d", i)))
+		a.QPS, a.Burst, a.Env = o.QPS, o.QPS, o.Env
+		if proxy := w.proxies[id]; proxy != nil {
+			a.Etcd = "http://" + proxy.Addr()
+		}
+		w.replicas = append(w.replicas, procs.Start(t, a, id))
 	}
 	if err := procs.WaitRing(ctx, w.replicas, time.Minute); err != nil {
 		t.Fatal(err)

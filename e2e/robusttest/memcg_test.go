@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,7 +50,7 @@ func newMemcg(name string, limit int64) (*memcg, error) {
 	if err != nil {
 		return nil, err
 	}
-	removeStaleMemcgs(root)
+	staleOnce.Do(func() { removeStaleMemcgs(root) })
 	m := &memcg{dir: filepath.Join(root, memcgPrefix+name), v2: v2}
 	if err := os.Mkdir(m.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make memory cgroup (the suite needs root): %w", err)
@@ -67,18 +68,14 @@ func newMemcg(name string, limit int64) (*memcg, error) {
 	return m, nil
 }
 
-// removeStaleMemcgs removes the empty cgroups an earlier run left: those of
-// a test process (the <pid> of memcgPrefix<pid>-<replica>) that is gone. A
-// live run's cgroups stay, even empty: its next replica's cgroup is made
-// while the one before may not have moved its process in yet, and other
-// runs may share the machine.
+// staleOnce removes an earlier run's cgroups once, before this run makes
+// its own (which are empty too until their replica has entered).
+var staleOnce sync.Once
+
+// removeStaleMemcgs removes the empty cgroups an earlier run left.
 func removeStaleMemcgs(root string) {
 	dirs, _ := filepath.Glob(filepath.Join(root, memcgPrefix+"*"))
 	for _, d := range dirs {
-		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), memcgPrefix), "-")
-		if _, err := os.Stat(filepath.Join("/proc", pid)); err == nil {
-			continue // its run is alive
-		}
 		_ = os.Remove(d) // fails, harmlessly, while a process is in it
 	}
 }

@@ -36,6 +36,9 @@ type Args struct {
 	Workers     int           // --workers
 	// Extra flags, appended as given (say, --status-coalesce 5s).
 	Extra []string
+	// Env is added to the environment the replica inherits, KEY=VALUE each
+	// (say, a test-only hook of docs/e2e.md).
+	Env []string
 }
 
 // command returns the command line of replica id serving on addrs.
@@ -113,6 +116,9 @@ func Start(a Args, id string, addrs Addrs) (*Replica, error) {
 		return nil, err
 	}
 	r.cmd = exec.Command(a.Bin, a.command(id, addrs)...)
+	if len(a.Env) > 0 {
+		r.cmd.Env = append(os.Environ(), a.Env...)
+	}
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {

@@ -76,6 +76,9 @@ type Config struct {
 	NoAdopt bool
 	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
 	MaxRequeue int
+	// Clock is the membership's clock (membership.Config.Clock); nil for
+	// time.Now. Tests step its wall reading.
+	Clock membership.Clock
 	// Observe is told of every Job reconcile (tests, tracing).
 	Observe    func(key string, start, end time.Time)
 	Logger     hclog.Logger
@@ -114,7 +117,7 @@ func New(cfg Config) (*Replica, error) {
 	if cfg.LeaseTTL > 0 {
 		mcfg.TTL = cfg.LeaseTTL
 	}
-	mcfg.Logger, mcfg.Registerer = cfg.Logger, cfg.Registerer
+	mcfg.Logger, mcfg.Registerer, mcfg.Clock = cfg.Logger, cfg.Registerer, cfg.Clock
 	member, err := membership.New(mcfg)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,81 @@
+package robusttest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/e2e/stack"
+)
+
+// waitPhases waits until every named Job of ns is in phase, and fails the
+// test after limit naming the Jobs that were not, with their phases.
+func (w *world) waitPhases(t *testing.T, ns string, names []string, phase batch.JobPhase, limit time.Duration) {
+	t.Helper()
+	stack.WaitFor(t, fmt.Sprintf("%d Jobs of %s are %s", len(names), ns, phase), limit, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		list, err := w.volcano.BatchV1alpha1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]batch.JobPhase{}
+		for _, j := range list.Items {
+			got[j.Name] = j.Status.State.Phase
+		}
+		var off []string
+		for _, n := range names {
+			if got[n] != phase {
+				off = append(off, fmt.Sprintf("%s=%q", n, got[n]))
+			}
+		}
+		return len(off) == 0, strings.Join(off, " ")
+	})
+}
+
+// eventsOn returns the Events of ns on the object of kind and name, oldest
+// first.
+func (w *world) eventsOn(t *testing.T, ns, kind, name string) []corev1.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := w.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name,
+	})
+	if err != nil {
+		t.Fatalf("list Events of %s %s/%s: %v", kind, ns, name, err)
+	}
+	return list.Items
+}
+
+// waitEvent waits until an Event on the object has the reason and a message
+// containing each of words, and returns it.
+func (w *world) waitEvent(t *testing.T, ns, kind, name, reason string, limit time.Duration, words ...string) corev1.Event {
+	t.Helper()
+	var found corev1.Event
+	stack.WaitFor(t, fmt.Sprintf("an Event %s on %s %s/%s saying %q", reason, kind, ns, name, words), limit, func() (bool, string) {
+		var seen []string
+		for _, ev := range w.eventsOn(t, ns, kind, name) {
+			seen = append(seen, ev.Reason+": "+ev.Message)
+			if ev.Reason != reason {
+				continue
+			}
+			all := true
+			for _, word := range words {
+				all = all && strings.Contains(ev.Message, word)
+			}
+			if all {
+				found = ev
+				return true, ""
+			}
+		}
+		return false, strings.Join(seen, " | ")
+	})
+	return found
+}
