@@ -26,7 +26,8 @@ import (
 //
 // A failed request stays at the front of its mailbox and is retried after a
 // per-key exponential backoff; after MaxRetries retries it is given up
-// (OnGiveUp) and the key goes on with its next request.
+// (OnGiveUp) and the key goes on with its next request. An error Transient
+// calls passing is retried for ever and never counts toward MaxRetries.
 //
 // Work runs only on held slots: Enqueue drops requests for keys of slots that
 // are not held (the slot's next owner enqueues all its keys), the Handler's
@@ -44,6 +45,8 @@ type Dispatcher[R any] struct {
 	baseBackoff  time.Duration
 	maxBackoff   time.Duration
 	onGiveUp     func(key string, req R, err error)
+	transient    func(error) bool
+	maxWait      time.Duration // MaxTransientBackoff
 	coalesce     func(queued, incoming R) bool
 	name         string
 	quarantine   *Quarantine
@@ -98,6 +101,14 @@ type DispatcherConfig[R any] struct {
 	// starts (like Volcano's TerminateJob at the requeue limit). It may call
 	// Enqueue. Give-ups are logged either way.
 	OnGiveUp func(key string, req R, err error)
+	// Transient, if set, tells the errors that waiting cures (a throttled or
+	// failing API server, a full quota): a request failing with one is
+	// retried for ever, after a backoff of its own capped at
+	// MaxTransientBackoff, and those failures neither count toward
+	// MaxRetries nor reach OnGiveUp. It must be fast and must not call the
+	// Dispatcher.
+	Transient           func(error) bool
+	MaxTransientBackoff time.Duration
 	// Coalesce, if set, reports whether incoming may be merged into queued,
 	// the last request waiting in the key's mailbox, which then stands for
 	// both: true for two pure "resync" requests, false for anything whose
@@ -122,15 +133,29 @@ type DispatcherConfig[R any] struct {
 
 // DefaultDispatcherConfig returns a config with the defaults: 16 workers,
 // 15 retries and client-go's per-item backoff of 5ms doubling up to 1000s
-// (the rate limiter Volcano's controllers use).
+// (the rate limiter Volcano's controllers use), and transient errors (none
+// unless Transient is set) retried at least once a minute (see
+// DefaultMaxTransientBackoff).
 func DefaultDispatcherConfig[R any]() DispatcherConfig[R] {
 	return DispatcherConfig[R]{
-		Workers:     16,
-		MaxRetries:  15,
-		BaseBackoff: 5 * time.Millisecond,
-		MaxBackoff:  1000 * time.Second,
+		Workers:             16,
+		MaxRetries:          15,
+		BaseBackoff:         5 * time.Millisecond,
+		MaxBackoff:          1000 * time.Second,
+		MaxTransientBackoff: DefaultMaxTransientBackoff,
 	}
 }
+
+// DefaultMaxTransientBackoff caps the wait between retries of a request that
+// fails transiently. Once the fault ends, a waiting key is tried again within
+// this long: a minute is short next to the outage it follows and to a Job's
+// run, and Kubernetes' Job controller caps its API backoff at the same
+// (MaxJobApiBackOff). While the fault lasts, each waiting key costs the API
+// server at most one attempt a minute; client-go's QPS limit bounds the sum.
+// A longer cap saves little (a 1000 s cap would leave Jobs idle for a quarter
+// of an hour after a quota is raised); a shorter one retries a throttling
+// API server harder when it can least afford it.
+const DefaultMaxTransientBackoff = time.Minute
 
 // validate reports the first thing wrong with c.
 func (c *DispatcherConfig[R]) validate() error {
@@ -149,6 +174,8 @@ func (c *DispatcherConfig[R]) validate() error {
 		return fmt.Errorf("field BaseBackoff is %v: must be positive", c.BaseBackoff)
 	case c.MaxBackoff < c.BaseBackoff:
 		return fmt.Errorf("field MaxBackoff %v is below BaseBackoff %v", c.MaxBackoff, c.BaseBackoff)
+	case c.Transient != nil && c.MaxTransientBackoff < c.BaseBackoff:
+		return fmt.Errorf("field MaxTransientBackoff %v is below BaseBackoff %v", c.MaxTransientBackoff, c.BaseBackoff)
 	}
 	return nil
 }
@@ -171,6 +198,8 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		baseBackoff:  cfg.BaseBackoff,
 		maxBackoff:   cfg.MaxBackoff,
 		onGiveUp:     cfg.OnGiveUp,
+		transient:    cfg.Transient,
+		maxWait:      cfg.MaxTransientBackoff,
 		coalesce:     cfg.Coalesce,
 		name:         cfg.Name,
 		quarantine:   cfg.Quarantine,
@@ -229,7 +258,8 @@ type mailbox[R any] struct {
 	reqs     fifo[R] // the front is the next request to handle, or the current
 	state    keyState
 	started  bool   // the front request went to the handler at least once
-	failures int    // consecutive failures of the front request
+	failures int    // consecutive failures of the front request, transient ones left out
+	waits    int    // consecutive transient failures of the front request
 	backoffs uint64 // times in backoff, to tell a stale retry timer; kept on reuse
 	next     *mailbox[R]
 }
@@ -237,7 +267,7 @@ type mailbox[R any] struct {
 // popFront removes the front request; the next one has not failed yet.
 func (b *mailbox[R]) popFront() {
 	b.reqs.pop(1)
-	b.started, b.failures = false, 0
+	b.started, b.failures, b.waits = false, 0, 0
 }
 
 // coalesceTarget returns the last request still waiting to start for the
@@ -563,6 +593,7 @@ type outcome uint8
 const (
 	handled     outcome = iota // done, or given up: go on with the next
 	retry                      // failed: retry after the key's backoff
+	wait                       // failed transiently: retry, however often, after a capped backoff
 	slotLost                   // the handler failed as its slot was lost: drop it
 	termEnded                  // it and the other requests of an ended term: drop them
 	notHeld                    // the slot is not held: drop the whole mailbox
@@ -620,6 +651,10 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 		d.logger.Debug("request failed as its slot was lost; dropping it",
 			"key", t.box.key, "slot", t.box.slot, "error", err)
 		return slotLost
+	case d.transient != nil && d.transient(err):
+		d.metrics.retries.Inc()
+		d.logger.Debug("request failed transiently; will retry until it passes", "key", t.box.key, "error", err)
+		return wait
 	case d.maxRetries < 0 || t.failures < d.maxRetries:
 		d.metrics.retries.Inc()
 		d.logger.Debug("request failed; will retry", "key", t.box.key,
@@ -715,12 +750,19 @@ func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
 	switch o {
 	case handled:
 		b.popFront()
-	case retry:
-		b.failures++
+	case retry, wait:
+		var delay time.Duration
+		if o == wait {
+			b.waits++
+			delay = min(d.backoff(b.waits), d.maxWait)
+		} else {
+			b.failures++
+			delay = d.backoff(b.failures)
+		}
 		b.backoffs++
 		d.queued++ // the front request waits again
 		b.state = keyBackoff
-		d.addTimerLocked(timer[R]{at: time.Now().Add(d.backoff(b.failures)), box: b, backoff: b.backoffs})
+		d.addTimerLocked(timer[R]{at: time.Now().Add(delay), box: b, backoff: b.backoffs})
 		return
 	case slotLost:
 		b.popFront()
@@ -748,7 +790,7 @@ func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
 // counted as queued) and the n-1 after it, for the given reason.
 func (d *Dispatcher[R]) dropFrontLocked(b *mailbox[R], n int, reason string) {
 	b.reqs.pop(n)
-	b.started, b.failures = false, 0
+	b.started, b.failures, b.waits = false, 0, 0
 	d.queued -= n - 1
 	d.metrics.dropped(reason, n)
 }

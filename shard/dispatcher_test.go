@@ -829,13 +829,17 @@ func TestDispatcherRunStopsAllGoroutines(t *testing.T) {
 func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	good := dispatcherTestConfig(newToggleOwnership(1), func(context.Context, string, int) error { return nil })
 	for name, mutate := range map[string]func(*DispatcherConfig[int]){
-		"no name":            func(c *DispatcherConfig[int]) { c.Name = "" },
-		"no workers":         func(c *DispatcherConfig[int]) { c.Workers = 0 },
-		"no ownership":       func(c *DispatcherConfig[int]) { c.Ownership = nil },
-		"no handler":         func(c *DispatcherConfig[int]) { c.Handler = nil },
-		"retries below -1":   func(c *DispatcherConfig[int]) { c.MaxRetries = -2 },
-		"no base backoff":    func(c *DispatcherConfig[int]) { c.BaseBackoff = 0 },
-		"max below base":     func(c *DispatcherConfig[int]) { c.MaxBackoff = c.BaseBackoff / 2 },
+		"no name":          func(c *DispatcherConfig[int]) { c.Name = "" },
+		"no workers":       func(c *DispatcherConfig[int]) { c.Workers = 0 },
+		"no ownership":     func(c *DispatcherConfig[int]) { c.Ownership = nil },
+		"no handler":       func(c *DispatcherConfig[int]) { c.Handler = nil },
+		"retries below -1": func(c *DispatcherConfig[int]) { c.MaxRetries = -2 },
+		"no base backoff":  func(c *DispatcherConfig[int]) { c.BaseBackoff = 0 },
+		"max below base":   func(c *DispatcherConfig[int]) { c.MaxBackoff = c.BaseBackoff / 2 },
+		"wait cap below base": func(c *DispatcherConfig[int]) {
+			c.Transient = func(error) bool { return true }
+			c.MaxTransientBackoff = c.BaseBackoff / 2
+		},
 		"zero-value config:": func(c *DispatcherConfig[int]) { *c = DispatcherConfig[int]{} },
 	} {
 		cfg := good
@@ -1035,4 +1039,94 @@ func hasLabel(m *dto.Metric, name string) bool {
 		}
 	}
 	return false
+}
+
+// errTransient is what the tests' Transient calls transient.
+var errTransient = errors.New("the API server is busy")
+
+func TestDispatcherRetriesTransientErrorsForeverWithCappedBackoff(t *testing.T) {
+	// Far more transient failures than MaxRetries: never given up, and once the
+	// backoff reaches the cap it stays there (uncapped, the 20th wait would be
+	// 1ms<<19, about 9 minutes).
+	const failures = 20
+	var calls atomic.Int32
+	done := make(chan struct{})
+	handler := func(context.Context, string, int) error {
+		if calls.Add(1) <= failures {
+			return fmt.Errorf("create pod: %w", errTransient)
+		}
+		close(done)
+		return nil
+	}
+	cfg := dispatcherTestConfig(newToggleOwnership(1), handler)
+	cfg.MaxRetries = 2
+	cfg.BaseBackoff = time.Millisecond
+	cfg.MaxBackoff = time.Hour
+	cfg.MaxTransientBackoff = 5 * time.Millisecond
+	cfg.Transient = func(err error) bool { return errors.Is(err, errTransient) }
+	cfg.OnGiveUp = func(key string, _ int, err error) { t.Errorf("gave up %s on %v", key, err) }
+	start := time.Now()
+	d := startDispatcher(t, cfg)
+	d.Enqueue("ns/a", 1)
+	awaitClosed(t, done, "the request to pass after its transient failures")
+	// 1+2+4 ms, then 17 waits of 5 ms: about 92 ms. The bound is loose for a
+	// loaded machine, yet far below the first uncapped wait of a second (the 11th).
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("%d transient failures took %v: the backoff is not capped", failures, took)
+	}
+	if got := counterValue(t, d.metrics.giveUps); got != 0 {
+		t.Errorf("give-ups = %v, want 0", got)
+	}
+	if got := counterValue(t, d.metrics.retries); got != failures {
+		t.Errorf("retries = %v, want %d", got, failures)
+	}
+}
+
+func TestDispatcherCountsOnlyPermanentFailuresTowardMaxRetries(t *testing.T) {
+	// With MaxRetries 2 the third permanent failure gives up, however many
+	// transient ones came between; a transient failure resets nothing.
+	script := []error{errTransient, errTransient, errors.New("invalid"), errTransient,
+		errors.New("invalid"), errTransient, errTransient, errors.New("invalid")}
+	var (
+		mu       sync.Mutex
+		attempts int
+	)
+	gaveUp := make(chan int, 1)
+	handler := func(context.Context, string, int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		if attempts > len(script) {
+			t.Errorf("attempt %d after the give-up", attempts)
+			return nil
+		}
+		return script[attempts-1]
+	}
+	cfg := dispatcherTestConfig(newToggleOwnership(1), handler)
+	cfg.MaxRetries = 2
+	cfg.MaxTransientBackoff = 2 * time.Millisecond
+	cfg.Transient = func(err error) bool { return errors.Is(err, errTransient) }
+	cfg.OnGiveUp = func(_ string, _ int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if errors.Is(err, errTransient) {
+			t.Errorf("gave up on a transient error")
+		}
+		gaveUp <- attempts
+	}
+	d := startDispatcher(t, cfg)
+	d.Enqueue("ns/a", 1)
+	select {
+	case n := <-gaveUp:
+		if n != len(script) {
+			t.Errorf("gave up after %d attempts, want %d", n, len(script))
+		}
+	case <-time.After(dispatchTimeout):
+		t.Fatal("timed out waiting for the give-up")
+	}
+	awaitCondition(t, "the given-up key to be forgotten", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.boxes) == 0
+	})
 }

@@ -39,8 +39,9 @@ type Config struct {
 	Clock clock.PassiveClock
 	// Workers reconcile Jobs in parallel; one Job is never in two at once. Default 4.
 	Workers int
-	// MaxRequeue bounds the retries of a failing reconcile before it is given up with a
-	// Warning event (and tried again on the Job's next change). Default 15.
+	// MaxRequeue bounds the retries of a reconcile failing for good before it is given up
+	// with a Warning event and tried again after giveUpRetry (or on the Job's next change).
+	// Default 15. Transient errors are retried for as long as they last.
 	MaxRequeue int
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
@@ -89,7 +90,7 @@ func New(cfg Config) (*Controller, error) {
 	err := c.Init(kit.Settings[request]{
 		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 4, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-		Handler: c.reconcile, OnGiveUp: c.giveUp,
+		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
 		Coalesce:   func(request, request) bool { return true },
 		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,
 	})
@@ -213,10 +214,32 @@ func (c *Controller) onPod(obj any) {
 	}
 }
 
+// giveUpRetry is how long a Job whose reconcile failed for good MaxRequeue times rests
+// before it is looked at again (sooner if it or its pods change). A batch/v1 key is never
+// dropped: with informer resyncs off nothing else would bring a given-up Job back, and
+// Kubernetes' own Job controller never stops retrying one. Five minutes keep an error that
+// needs a person (a pod template a policy refuses) to a few API calls an hour per Job.
+const giveUpRetry = 5 * time.Minute
+
+// giveUp tells in an Event that a Job's reconcile failed for good MaxRequeue+1 times in a
+// row, and looks at it again after giveUpRetry. Transient errors never come here (they are
+// retried for as long as they last, and told by waiting). No condition is written: a
+// batch/v1 Job's conditions are the Job API's own (Complete, Failed, ...), read by kubectl
+// wait and other tools; Kubernetes tells a Job's pod-create failures in Events too.
 func (c *Controller) giveUp(key string, _ request, err error) {
-	c.Log.Error("giving up on a batch Job until it changes", "job", key, "error", err)
+	c.Log.Error("batch Job failed too often; trying again later", "job", key, "retry_in", giveUpRetry, "error", err)
+	c.Disp.EnqueueAfter(key, request{}, giveUpRetry)
 	if job, gerr := c.jobByKey(key); gerr == nil && job != nil {
-		c.Recorder.Eventf(job, corev1.EventTypeWarning, "SyncFailed", "ringfire gave up syncing the Job after repeated errors: %v", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, "SyncFailed",
+			"ringfire failed to sync the Job %d times in a row: %v; it tries again in %v, or when the Job or its pods change",
+			c.MaxRequeue+1, err, giveUpRetry)
+	}
+}
+
+// waiting tells in an Event why a Job waits on a transient error: once per wait story.
+func (c *Controller) waiting(key, reason string, err error) {
+	if job, gerr := c.jobByKey(key); gerr == nil && job != nil {
+		c.Recorder.Event(job, corev1.EventTypeWarning, kit.EventWaiting, kit.WaitMessage(reason, err))
 	}
 }
 

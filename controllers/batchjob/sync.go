@@ -19,6 +19,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/batchjob/state"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -324,7 +325,9 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 			got, err := c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 			if err != nil {
 				expect.CreateFailed(slot, key, cache.Pods, pod.Namespace, pod.Name)
-				if !apierrors.IsAlreadyExists(err) { // a name taken: the next reconcile picks another
+				// A name taken: the next reconcile picks another. A transient error is told once
+				// per wait (kit.Settings.OnWait), not per retry.
+				if !apierrors.IsAlreadyExists(err) && !kit.IsTransient(err) {
 					c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				}
 				errs = append(errs, fmt.Errorf("create a pod of job %s: %w", key, err))

@@ -273,7 +273,7 @@ func (c *Controller) giveUp(key string, _ request, err error) {
 		return
 	}
 	c.Recorder.Eventf(cj, corev1.EventTypeWarning, "RetryLimitReached",
-		"gave up after %d failed tries: %v; the CronJob is tried again at its next schedule time or when it changes", c.cfg.MaxRequeue+1, err)
+		"gave up after %d failed tries: %v; the CronJob is tried again at its next schedule time or when it changes", c.MaxRequeue+1, err)
 	if s, _, perr := ParseSchedule(cj.Spec); perr == nil {
 		if wait, ok := untilNext(s, c.clock.Now()); ok {
 			c.Disp.EnqueueAfter(key, request{}, wait)

@@ -286,10 +286,7 @@ func (c *Flows) jobsOf(jf *flowv1.JobFlow) ([]*batch.Job, error) {
 // giveUp records that a flow failed MaxRequeue times in a row. It is looked at again when it or
 // one of its Jobs or templates changes, and after giveUpRetry in any case.
 func (c *Flows) giveUp(key string, _ request, err error) {
-	tries := c.cfg.MaxRequeue + 1
-	if c.cfg.MaxRequeue == 0 {
-		tries = kit.DefaultMaxRequeue + 1
-	}
+	tries := c.MaxRequeue + 1
 	c.Log.Error("jobflow failed too often; trying again when it or one of its Jobs changes, or after a while", "jobflow", key, "tries", tries, "error", err)
 	c.Disp.EnqueueAfter(key, request{}, giveUpRetry)
 	ns, name, serr := toolscache.SplitMetaNamespaceKey(key)

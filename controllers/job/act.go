@@ -17,6 +17,7 @@ import (
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/build"
 	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -412,7 +413,7 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job,
 		return nil
 	})
 	if err := errors.Join(errs...); err != nil {
-		if !errors.Is(err, shard.ErrNotOwner) {
+		if !kit.IsTransient(err) { // a transient one is told once per wait (kit.Settings.OnWait)
 			c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreatePod", "Error creating pods: %v", err)
 		}
 		return created, taken, err

@@ -124,7 +124,7 @@ func New(cfg Config) (*Controller, error) {
 	err = c.Init(kit.Settings[request]{
 		Name: "job", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 3, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-		Handler: handler, OnGiveUp: c.giveUp,
+		Handler: handler, OnGiveUp: c.giveUp, OnWait: c.onWait,
 		Coalesce:   func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
 		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,
 	})
@@ -454,18 +454,26 @@ func (c *Controller) onPodGroupDelete(obj any) {
 	}
 }
 
-// giveUp ends a Job whose request failed MaxRequeue times: TerminateJob,
-// with an Event saying why.
+// giveUp ends a Job whose request failed for good MaxRequeue times: TerminateJob,
+// with an Event saying why. Transient errors never come here (kit.Classify): they are
+// retried for as long as they last, and told by waiting.
 func (c *Controller) giveUp(key string, req request, err error) {
 	c.Log.Error("request failed too often; terminating the job", "job", key, "event", req.Event, "action", req.Action, "error", err)
 	if job, ok, _ := c.cfg.Cache.Job(key); ok {
 		c.Recorder.Eventf(job, corev1.EventTypeWarning, "RetryLimitReached",
-			"Job failed on %s for retry limit reached (%d retries), terminating it: %v", describe(req), c.cfg.MaxRequeue, err)
+			"Job failed on %s for retry limit reached (%d retries), terminating it: %v", describe(req), c.MaxRequeue, err)
 	}
 	if req.Action == bus.TerminateJobAction {
 		return // terminating failed too: leave it to the next event
 	}
 	c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent, Action: bus.TerminateJobAction}})
+}
+
+// onWait tells in an Event why a Job waits on a transient error: once per wait story.
+func (c *Controller) onWait(key, reason string, err error) {
+	if job, ok, _ := c.cfg.Cache.Job(key); ok {
+		c.Recorder.Event(job, corev1.EventTypeWarning, kit.EventWaiting, kit.WaitMessage(reason, err))
+	}
 }
 
 func describe(req request) string {

@@ -28,8 +28,12 @@ type Base[R any] struct {
 	Log      hclog.Logger
 	Disp     *shard.Dispatcher[R]
 	Recorder record.EventRecorder
-	events   record.EventBroadcaster
-	kube     kubernetes.Interface
+	// MaxRequeue is the retries a request failing for good gets before it is given up (the
+	// Settings' value with its default applied).
+	MaxRequeue int
+	events     record.EventBroadcaster
+	kube       kubernetes.Interface
+	waits      *waits
 }
 
 // Settings configure a Base.
@@ -50,10 +54,15 @@ type Settings[R any] struct {
 	Logger                              hclog.Logger
 	Registerer                          prometheus.Registerer
 	// Handler, OnGiveUp and Coalesce are the dispatcher's
-	// (shard.DispatcherConfig).
+	// (shard.DispatcherConfig). A Handler's error that Classify calls transient is retried
+	// for ever and never reaches OnGiveUp: MaxRequeue bounds only the permanent ones.
 	Handler  func(ctx context.Context, key string, req R) error
 	OnGiveUp func(key string, req R, err error)
 	Coalesce func(queued, incoming R) bool
+	// OnWait, if set, is called when a key starts waiting on a transient error, or waits for
+	// a new reason (see Classify's reasons): once per wait story, not per retry, so that it
+	// may record an Event (WaitMessage words it). The wait is logged either way.
+	OnWait func(key, reason string, err error)
 	// Quarantine, when set, keeps the controller's poison keys from running
 	// (shard.Quarantine); ObjectOf finds the object of a key, for the
 	// Warning Event "Quarantined" that tells its user (nil: logged only).
@@ -75,13 +84,18 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	if s.MaxRequeue == 0 {
 		s.MaxRequeue = DefaultMaxRequeue
 	}
-	b.Log, b.kube = s.Logger.Named(s.Name), s.Kube
+	b.Log, b.kube, b.MaxRequeue = s.Logger.Named(s.Name), s.Kube, s.MaxRequeue
+	b.waits = newWaits(s.Name)
+	if err := b.waits.register(s.Registerer); err != nil {
+		return fmt.Errorf("%s controller: %w", s.Name, err)
+	}
 	b.events = record.NewBroadcaster()
 	b.Recorder = b.events.NewRecorder(s.Scheme, corev1.EventSource{Component: "ringfire-" + s.Name + "-controller"})
 	dcfg := shard.DefaultDispatcherConfig[R]()
 	dcfg.Name, dcfg.Workers, dcfg.Ownership = s.Name, s.Workers, s.Ownership
 	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = s.MaxRequeue, b.Log, s.Registerer
-	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = s.Handler, s.OnGiveUp, s.Coalesce
+	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = b.watchWaits(s.Handler, s.OnWait), s.OnGiveUp, s.Coalesce
+	dcfg.Transient = IsTransient
 	if s.Quarantine != nil {
 		dcfg.Quarantine = s.Quarantine
 		dcfg.OnQuarantine = func(key, reason string) { b.tellQuarantine(s.ObjectOf, key, reason) }
@@ -92,6 +106,28 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	}
 	b.Disp = disp
 	return nil
+}
+
+// watchWaits wraps a handler to count its transient errors and tell each wait story once.
+func (b *Base[R]) watchWaits(handler func(context.Context, string, R) error, onWait func(key, reason string, err error)) func(context.Context, string, R) error {
+	return func(ctx context.Context, key string, req R) error {
+		err := handler(ctx, key, req)
+		if ctx.Err() != nil { // the slot is gone: the dispatcher drops the request
+			b.waits.forget(key)
+			return err
+		}
+		reason, news, ended := b.waits.observe(key, err)
+		switch {
+		case news:
+			b.Log.Info("waiting on a transient error; retrying until it passes", "key", key, "reason", reason, "error", err)
+			if onWait != nil {
+				onWait(key, reason, err)
+			}
+		case ended:
+			b.Log.Info("no longer waiting", "key", key, "error", err)
+		}
+		return err
+	}
 }
 
 // ReasonQuarantined is the reason of the Event on an object whose key is

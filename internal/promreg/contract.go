@@ -37,6 +37,9 @@ var Contract = []Metric{
 	{"ringfire_workqueue_coalesced_total", "counter", []string{"name"}},
 	{"ringfire_workqueue_dropped_total", "counter", []string{"name", "reason"}},
 	{"ringfire_workqueue_in_flight", "gauge", []string{"name"}},
+	// Transient errors (controllers/kit): counted by reason, and the keys waiting on one.
+	{"ringfire_transient_errors_total", "counter", []string{"name", "reason"}},
+	{"ringfire_keys_waiting", "gauge", []string{"name"}},
 	// Poison keys (shard.Quarantine): the Job, batchjob and podgroup controllers.
 	{"ringfire_keys_quarantined", "gauge", []string{"name"}},
 
