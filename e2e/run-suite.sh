@@ -3,7 +3,8 @@
 # timing bounds of the ring and fencing tests (TTL + 1 s, fence before
 # expiry) are not judged on a machine running several control planes at
 # full tilt; except the packages in RINGFIRE_IDLE_PKGS, which mostly wait
-# (the CronJob suite waits for minute boundaries) and run beside the rest.
+# (the CronJob suite waits for minute boundaries, the robustness suite for
+# its fault windows to pass) and run beside the rest.
 #
 #   e2e/run-suite.sh [go test flags] -- [packages]
 #
@@ -17,7 +18,7 @@ while [[ $# -gt 0 && $1 != -- ]]; do
 done
 shift || true
 pkgs=("${@:-./...}")
-idle_default=github.com/ringfire/ringfire/e2e/cronjobtest
+idle_default="github.com/ringfire/ringfire/e2e/cronjobtest|github.com/ringfire/ringfire/e2e/robusttest"
 idle_pattern="^(${RINGFIRE_IDLE_PKGS:-$idle_default})\$"
 
 mapfile -t all < <(go list "${pkgs[@]}")
