@@ -14,6 +14,11 @@
 //
 //   - world_test.go: the world, the cases' registry and the audit.
 //   - memcg_test.go: the replicas' memory cgroups.
+//   - poison_test.go: Jobs and gangs of 2^31-1 pods beside ordinary Jobs.
+//   - recreate_test.go: Jobs and JobFlows re-created over their
+//     predecessors' lingering objects run their own.
+//   - faults_test.go: a pod-admission webhook down for 5 minutes and a
+//     full ResourceQuota for 3 end no Job.
 //
 // The tests need the local control plane (e2e/cluster): run them with
 // `make test`, or with RINGFIRE_TOOLS_BIN and RINGFIRE_E2E=1 set.
