@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -92,7 +91,7 @@ func New(cfg Config) (*Controller, error) {
 		Workers: cfg.Workers, DefaultWorkers: 4, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
 		Coalesce:   func(request, request) bool { return true },
-		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,
+		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.jobInf.GetStore() }),
 	})
 	if err != nil {
 		return nil, err
@@ -172,20 +171,10 @@ func (c *Controller) onJob(obj any) {
 func (c *Controller) onJobUpdate(old, cur any) {
 	o, ok1 := old.(*batchv1.Job)
 	n, ok2 := cur.(*batchv1.Job)
-	if ok1 && ok2 && managed(n) && (o.Generation != n.Generation || o.UID != n.UID) {
+	if ok1 && ok2 && managed(n) && kit.Changed(o, n) {
 		c.Disp.Release(n.Namespace + "/" + n.Name)
 	}
 	c.onJob(cur)
-}
-
-// jobObject is the cached Job of key, for an Event, or nil.
-func (c *Controller) jobObject(key string) runtime.Object {
-	if obj, ok, _ := c.jobInf.GetStore().GetByKey(key); ok {
-		if job, ok := obj.(*batchv1.Job); ok {
-			return job
-		}
-	}
-	return nil
 }
 
 func (c *Controller) onJobDelete(obj any) {

@@ -47,6 +47,8 @@ type Config struct {
 	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
 	// Warning event (Volcano's max-requeue-num). Default 15.
 	MaxRequeue int
+	// Quarantine, when set, keeps poison CronJobs from running (shard.Quarantine).
+	Quarantine *shard.Quarantine
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
 }
@@ -91,7 +93,8 @@ func New(cfg Config) (*Controller, error) {
 		Name: "cronjob", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
-		Coalesce: func(request, request) bool { return true },
+		Coalesce:   func(request, request) bool { return true },
+		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.cronInf.GetStore() }),
 	})
 	if err != nil {
 		return nil, err
@@ -171,6 +174,9 @@ func (c *Controller) onCronJobUpdate(old, cur any) {
 	if !ok1 || !ok2 || oldCJ.ResourceVersion == cj.ResourceVersion {
 		return
 	}
+	if kit.Changed(oldCJ, cj) {
+		c.Disp.Release(cj.Namespace + "/" + cj.Name)
+	}
 	if oldCJ.Spec.Schedule != cj.Spec.Schedule || !ptr.Equal(oldCJ.Spec.TimeZone, cj.Spec.TimeZone) {
 		if s, _, err := ParseSchedule(cj.Spec); err == nil {
 			if wait, ok := untilNext(s, c.clock.Now()); ok {
@@ -188,6 +194,7 @@ func (c *Controller) onCronJobDelete(obj any) {
 	}
 	if cj, ok := obj.(*batch.CronJob); ok {
 		key := cj.Namespace + "/" + cj.Name
+		c.Disp.Release(key)
 		c.written.Forget(key)
 		c.memory.forget(key)
 	}

@@ -53,8 +53,10 @@ type Config struct {
 	// StatusCoalesce merges a flow's status changes that move no phase over this window
 	// (DefaultStatusCoalesce when 0; negative writes each at once).
 	StatusCoalesce time.Duration
-	Logger         hclog.Logger
-	Registerer     prometheus.Registerer
+	// Quarantine, when set, keeps poison JobFlows from running (shard.Quarantine).
+	Quarantine *shard.Quarantine
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
 }
 
 // Flows is the JobFlow controller: it makes each step's Job once the Jobs it depends on have
@@ -103,7 +105,8 @@ func NewFlows(cfg Config) (*Flows, error) {
 		Name: "jobflow", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
-		Coalesce: func(request, request) bool { return true },
+		Coalesce:   func(request, request) bool { return true },
+		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.flowInf.GetStore() }),
 	})
 	if err != nil {
 		return nil, err
@@ -159,6 +162,9 @@ func (c *Flows) register() error {
 		UpdateFunc: func(old, cur any) {
 			if o, ok := old.(*flowv1.JobFlow); ok {
 				if n, ok := cur.(*flowv1.JobFlow); ok && o.ResourceVersion != n.ResourceVersion {
+					if kit.Changed(o, n) {
+						c.Disp.Release(n.Namespace + "/" + n.Name)
+					}
 					c.onFlow(n)
 				}
 			}
@@ -209,6 +215,7 @@ func (c *Flows) onFlow(obj any) {
 
 func (c *Flows) onFlowDelete(obj any) {
 	if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.Disp.Release(key)
 		c.forget(key)
 	}
 }

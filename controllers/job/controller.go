@@ -201,7 +201,7 @@ func (c *Controller) onJobUpdate(old, new any) {
 	if !jobChanged(oldJob, newJob) {
 		return
 	}
-	if oldJob.Generation != newJob.Generation || oldJob.UID != newJob.UID {
+	if kit.Changed(oldJob, newJob) {
 		c.Disp.Release(keyOf(newJob)) // a new spec may no longer be a poison
 	}
 	c.Disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -133,6 +134,26 @@ func (b *Base[R]) watchWaits(handler func(context.Context, string, R) error, onW
 // ReasonQuarantined is the reason of the Event on an object whose key is
 // quarantined.
 const ReasonQuarantined = "Quarantined"
+
+// StoreObject is an ObjectOf for Settings: the object of key in the store
+// that store returns, or nil. store is called at each use, so it may read an
+// informer the controller sets up after Init.
+func StoreObject(store func() toolscache.Store) func(key string) runtime.Object {
+	return func(key string) runtime.Object {
+		obj, ok, err := store().GetByKey(key)
+		if err != nil || !ok {
+			return nil
+		}
+		o, _ := obj.(runtime.Object)
+		return o
+	}
+}
+
+// Changed reports whether an update of an object is a new object or a new
+// spec: what ends a quarantine (Dispatcher.Release).
+func Changed(old, cur metav1.Object) bool {
+	return old.GetUID() != cur.GetUID() || old.GetGeneration() != cur.GetGeneration()
+}
 
 // tellQuarantine records on the key's object why ringfire stopped
 // reconciling it, and what brings it back.

@@ -257,6 +257,7 @@ func New(cfg Config) (*Replica, error) {
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
 			JobFlows: r.Cache.JobFlows(), JobTemplates: r.Cache.JobTemplates(), Jobs: r.Cache.Jobs(),
 			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, StatusCoalesce: cfg.StatusCoalesce, Logger: cfg.Logger, Registerer: cfg.Registerer,
+			Quarantine: r.quarantine,
 		}
 		if r.JobFlows, err = flow.NewFlows(fcfg); err != nil {
 			return nil, err
@@ -271,6 +272,7 @@ func New(cfg Config) (*Replica, error) {
 		r.CronJobs, err = cronjob.New(cronjob.Config{
 			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
 			CronJobs: r.Cache.CronJobs(), Jobs: r.Cache.Jobs(), Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+			Quarantine: r.quarantine,
 		})
 		if err != nil {
 			return nil, err
