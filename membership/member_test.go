@@ -172,7 +172,7 @@ func TestFenceBeforeLeaseExpiresWhateverTheWallClock(t *testing.T) {
 			// Valid fails while the clock is still before it, it failed early.
 			deadline := s.Deadline()
 			if err := s.Valid(); err != nil && time.Now().Before(deadline) {
-				t.Errorf("Valid = %v %v before the deadline", err, deadline.Sub(time.Now()))
+				t.Errorf("Valid = %v %v before the deadline", err, time.Until(deadline))
 			}
 			select {
 			case <-s.Done():

@@ -630,7 +630,7 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 		}
 		d.busy.start(worker, start)
 	}
-	err, panicked := d.call(ctx, t.box.key, t.req.req)
+	panicked, err := d.call(ctx, t.box.key, t.req.req)
 	if d.timed {
 		d.busy.stop(worker)
 		d.metrics.handlerDuration.Observe(time.Since(start).Seconds())
@@ -671,15 +671,15 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 
 // call runs the handler, turning a panic into an error; panicked is what
 // the handler panicked with, if it did.
-func (d *Dispatcher[R]) call(ctx context.Context, key string, req R) (err error, panicked any) {
+func (d *Dispatcher[R]) call(ctx context.Context, key string, req R) (panicked any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			d.metrics.panics.Inc()
 			d.logger.Error("handler panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
-			err, panicked = fmt.Errorf("handler panicked on key %q: %v", key, p), p
+			panicked, err = p, fmt.Errorf("handler panicked on key %q: %v", key, p)
 		}
 	}()
-	return d.handler(ctx, key, req), nil
+	return nil, d.handler(ctx, key, req)
 }
 
 // tell calls OnQuarantine for a key once per quarantine.

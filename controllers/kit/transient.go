@@ -75,16 +75,16 @@ func Classify(err error) (reason string, transient bool) {
 			return classifyAll(e.Unwrap())
 		case interface{ Errors() []error }: // k8s.io/apimachinery's Aggregate
 			return classifyAll(e.Errors())
+		case syscall.Errno: // before net.Error, which an Errno also is
+			switch e {
+			case syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ETIMEDOUT:
+				return ReasonConnection, true
+			}
 		case net.Error: // *url.Error, *net.OpError: what client-go returns when no answer came
 			if e.Timeout() {
 				return ReasonTimeout, true
 			}
 			return ReasonConnection, true
-		case syscall.Errno:
-			switch e {
-			case syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ETIMEDOUT:
-				return ReasonConnection, true
-			}
 		}
 		switch err {
 		case context.DeadlineExceeded, context.Canceled:

@@ -54,7 +54,7 @@ func TestClassify(t *testing.T) {
 		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}, "j",
 			errors.New("the object has been modified; please apply your changes to the latest version and try again")), ReasonConflict, true},
 		{"already exists", apierrors.NewAlreadyExists(pods, "w-0"), ReasonConflict, true},
-		{"gone", apierrors.NewGone("too old resource version"), ReasonConflict, true},
+		{"gone", apierrors.NewResourceExpired("too old resource version"), ReasonConflict, true},
 		{"not found", apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "cfg"), ReasonNotFound, true},
 		{"unauthorized", apierrors.NewUnauthorized("Unauthorized"), ReasonUnauthorized, true},
 		{"forbidden by RBAC", apierrors.NewForbidden(pods, "", errors.New(`User "system:serviceaccount:ringfire:ringfire" `+

@@ -53,29 +53,3 @@ func (w *world) eventsOn(t *testing.T, ns, kind, name string) []corev1.Event {
 	}
 	return list.Items
 }
-
-// waitEvent waits until an Event on the object has the reason and a message
-// containing each of words, and returns it.
-func (w *world) waitEvent(t *testing.T, ns, kind, name, reason string, limit time.Duration, words ...string) corev1.Event {
-	t.Helper()
-	var found corev1.Event
-	stack.WaitFor(t, fmt.Sprintf("an Event %s on %s %s/%s saying %q", reason, kind, ns, name, words), limit, func() (bool, string) {
-		var seen []string
-		for _, ev := range w.eventsOn(t, ns, kind, name) {
-			seen = append(seen, ev.Reason+": "+ev.Message)
-			if ev.Reason != reason {
-				continue
-			}
-			all := true
-			for _, word := range words {
-				all = all && strings.Contains(ev.Message, word)
-			}
-			if all {
-				found = ev
-				return true, ""
-			}
-		}
-		return false, strings.Join(seen, " | ")
-	})
-	return found
-}
