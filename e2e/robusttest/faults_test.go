@@ -287,23 +287,9 @@ func (b *badPhases) seen() []string {
 	return slices.Compact(slices.Clone(b.got))
 }
 
-// events returns the messages of the Events of ns's object name with the reason, each as
-// many times as it happened (the recorder folds repeats into one Event with a count).
-func events(w *world, ns, name, reason string) []string {
-	list, err := w.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == reason {
-			for range max(e.Count, 1) {
-				out = append(out, e.Message)
-			}
-		}
-	}
-	return out
-}
+// events returns the messages of the Events of ns's object name with the reason
+// (stack.Events).
+func events(w *world, ns, name, reason string) []string { return stack.Events(w.kube, ns, name, reason) }
 
 func hasCondition(job *batchv1.Job, kind batchv1.JobConditionType) bool {
 	for _, c := range job.Status.Conditions {

@@ -272,21 +272,7 @@ func (r rcJob) waitPhase(limit time.Duration, phase batch.JobPhase) *batch.Job {
 }
 
 // events returns the messages of rc's Events of reason, each as often as it was recorded.
-func (r rcJob) events(reason string) []string {
-	list, err := r.w.kube.CoreV1().Events(r.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=rc"})
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == reason {
-			for range max(e.Count, 1) {
-				out = append(out, e.Message)
-			}
-		}
-	}
-	return out
-}
+func (r rcJob) events(reason string) []string { return stack.Events(r.w.kube, r.ns, "rc", reason) }
 
 // describe summarizes rc, the namespace's pods and rc's Events, for failure messages.
 func (r rcJob) describe() string {

@@ -396,8 +396,13 @@ func (s *Stack) Describe(ns, name string) string {
 // Events returns the messages of the Job's events with the given reason,
 // each as many times as it happened (the recorder folds repeats into one
 // Event with a count).
-func (s *Stack) Events(ns, name, reason string) []string {
-	events, err := s.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+func (s *Stack) Events(ns, name, reason string) []string { return Events(s.Kube, ns, name, reason) }
+
+// Events returns the messages of the Events of ns's object name with the
+// given reason, each as many times as it happened (the recorder folds
+// repeats into one Event with a count); nil if they cannot be listed.
+func Events(kube kubernetes.Interface, ns, name, reason string) []string {
+	events, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return nil
 	}
