@@ -105,16 +105,7 @@ func TestPausedReplicaLandsNoStaleWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every write is in the audit log once the replicas have stopped.
-	procs.StopAll(t, w.replicas)
-	tenures, err := w.owners.snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := readAudit(w.cluster.AuditLogPath(), slots)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tenures, rec := w.stopAndAudit(t)
 
 	checkTakeover(t, atEnd, pz, fenced)
 	checkWrites(t, rec, tenures, pz)

@@ -106,16 +106,7 @@ func TestPartitionedReplicaWithASteppedClockLandsNoStaleWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every write is in the audit log once the replicas have stopped.
-	procs.StopAll(t, w.replicas)
-	tenures, err := w.owners.snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := readAudit(w.cluster.AuditLogPath(), slots)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tenures, rec := w.stopAndAudit(t)
 	perReplica := checkNoStaleWrite(t, rec, tenures)
 	for _, id := range cut {
 		if perReplica[id] == 0 {

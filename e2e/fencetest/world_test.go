@@ -135,6 +135,23 @@ func startWorld(t *testing.T, bin string, replicas []replicaOptions) *world {
 	return w
 }
 
+// stopAndAudit stops the replicas, so that every write they made is in the
+// audit log, and returns the slots' tenures as the observer saw them and
+// the audit log's record.
+func (w *world) stopAndAudit(t *testing.T) (map[int][]tenure, auditRecord) {
+	t.Helper()
+	procs.StopAll(t, w.replicas)
+	tenures, err := w.owners.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := readAudit(w.cluster.AuditLogPath(), slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tenures, rec
+}
+
 // replica returns the replica named id.
 func (w *world) replica(t *testing.T, id string) *procs.Replica {
 	t.Helper()
