@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"sort"
 	"strconv"
 	"time"
 
@@ -141,6 +142,9 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
 		c.woken(key, true) // a look due from an earlier tenure went with the slot
+		for _, req := range c.missedFailures(key) {
+			c.Disp.Enqueue(key, req)
+		}
 		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 	held := shard.NewSlotSet(slots)
@@ -149,6 +153,54 @@ func (c *Controller) SlotsReady(slots []int) {
 			c.onCommand(cmd)
 		}
 	}
+}
+
+// missedFailures are the PodFailed requests of the Job at key that no
+// controller has acted on: a pod of the Job's current version that failed
+// while the slot had no ready owner (between vc-controller-manager stopping
+// and the adopting replica's slot being ready, or during a handover). Its
+// failure reaches this replica only as a list's add (OutOfSync, onPodAdd),
+// or as an update that reconcile dropped because the slot was not listed
+// yet; a sync alone would then end a Running Job whose pods have all
+// finished as Failed, never running its PodFailed policy (a RestartJob with
+// retries left). An action taken on a failed pod deletes it or, by a full
+// kill, moves the Job to a newer version, so a failed pod of the current
+// version, not being deleted, of a Pending or Running Job has not been acted
+// on. Only failures a policy acts on are told again: for the others the
+// OutOfSync that follows is the same.
+func (c *Controller) missedFailures(key string) []request {
+	info, err := c.cfg.Cache.JobInfo(key)
+	if err != nil || info == nil || info.Job.DeletionTimestamp != nil {
+		return nil
+	}
+	job := info.Job
+	if phase := state.Normalize(job.Status.State.Phase); phase != batch.Pending && phase != batch.Running {
+		return nil
+	}
+	var pods []*corev1.Pod
+	for _, byName := range info.Pods {
+		for _, p := range byName {
+			if p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil {
+				pods = append(pods, p)
+			}
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	var reqs []request
+	for _, p := range pods {
+		_, req, ok := podRequest(p, bus.PodFailedEvent)
+		if !ok || req.JobVersion != job.Status.Version {
+			continue
+		}
+		if cs := p.Status.ContainerStatuses; len(cs) > 0 && cs[0].State.Terminated != nil {
+			req.ExitCode = cs[0].State.Terminated.ExitCode
+		}
+		if state.ApplyPolicies(job, req.Request).Action == bus.SyncJobAction {
+			continue
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs
 }
 
 // Run reconciles until ctx is done.
