@@ -165,17 +165,22 @@ func (c *Controller) SlotsReady(slots []int) {
 // finished as Failed, never running its PodFailed policy (a RestartJob with
 // retries left). An action taken on a failed pod deletes it or, by a full
 // kill, moves the Job to a newer version, so a failed pod of the current
-// version, not being deleted, of a Pending or Running Job has not been acted
-// on. Only failures a policy acts on are told again: for the others the
-// OutOfSync that follows is the same.
+// version, not being deleted, of a Pending, Running or Restarting Job has not
+// been acted on (a Restarting Job too: vc-controller-manager stopped after
+// creating a restart's pod, before writing Pending, and that pod failed;
+// a sync would take it Pending, then Running, then Failed). Only failures a
+// policy acts on are told again: for the others the OutOfSync that follows
+// is the same.
 func (c *Controller) missedFailures(key string) []request {
 	info, err := c.cfg.Cache.JobInfo(key)
 	if err != nil || info == nil || info.Job.DeletionTimestamp != nil {
 		return nil
 	}
 	job := info.Job
-	if phase := state.Normalize(job.Status.State.Phase); phase != batch.Pending && phase != batch.Running {
-		return nil
+	switch state.Normalize(job.Status.State.Phase) {
+	case batch.Pending, batch.Running, batch.Restarting:
+	default:
+		return nil // ending or ended: no policy acts any more
 	}
 	var pods []*corev1.Pod
 	for _, byName := range info.Pods {

@@ -97,8 +97,8 @@ func TestASyncAloneEndsAMidRetryJobFailed(t *testing.T) {
 
 // Only a failure no controller can have acted on is told again, and only when
 // a policy acts on it: not a pod of an earlier version (a restart made it
-// old), not one being deleted (a kill took it), not a Job past Running, not a
-// failure no policy names (the OutOfSync is the same).
+// old), not one being deleted (a kill took it), not a Job ending or ended,
+// not a failure no policy names (the OutOfSync is the same).
 func TestSlotsReadyTellsNoFailureAlreadyActedOn(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -107,7 +107,7 @@ func TestSlotsReadyTellsNoFailureAlreadyActedOn(t *testing.T) {
 	}{
 		{name: "pod of an earlier version", pod: func(p *corev1.Pod) { p.Annotations[batch.JobVersion] = "1" }},
 		{name: "pod being deleted", pod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }},
-		{name: "Job restarting", job: func(j *batch.Job) { j.Status.State.Phase = batch.Restarting }},
+		{name: "Job aborting", job: func(j *batch.Job) { j.Status.State.Phase = batch.Aborting }},
 		{name: "Job failed", job: func(j *batch.Job) { j.Status.State.Phase = batch.Failed }},
 		{name: "no policy", job: func(j *batch.Job) { j.Spec.Policies = nil }},
 		{name: "pod running", pod: func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }},
@@ -127,5 +127,44 @@ func TestSlotsReadyTellsNoFailureAlreadyActedOn(t *testing.T) {
 			got := f.requestsOf(t, func() { f.c.SlotsReady(allSlots(f)) })
 			assertRequests(t, got, []enqueued{{"ns/a", request{Request: state.Request{Event: bus.OutOfSyncEvent}}}})
 		})
+	}
+}
+
+// A Job left Restarting (vc-controller-manager stopped after creating the
+// restart's pod, before writing Pending) whose new pod failed meanwhile is told
+// the failure too: its policy restarts it again, where a sync would take it
+// Pending, Running and Failed with retries left (TestSwitchFromVolcanoAndBack
+// with a 10 s gap before the replicas start: retry-27).
+func TestSlotsReadyTellsAFailureOfARestartingJob(t *testing.T) {
+	ctx := context.Background()
+	job := retryJob()
+	job.Status.State.Phase = batch.Restarting
+	f := newFixture(t, nil, job)
+	f.admit(t, job)
+	pod := podOf(job, "work", 0, corev1.PodFailed)
+	exited(3)(pod)
+	if _, err := f.kube.CoreV1().Pods("ns").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.cacheOwned(t, cache.Pods, pod)
+	got := f.requestsOf(t, func() { f.c.SlotsReady(allSlots(f)) })
+	if len(got) != 2 || got[0].req.Event != bus.PodFailedEvent {
+		t.Fatalf("requests %+v, want PodFailed then OutOfSync", got)
+	}
+	for _, e := range got {
+		if err := f.c.reconcile(ctx, e.key, e.req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written, err := f.vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.Status.State.Phase == batch.Failed || written.Status.Version != 3 {
+		t.Fatalf("Job %s at version %d, want restarted again (version 3), not Failed",
+			written.Status.State.Phase, written.Status.Version)
+	}
+	if !hasEvent(f.recorded(), "Normal ExecuteAction Start to execute action RestartJob") {
+		t.Fatal("no RestartJob executed")
 	}
 }
