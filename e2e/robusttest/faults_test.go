@@ -289,7 +289,9 @@ func (b *badPhases) seen() []string {
 
 // events returns the messages of the Events of ns's object name with the reason
 // (stack.Events).
-func events(w *world, ns, name, reason string) []string { return stack.Events(w.kube, ns, name, reason) }
+func events(w *world, ns, name, reason string) []string {
+	return stack.Events(w.kube, ns, name, reason)
+}
 
 func hasCondition(job *batchv1.Job, kind batchv1.JobConditionType) bool {
 	for _, c := range job.Status.Conditions {
