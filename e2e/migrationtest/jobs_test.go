@@ -57,13 +57,15 @@ var kinds = []kind{
 	},
 	{
 		// Restarted on every pod failure, up to four times: mid-retry at the
-		// switch, Failed at the end.
+		// switch, Failed at the end. Each try runs 15 s: at 10 s a loaded
+		// 2-core machine let one reach Failed under Volcano before the
+		// other kinds were ready for the switch, and the test stopped.
 		name: "retry", count: 30, final: batch.Failed,
 		atSwitch: func(j *batch.Job) bool {
 			return j.Status.RetryCount >= 1 && j.Status.State.Phase != batch.Failed
 		},
 		job: func(name string) *batch.Job {
-			j := vcjob.New(ns, name, vcjob.Task("work", 1, "10s", "3"))
+			j := vcjob.New(ns, name, vcjob.Task("work", 1, "15s", "3"))
 			j.Spec.MaxRetry = 4
 			j.Spec.Policies = []batch.LifecyclePolicy{{Event: busv1.PodFailedEvent, Action: busv1.RestartJobAction}}
 			return j
