@@ -179,21 +179,7 @@ func dirs(t *testing.T) (logDir, clusterDir string) {
 
 // serviceAccountKubeconfig writes a kubeconfig of ringfire's ServiceAccount.
 func serviceAccountKubeconfig(t *testing.T, cl *cluster.Cluster, dir string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sa, err := deploy.ServiceAccountConfig(ctx, cl.RESTConfig(), 2*3600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := deploy.Kubeconfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "ringfire-serviceaccount.kubeconfig")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return procs.ServiceAccountKubeconfig(t, cl.RESTConfig(), dir)
 }
 
 // applyCRDs runs docs/migration.md's apply of deploy/crds with the pinned kubectl, as the

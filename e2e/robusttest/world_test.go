@@ -113,18 +113,7 @@ func startWorld(t *testing.T) *world {
 	if err := deploy.InstallRBAC(setup, cl.RESTConfig()); err != nil {
 		t.Fatal(err)
 	}
-	sa, err := deploy.ServiceAccountConfig(setup, cl.RESTConfig(), 2*3600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := deploy.Kubeconfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfigPath := filepath.Join(logDir, "ringfire.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfigPath := procs.ServiceAccountKubeconfig(t, cl.RESTConfig(), logDir)
 	// The test's own clients are not paced by a client-side limiter.
 	cfg := cl.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 1000
