@@ -37,10 +37,11 @@ lint: ## go vet and staticcheck over the tree
 
 test: tools lint ## the whole suite under -race, as CI runs it
 	$(GO) test $(TESTFLAGS) -exec /bin/true $(PKGS) >/dev/null # build every test binary, in parallel
-	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 e2e/run-suite.sh $(TESTFLAGS) -- $(PKGS) # one package at a time, the CronJob suite beside them
-	@if [ -n "$$VOLCANO_BIN" ] || [ -x ../shared/volcano/unpack.sh ]; then \
-		RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" e2e/conformance/ci.sh; \
-	else echo "no Volcano binaries (VOLCANO_BIN, ../shared/volcano): Volcano's suites not run"; fi
+	@# one package at a time; Volcano's suites and the mostly waiting packages in a lane beside
+	@# them; the ring's timing-bound suites last, alone (e2e/run-suite.sh)
+	@if [ -n "$$VOLCANO_BIN" ] || [ -x ../shared/volcano/unpack.sh ]; then beside=e2e/conformance/ci.sh; \
+	else beside=; echo "no Volcano binaries (VOLCANO_BIN, ../shared/volcano): Volcano's suites not run"; fi; \
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_BESIDE_CMD="$$beside" e2e/run-suite.sh $(TESTFLAGS) -- $(PKGS)
 
 bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, allocation
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./shard/ ./controllers/...
