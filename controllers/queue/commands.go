@@ -80,7 +80,7 @@ func (c *Controller) takeCommand(ctx context.Context, name string, req request, 
 	c.metrics.commands.WithLabelValues(string(action)).Inc()
 	c.Log.Debug("command taken", "queue", name, "command", cmd.String(), "action", req.action, "stale", stale)
 	switch {
-	case queue == nil:
+	case queue == nil: // no queue has the name: nothing to tell it on
 	case stale:
 		c.Recorder.Eventf(queue, corev1.EventTypeWarning, StaleCommandReason,
 			"Command %s was made for an earlier queue %s (uid %s), not this one (uid %s): it was removed and its %s not applied",

@@ -228,9 +228,10 @@ func TestControllerStaleCommand(t *testing.T) {
 	if st := queueStatus(vc, "renewed"); st.State != scheduling.QueueStateOpen {
 		t.Errorf("the re-made queue is %s; a Command made for the earlier one must leave it Open", st.State)
 	}
-	if r := eventReasons(kube); strings.Count(r, "CommandIssued") != 2 {
-		t.Errorf("want CommandIssued for the two applied Commands only; events: %s", r)
-	}
+	eventually(t, "CommandIssued for the two applied Commands only", func() (bool, string) { // events are sent a moment later
+		r := eventReasons(kube)
+		return strings.Count(r, "CommandIssued") == 2, r
+	})
 }
 
 func TestStaleCommand(t *testing.T) {

@@ -31,8 +31,8 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 		if err != nil {
 			return err
 		}
-		if !run || stale {
-			action = "" // an earlier owner ran it, or it was made for an earlier queue of the name
+		if !run || current == nil || stale {
+			action = "" // an earlier owner ran it, no queue has the name, or it is for an earlier queue of the name
 		}
 	}
 	cached, err := c.queues.Get(name)
