@@ -242,7 +242,9 @@ func TestPodGroupEventsMakeVolcanosRequests(t *testing.T) {
 // A Job's own updates bring it back only when its spec (generation), phase or
 // deletion changed: a status write that keeps the phase is the controller's own
 // bookkeeping. A Command for a Job becomes CommandIssued with its action and
-// the Command to take; one for a Queue is the queue controller's.
+// the Command to take, for the Job of the Command's own namespace whatever Job
+// it names (a Command reaches no other namespace); one for a Queue is the queue
+// controller's.
 func TestJobAndCommandEventsMakeVolcanosRequests(t *testing.T) {
 	base := eventJob()
 	base.Status.State.Phase = batch.Running
@@ -286,6 +288,16 @@ func TestJobAndCommandEventsMakeVolcanosRequests(t *testing.T) {
 		}, []enqueued{{"ns/a", request{
 			Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.AbortJobAction},
 			command: &kit.CommandRef{Namespace: "ns", Name: "abort-a", UID: "cmd-uid"},
+		}}}},
+		{"Command in another namespace naming the Job: a request for a Job of its own namespace", func(c *Controller) {
+			c.onCommand(&bus.Command{
+				ObjectMeta:   metav1.ObjectMeta{Namespace: "tenant", Name: "abort-a", UID: "cmd-uid"},
+				Action:       string(bus.AbortJobAction),
+				TargetObject: &metav1.OwnerReference{Kind: "Job", Name: "a", UID: "uid-of-ns/a"},
+			})
+		}, []enqueued{{"tenant/a", request{
+			Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.AbortJobAction},
+			command: &kit.CommandRef{Namespace: "tenant", Name: "abort-a", UID: "cmd-uid"},
 		}}}},
 		{"Command for a Queue: none", func(c *Controller) {
 			c.onCommand(&bus.Command{

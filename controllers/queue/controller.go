@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
@@ -82,6 +83,9 @@ type request struct {
 	action bus.Action
 	// command is the Command behind action; it is deleted as the request is taken.
 	command *kit.CommandRef
+	// target is the UID of the queue the Command was made for (its target's uid, as vcctl
+	// sets it); empty when it names none, and then it is for whichever queue has the name.
+	target types.UID
 }
 
 // New builds the controller and its informers (Queues, Commands, and every PodGroup, slimmed
@@ -286,12 +290,13 @@ func (c *Controller) onCommandDelete(obj any) {
 // Commands that target anything else belong to other controllers.
 func commandRequest(obj any) (string, request, bool) {
 	cmd, ok := obj.(*bus.Command)
-	if !ok || !targetsQueue(cmd.TargetObject) {
+	if !ok || !TargetsQueue(cmd.TargetObject) {
 		return "", request{}, false
 	}
 	return cmd.TargetObject.Name, request{
 		action:  bus.Action(cmd.Action),
 		command: kit.RefOf(cmd),
+		target:  cmd.TargetObject.UID,
 	}, true
 }
 

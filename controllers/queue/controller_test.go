@@ -198,3 +198,53 @@ func TestCommandRequestFilters(t *testing.T) {
 		}
 	}
 }
+
+// A Command that names its queue by UID (as vcctl does) acts only on that queue: one made for an
+// earlier queue of the name, deleted and made again, is removed with a Warning event and not
+// applied. A Command with the queue's UID, or with none, is applied as before.
+func TestControllerStaleCommand(t *testing.T) {
+	withUID := func(q *scheduling.Queue, uid types.UID) *scheduling.Queue { q.UID = uid; return q }
+	forUID := func(cmd *bus.Command, uid types.UID) *bus.Command { cmd.TargetObject.UID = uid; return cmd }
+	vc, kube := start(t,
+		withUID(newQueue("renewed", scheduling.QueueStateOpen), "uid-now"),
+		withUID(newQueue("same", scheduling.QueueStateOpen), "uid-same"),
+		withUID(newQueue("unnamed", scheduling.QueueStateOpen), "uid-unnamed"),
+		forUID(newCommand("close-renewed", "renewed", bus.CloseQueueAction), "uid-before"),
+		forUID(newCommand("close-same", "same", bus.CloseQueueAction), "uid-same"),
+		newCommand("close-unnamed", "unnamed", bus.CloseQueueAction),
+	)
+	for name, state := range map[string]scheduling.QueueState{"same": scheduling.QueueStateClosed, "unnamed": scheduling.QueueStateClosed} {
+		eventually(t, name+" → "+string(state), func() (bool, string) {
+			st := queueStatus(vc, name)
+			return st.State == state, string(st.State)
+		})
+	}
+	eventually(t, "the stale Command removed and told", func() (bool, string) {
+		r := eventReasons(kube)
+		return commandGone(vc, "close-renewed") && strings.Contains(r,
+			"StaleCommand: Command default/close-renewed was made for an earlier queue renewed (uid uid-before), "+
+				"not this one (uid uid-now): it was removed and its CloseQueue not applied"), r
+	})
+	if st := queueStatus(vc, "renewed"); st.State != scheduling.QueueStateOpen {
+		t.Errorf("the re-made queue is %s; a Command made for the earlier one must leave it Open", st.State)
+	}
+	eventually(t, "CommandIssued for the two applied Commands only", func() (bool, string) { // events are sent a moment later
+		r := eventReasons(kube)
+		return strings.Count(r, "CommandIssued") == 2, r
+	})
+}
+
+func TestStaleCommand(t *testing.T) {
+	for _, r := range []struct {
+		target, current types.UID
+		want            bool
+	}{
+		{"", "u1", false}, // no UID: whichever queue has the name (Volcano)
+		{"u1", "u1", false},
+		{"u0", "u1", true},
+	} {
+		if got := StaleCommand(r.target, r.current); got != r.want {
+			t.Errorf("StaleCommand(%q, %q) = %v, want %v", r.target, r.current, got, r.want)
+		}
+	}
+}

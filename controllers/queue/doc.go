@@ -16,6 +16,11 @@
 //     delete finds the Command already gone, the action runs only if this controller deleted it
 //     in an earlier try. An action a Queue does not know is removed with a Warning event and the
 //     queue is synced, as Volcano syncs on any other action.
+//   - A Command that names its queue by UID (vcctl sets target.uid) acts only on that queue: one
+//     made for an earlier queue of the name, deleted and made again, is taken without its action
+//     running, with a Warning event (StaleCommand). One with no UID acts on whichever queue has
+//     the name, as in Volcano. A Command for a queue the cache has not seen yet is checked with
+//     the API server and retried until the cache has it.
 //   - Events on a state change by a Command: reason OpenQueue "Open queue succeed", reason
 //     CloseQueue "Close queue succeed". A request that fails MaxRequeue times is dropped with a
 //     Warning event whose reason is the action, as Volcano records it.
@@ -72,6 +77,11 @@
 //     reads the stored parents, where the cycle is not closed yet). The controller reports it
 //     (ParentCycle), the Job controller holds Jobs on a queue under a cycle, and, as in Volcano,
 //     no queue can then be put under a queue of the cycle (ringfire.io/at-max-depth).
+//   - Volcano applies any Command to whichever queue has the name. ringfire checks the UID
+//     (above), and its admission policy ringfire-queue-command (deploy/crds) accepts a Command
+//     that targets a Queue (TargetsQueue) only from a user who may update that Queue, where
+//     Volcano lets anyone who may create a Command in any namespace open or close any queue
+//     (docs/jobs.md, "Who may steer a Queue").
 //
 // # Sharding and memory
 //

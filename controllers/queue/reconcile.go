@@ -22,12 +22,17 @@ import (
 func (c *Controller) reconcile(ctx context.Context, name string, req request) error {
 	action := req.action
 	if req.command != nil {
-		run, err := c.takeCommand(ctx, name, req)
+		current, err := c.commandTarget(ctx, name, req.target)
 		if err != nil {
 			return err
 		}
-		if !run {
-			action = "" // an earlier owner ran it
+		stale := current != nil && StaleCommand(req.target, current.UID)
+		run, err := c.takeCommand(ctx, name, req, current, stale)
+		if err != nil {
+			return err
+		}
+		if !run || current == nil || stale {
+			action = "" // an earlier owner ran it, no queue has the name, or it is for an earlier queue of the name
 		}
 	}
 	cached, err := c.queues.Get(name)

@@ -46,7 +46,8 @@ var crdResource = schema.GroupVersionResource{
 // CRD rule cannot see (Kubernetes 1.30 and later): negative resource quantities in a Job, a Job
 // on a queue that has child queues or is not open, a queue under one five deep or in a cycle,
 // bad hierarchy annotations, deleting the root or default queue or a non-leaf one, a JobFlow whose
-// steps depend on each other in a cycle.
+// steps depend on each other in a cycle, a Command to open or close a Queue from a user who may
+// not update that Queue.
 var admissionPolicies = map[string]schema.GroupVersionResource{
 	"MutatingAdmissionPolicy":          {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
 	"MutatingAdmissionPolicyBinding":   {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},

@@ -36,8 +36,8 @@ const namespace = "default"
 func TestManifestsFitKubectlApply(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
-	if err != nil || len(files) != 29 {
-		t.Fatalf("want 8 CRDs, the default and root Queues, and 9 admission policies with their 10 bindings, found %v (%v)", files, err)
+	if err != nil || len(files) != 31 {
+		t.Fatalf("want 8 CRDs, the default and root Queues, and 10 admission policies with their 11 bindings, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

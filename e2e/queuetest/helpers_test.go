@@ -25,21 +25,31 @@ func createQueue(t *testing.T, s *stack.Stack, name string) {
 	}
 }
 
-// command issues action on the queue, as vcctl queue operate does.
+// command issues action on the queue as the cluster's admin, as vcctl queue operate does.
 func command(t *testing.T, s *stack.Stack, queueName string, action bus.Action) string {
 	t.Helper()
-	cmd := &bus.Command{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: queueName + "-" + strings.ToLower(string(action)) + "-"},
-		Action:     string(action),
-		TargetObject: &metav1.OwnerReference{
-			APIVersion: scheduling.SchemeGroupVersion.String(), Kind: "Queue", Name: queueName, UID: "unused",
-		},
+	ctx := context.Background()
+	q, err := s.Volcano.SchedulingV1beta1().Queues().Get(ctx, queueName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get queue %s: %v", queueName, err)
 	}
-	got, err := s.Volcano.BusV1alpha1().Commands(ns).Create(context.Background(), cmd, metav1.CreateOptions{})
+	got, err := s.Volcano.BusV1alpha1().Commands(ns).Create(ctx, queueCommand(ns, q, action), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create command %s on %s: %v", action, queueName, err)
 	}
 	return got.Name
+}
+
+// queueCommand is a Command in namespace that asks action of q, naming it by its name and UID
+// as vcctl queue operate does.
+func queueCommand(namespace string, q *scheduling.Queue, action bus.Action) *bus.Command {
+	return &bus.Command{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: q.Name + "-" + strings.ToLower(string(action)) + "-"},
+		Action:     string(action),
+		TargetObject: &metav1.OwnerReference{
+			APIVersion: scheduling.SchemeGroupVersion.String(), Kind: "Queue", Name: q.Name, UID: q.UID,
+		},
+	}
 }
 
 // operate issues action on the queue, waits for the queue's state, and

@@ -33,6 +33,7 @@ func TestQueuesAndPodGroups(t *testing.T) {
 		stack.Case{Name: "status counts PodGroups by phase", Run: counts},
 		stack.Case{Name: "a bare pod gets a PodGroup and runs", Run: barePod},
 		stack.Case{Name: "a pod naming an invalid queue gets a Warning event", Run: invalidQueue},
+		stack.Case{Name: "only a user who may update a Queue steers it", Run: tenants},
 	)
 }
 

@@ -99,10 +99,14 @@ func closedQueueAdmitsNothing(t *testing.T, s *stack.Stack) {
 
 func queueCommand(t *testing.T, s *stack.Stack, name string, action bus.Action) {
 	t.Helper()
+	q, err := s.Volcano.SchedulingV1beta1().Queues().Get(context.Background(), "rf-closable", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := &bus.Command{
 		ObjectMeta:   metav1.ObjectMeta{Name: name, Namespace: ns},
 		Action:       string(action),
-		TargetObject: &metav1.OwnerReference{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "Queue", Name: "rf-closable", UID: "x"},
+		TargetObject: &metav1.OwnerReference{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "Queue", Name: q.Name, UID: q.UID},
 	}
 	if _, err := s.Volcano.BusV1alpha1().Commands(ns).Create(context.Background(), cmd, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("command %s: %v", action, err)

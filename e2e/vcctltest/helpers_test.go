@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -146,7 +147,8 @@ type commands struct {
 type seenCommand struct {
 	namespace, name string
 	action          string
-	target          string // kind/name
+	target          string    // kind/name
+	targetUID       types.UID // the target's uid, as vcctl sets it
 	deleted         bool
 }
 
@@ -170,7 +172,7 @@ func watchCommands(t *testing.T, env *sidebyside.Env) *commands {
 			if i < 0 {
 				s := seenCommand{namespace: cmd.Namespace, name: cmd.Name, action: cmd.Action}
 				if cmd.TargetObject != nil {
-					s.target = cmd.TargetObject.Kind + "/" + cmd.TargetObject.Name
+					s.target, s.targetUID = cmd.TargetObject.Kind+"/"+cmd.TargetObject.Name, cmd.TargetObject.UID
 				}
 				c.seen = append(c.seen, s)
 				i = len(c.seen) - 1

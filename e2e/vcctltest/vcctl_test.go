@@ -218,8 +218,16 @@ func TestVcctl(t *testing.T) {
 	t.Run("queue operate", func(t *testing.T) {
 		// q1 holds long's PodGroup: closing it leaves it Closing until that is gone.
 		v.run(t, "queue", "operate", "-n", "q1", "-a", "close")
-		cmds.waitTaken(t, "default", string(bus.CloseQueueAction), "Queue/q1")
+		closed := cmds.waitTaken(t, "default", string(bus.CloseQueueAction), "Queue/q1")
 		waitQueueState(t, env, "q1", scheduling.QueueStateClosing)
+		// vcctl names the queue by its UID too, which the Queue controller checks.
+		q1, err := env.Volcano.SchedulingV1beta1().Queues().Get(ctx, "q1", metav1.GetOptions{})
+		switch {
+		case err != nil:
+			t.Errorf("get queue q1: %v", err)
+		case closed.targetUID != q1.UID:
+			t.Errorf("vcctl's CloseQueue names uid %q; queue q1 has %q", closed.targetUID, q1.UID)
+		}
 		if got := cell(t, v.run(t, "queue", "get", "-n", "q1"), "q1", "State"); got != "Closing" {
 			t.Errorf("queue get after close: state %s, want Closing", got)
 		}
