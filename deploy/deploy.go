@@ -1,7 +1,8 @@
 // Package deploy holds the manifests that run ringfire in a cluster, as a kustomize base
 // (kustomization.yaml: `kubectl apply -k deploy/`) of two parts: ringfire/ (namespace,
-// least-privilege RBAC, headless Service, StatefulSet, PodDisruptionBudget) and etcd/ (the
-// ring's three-member etcd with TLS). The CRDs and admission policies are a kustomization of
+// least-privilege RBAC, headless Service, StatefulSet, PodDisruptionBudget, the ClusterRole
+// ringfire-metrics-reader, a NetworkPolicy) and etcd/ (the ring's three-member etcd with TLS,
+// a NetworkPolicy). The CRDs and admission policies are a kustomization of
 // their own in crds/ (package crds installs them for the tests), the ServiceMonitor, alerts and
 // Grafana dashboard are in monitoring/ (package monitoring), the overlays for common changes in
 // overlays/ and the pieces they share in components/; docs/operations.md tells how to use them.

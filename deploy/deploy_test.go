@@ -60,6 +60,7 @@ func TestManifestsAreAcceptedByTheAPIServer(t *testing.T) {
 	for _, want := range []string{
 		"StatefulSet/ringfire", "PodDisruptionBudget/ringfire", "Service/ringfire", "ClusterRole/ringfire",
 		"StatefulSet/ringfire-etcd", "PodDisruptionBudget/ringfire-etcd", "Service/ringfire-etcd",
+		"ClusterRole/ringfire-metrics-reader", "NetworkPolicy/ringfire", "NetworkPolicy/ringfire-etcd",
 	} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("no %s among %v", want, kinds)
@@ -102,6 +103,31 @@ func isForbidden(err error) bool {
 	return ok && s.Status().Code == 403
 }
 
+// The metrics reader may get the metrics port's three paths and nothing else.
+func TestMetricsReaderRole(t *testing.T) {
+	objs, err := deploy.Objects("ringfire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.ClusterRole
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "ringfire-metrics-reader" {
+			role = &rbacv1.ClusterRole{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if role == nil {
+		t.Fatal("no ClusterRole ringfire-metrics-reader in ringfire/")
+	}
+	want := rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics", "/status.json", "/"}, Verbs: []string{"get"}}
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].NonResourceURLs, want.NonResourceURLs) ||
+		!slices.Equal(role.Rules[0].Verbs, want.Verbs) || len(role.Rules[0].Resources) > 0 {
+		t.Errorf("rules %+v, want only %+v", role.Rules, want)
+	}
+}
+
 // The ClusterRole grants no wildcard, no verb on RBAC itself, and never escalate, bind or
 // impersonate.
 func TestClusterRoleIsLeast(t *testing.T) {
@@ -111,7 +137,7 @@ func TestClusterRoleIsLeast(t *testing.T) {
 	}
 	var role *rbacv1.ClusterRole
 	for _, o := range objs {
-		if o.GetKind() == "ClusterRole" {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "ringfire" {
 			role = &rbacv1.ClusterRole{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
 				t.Fatal(err)

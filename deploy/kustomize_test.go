@@ -173,16 +173,29 @@ func TestKustomizeOverlays(t *testing.T) {
 
 	t.Run("monitoring", func(t *testing.T) {
 		objs := render(t, kubectl, "overlays/monitoring")
-		if len(objs) != len(base)+3 {
-			t.Errorf("%d objects, want the base's %d and 3: %v", len(objs), len(base), names(objs))
+		if len(objs) != len(base)+6 {
+			t.Errorf("%d objects, want the base's %d and 6: %v", len(objs), len(base), names(objs))
 		}
 		sm := find(objs, "ServiceMonitor", "ringfire")
 		if sm == nil {
 			t.Fatal("no ServiceMonitor")
 		}
 		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-		if ep := endpoints[0].(map[string]any); ep["port"] != "metrics" || ep["interval"] != "15s" {
-			t.Errorf("ServiceMonitor endpoint %v, want port metrics every 15s", ep)
+		if ep := endpoints[0].(map[string]any); ep["port"] != "metrics" || ep["interval"] != "15s" || ep["scheme"] != "https" {
+			t.Errorf("ServiceMonitor endpoint %v, want port metrics every 15s over https", ep)
+		}
+		// The scrape's token is the scraper account's, bound to the reader role and nothing else.
+		if got := field(endpoints[0].(map[string]any), "authorization", "credentials", "name"); got != "ringfire-metrics-scraper" {
+			t.Errorf("ServiceMonitor's token from Secret %v, want ringfire-metrics-scraper", got)
+		}
+		secret := find(objs, "Secret", "ringfire-metrics-scraper")
+		if secret == nil || field(secret, "type") != "kubernetes.io/service-account-token" ||
+			secret.GetAnnotations()["kubernetes.io/service-account.name"] != "ringfire-metrics-scraper" {
+			t.Errorf("no token Secret of the ServiceAccount ringfire-metrics-scraper: %v", secret)
+		}
+		binding := find(objs, "ClusterRoleBinding", "ringfire-metrics-scraper")
+		if binding == nil || field(binding, "roleRef", "name") != "ringfire-metrics-reader" {
+			t.Errorf("ringfire-metrics-scraper is not bound to ringfire-metrics-reader: %v", binding)
 		}
 		svc := find(objs, "Service", "ringfire")
 		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")

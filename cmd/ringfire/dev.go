@@ -149,6 +149,9 @@ func devUp(ctx context.Context, f devFlags, log hclog.Logger) error {
 	for _, r := range replicas {
 		fmt.Printf("  replica %s: status page http://%s/ (metrics at /metrics), probes http://%s/readyz\n", r.ID, r.Addrs.Metrics, r.Addrs.Health)
 	}
+	// The replicas serve their status pages as plain HTTP without a token, on the loopback
+	// only, so that a browser opens them; a deployed replica requires both (--metrics-secure).
+	fmt.Printf("Metrics and status pages are plain HTTP without a token here, on 127.0.0.1 only; deployed replicas serve HTTPS to a token with the ClusterRole ringfire-metrics-reader (docs/metrics.md).\n")
 	fmt.Printf("Logs: %s. Ctrl-C stops everything.\n\n", f.dir)
 	return showProgress(ctx, c.RESTConfig(), ringEtcd.Endpoint())
 }

@@ -27,23 +27,25 @@ import (
 )
 
 type runFlags struct {
-	etcd         etcdFlags
-	kube         kubeFlags
-	id           string
-	slots        int
-	leaseTTL     time.Duration
-	drainTimeout time.Duration
-	metricsAddr  string
-	healthAddr   string
-	pprofAddr    string
-	workers      int
-	coalesce     time.Duration
-	adopt        bool
-	scheduler    string
-	podEvents    bool
-	controllers  string
-	logFormat    string
-	logLevel     string
+	etcd          etcdFlags
+	kube          kubeFlags
+	id            string
+	slots         int
+	leaseTTL      time.Duration
+	drainTimeout  time.Duration
+	metricsAddr   string
+	metricsSecure bool
+	metricsCerts  string
+	healthAddr    string
+	pprofAddr     string
+	workers       int
+	coalesce      time.Duration
+	adopt         bool
+	scheduler     string
+	podEvents     bool
+	controllers   string
+	logFormat     string
+	logLevel      string
 }
 
 func defaultID() string {
@@ -73,6 +75,8 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs.BoolVar(&f.adopt, "adopt", true, "label the objects of Volcano Jobs that lack the ringfire.io/slot label (made by vc-controller-manager before the switch) when slots are gained; turn off once no such object is left (docs/migration.md)")
 	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); negative: every change is written")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address for /metrics, the status page (/) and /status.json; empty: none")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve the metrics address over HTTPS, only to callers whose bearer token the API server accepts (TokenReview) and who may get the path (SubjectAccessReview; the ClusterRole ringfire-metrics-reader); needs a cluster. The manifests of deploy/ turn it on; off, the address serves plain HTTP to anyone who reaches it")
+	fs.StringVar(&f.metricsCerts, "metrics-cert-dir", "", "with --metrics-secure: directory of the serving certificate, tls.crt and tls.key, reloaded when they change; empty: a self-signed certificate made at start")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address for the probes /healthz and /readyz; empty: none")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address for Go's profiles under /debug/pprof/, e.g. 127.0.0.1:6060; empty (the default): not served")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -166,6 +170,13 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var secure *opsserver.Secure
+	if f.metricsSecure {
+		if kubeCfg == nil {
+			return errors.New("--metrics-secure: no cluster to review the callers' tokens with; give --kubeconfig, or --metrics-secure=false")
+		}
+		secure = &opsserver.Secure{Kube: kubeCfg, CertDir: f.metricsCerts}
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -173,7 +184,8 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 			MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr, PprofAddr: f.pprofAddr,
 			Gatherer: reg, Logger: log, Status: r.Manager.Status,
 			// Ready covers the ring and, with a cluster, the API server.
-			Ready: r.Ready,
+			Ready:  r.Ready,
+			Secure: secure,
 		})
 		if err != nil {
 			log.Error("ops server stopped", "error", err)

@@ -54,6 +54,9 @@ func TestDeployedArgsParse(t *testing.T) {
 			if f.metricsAddr != ":8080" || f.healthAddr != ":8081" {
 				t.Errorf("%s serves metrics on %q and probes on %q, want :8080 and :8081 (its container ports)", obj.GetName(), f.metricsAddr, f.healthAddr)
 			}
+			if !f.metricsSecure {
+				t.Errorf("%s serves metrics without --metrics-secure: plain HTTP to anyone in the cluster", obj.GetName())
+			}
 		}
 	}
 	if !found {

@@ -44,7 +44,7 @@ func TestDeployment(t *testing.T) {
 	t.Logf("etcd: %d members ready", sts.Status.ReadyReplicas)
 	sts = tg.waitStatefulSet(t, "ringfire", 3, 5*time.Minute)
 	ttl := leaseTTL(t, sts)
-	ring := watchRing(tg.kube, tg.ns, 250*time.Millisecond)
+	ring := watchRing(tg.kube, newStatusReader(t, tg), tg.ns, 250*time.Millisecond)
 	t.Cleanup(ring.stop)
 	three := replicaNames("ringfire", 3)
 	took := waitSettled(t, ring, three, 2*time.Minute)

@@ -33,14 +33,16 @@ type ringView struct {
 	statuses map[string]replicaStatus // by pod name
 }
 
-// ringWatch reads every ringfire pod's /status.json through the API
-// server's pod proxy every period, and keeps what the audit needs: the
+// ringWatch reads every ringfire pod's /status.json (through a port-forward
+// of the Kubernetes API, with a reader's token: statusReader) every period,
+// and keeps what the audit needs: the
 // longest time a slot had no live holder, the slots two replicas held in two
 // rounds in a row, and the latest view for the settle checks. It reaches the
 // replicas through the Kubernetes API only, so it runs the same on any
 // cluster.
 type ringWatch struct {
 	kube   kubernetes.Interface
+	status *statusReader
 	ns     string
 	period time.Duration
 	cancel context.CancelFunc
@@ -58,12 +60,13 @@ type ringWatch struct {
 
 const ringSelector = "app.kubernetes.io/name=ringfire"
 
-func watchRing(kube kubernetes.Interface, ns string, period time.Duration) *ringWatch {
+func watchRing(kube kubernetes.Interface, status *statusReader, ns string, period time.Duration) *ringWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &ringWatch{kube: kube, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
+	w := &ringWatch{kube: kube, status: status, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
 		unownedFrom: map[int]time.Time{}, prevDup: map[int]string{}}
 	go func() {
 		defer close(w.done)
+		defer status.close()
 		tick := time.NewTicker(period)
 		defer tick.Stop()
 		for {
@@ -91,6 +94,7 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 	if err != nil {
 		return ringView{}, err
 	}
+	w.status.keep(pods.Items)
 	v := ringView{at: time.Now(), pods: pods.Items, statuses: map[string]replicaStatus{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -101,7 +105,7 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			raw, err := w.kube.CoreV1().Pods(w.ns).ProxyGet("http", p.Name, "8080", "/status.json", nil).DoRaw(sctx)
+			raw, err := w.status.get(sctx, &p)
 			if err != nil {
 				return
 			}

@@ -1,6 +1,7 @@
 // Package monitoringtest runs deploy/monitoring for real: a Prometheus of the pinned build
 // (e2e/tools/prometheus.sh) scrapes three ringfire replicas on a real control plane under a
-// light Job load, with the alerts of the PrometheusRule loaded. Every alert's expression and
+// light Job load, over HTTPS with a ServiceAccount's token as deploy/monitoring's ServiceMonitor
+// does (the replicas run with --metrics-secure and review it with the API server), with the alerts of the PrometheusRule loaded. Every alert's expression and
 // every dashboard query must parse and find the series it reads, and the unowned-slots alert
 // must fire for a replica stopped past its lease and resolve once the others took its slots.
 package monitoringtest
@@ -63,10 +64,16 @@ func TestAlertsAndDashboardOnALiveRing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
+	// The replicas serve their metrics as deployed (--metrics-secure); Prometheus and the test
+	// read them with the token of a ServiceAccount bound to ringfire-metrics-reader.
+	if err := deploy.InstallRBAC(ctx, cl.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	token := procs.MetricsToken(t, cl.RESTConfig(), deploy.Namespace, "prometheus", true)
 	ring := localetcd.StartForTest(t)
 	args := procs.Args{
 		Bin: bin, Etcd: ring.Endpoint(), Prefix: "/monitoringtest", Kubeconfig: cl.Kubeconfig(),
-		LogDir: t.TempDir(), Slots: slots, LeaseTTL: leaseTTL,
+		LogDir: t.TempDir(), Slots: slots, LeaseTTL: leaseTTL, MetricsSecure: true, MetricsToken: token,
 	}
 	var replicas []*procs.Replica
 	t.Cleanup(func() {
@@ -86,7 +93,7 @@ func TestAlertsAndDashboardOnALiveRing(t *testing.T) {
 	if err := procs.WaitRing(ctx, replicas, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	prom := startPrometheus(t, promBin, deploy.Namespace, targets)
+	prom := startPrometheus(t, promBin, deploy.Namespace, token, targets)
 	start := time.Now()
 
 	// A light load for the rest of the test: a Job of two 2-second pods every half second.

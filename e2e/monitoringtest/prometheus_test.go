@@ -37,10 +37,16 @@ type target struct {
 }
 
 // startPrometheus starts bin on a config that scrapes targets every second as job ringfire in
-// namespace, with monitoring.RuleFile loaded and evaluated every second. It stops with the test.
-func startPrometheus(t *testing.T, bin, namespace string, targets []target) *prometheus {
+// namespace, with monitoring.RuleFile loaded and evaluated every second. It scrapes as
+// deploy/monitoring's ServiceMonitor does: over HTTPS, not checking the replicas' self-signed
+// certificates, with token as its bearer token. It stops with the test.
+func startPrometheus(t *testing.T, bin, namespace, token string, targets []target) *prometheus {
 	t.Helper()
 	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	rules, err := monitoring.RuleFile()
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +65,12 @@ func startPrometheus(t *testing.T, bin, namespace string, targets []target) *pro
 		"global": map[string]any{
 			"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s",
 		},
-		"rule_files":     []string{"rules.yaml"},
-		"scrape_configs": []any{map[string]any{"job_name": "ringfire", "static_configs": static}},
+		"rule_files": []string{"rules.yaml"},
+		"scrape_configs": []any{map[string]any{
+			"job_name": "ringfire", "static_configs": static, "scheme": "https",
+			"authorization": map[string]any{"type": "Bearer", "credentials_file": tokenFile},
+			"tls_config":    map[string]any{"insecure_skip_verify": true},
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@
 //
 //   - build.go: Build and Revision.
 //   - procs.go: the rest, each a thin layer over internal/procs.
+//   - metricstoken.go: MetricsToken, a scraper's token for replicas run with
+//     --metrics-secure.
 package procs
 
 import (

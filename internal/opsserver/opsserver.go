@@ -4,10 +4,16 @@
 // (/healthz, /readyz) and, only when asked for, Go's profiles
 // (/debug/pprof/). Probes stay answerable when the metrics port is
 // firewalled or behind auth, and profiles are never exposed by default.
+//
+// With Config.Secure the metrics address serves HTTPS (servingcert.go) and
+// lets in only callers the API server authenticates and authorizes
+// (access.go). The status page gathers the registry at most once a second
+// however often it is asked for (workcache.go).
 package opsserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
 
 	"github.com/ringfire/ringfire/shard"
 )
@@ -41,6 +48,20 @@ type Config struct {
 	Ready     Readiness
 	Status    func() shard.Status
 	Logger    hclog.Logger
+	// Secure (--metrics-secure), when set, serves the metrics address over
+	// HTTPS, to callers only that the API server authenticates and allows
+	// to get the path. Nil serves plain HTTP to anyone who reaches it.
+	Secure *Secure
+}
+
+// Secure is how the metrics address is guarded.
+type Secure struct {
+	// Kube reaches the API server that reviews the callers' tokens
+	// (TokenReview) and their access (SubjectAccessReview).
+	Kube *rest.Config
+	// CertDir (--metrics-cert-dir) holds tls.crt and tls.key, reloaded
+	// when they change; empty for a self-signed certificate made at start.
+	CertDir string
 }
 
 // Listeners are the servers' listeners, opened by the caller; a nil one
@@ -78,16 +99,29 @@ func Serve(ctx context.Context, cfg Config) error {
 }
 
 // ServeListeners is Serve on listeners the caller opened; the addresses of
-// cfg are not used.
+// cfg are not used. With cfg.Secure, a certificate or API server client that
+// cannot be made is an error before anything is served.
 func ServeListeners(ctx context.Context, ls Listeners, cfg Config) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the certificate's watch
+	metrics, metricsTLS, what, err := metricsHandler(ctx, cfg)
+	if err != nil {
+		for _, ln := range []net.Listener{ls.Metrics, ls.Health, ls.Pprof} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+		return err
+	}
 	servers := []struct {
 		ln      net.Listener
 		handler http.Handler
+		tls     *tls.Config
 		what    string
 	}{
-		{ls.Metrics, metricsMux(cfg), "serving metrics and the status page"},
-		{ls.Health, healthMux(cfg), "serving health probes"},
-		{ls.Pprof, pprofMux(), "serving Go's profiles"},
+		{ls.Metrics, metrics, metricsTLS, what},
+		{ls.Health, healthMux(cfg), nil, "serving health probes"},
+		{ls.Pprof, pprofMux(), nil, "serving Go's profiles"},
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(servers))
@@ -98,15 +132,41 @@ func ServeListeners(ctx context.Context, ls Listeners, cfg Config) error {
 		if cfg.Logger != nil {
 			cfg.Logger.Info(s.what, "addr", s.ln.Addr().String())
 		}
-		wg.Go(func() { errs[i] = serve(ctx, s.ln, s.handler) })
+		wg.Go(func() { errs[i] = serve(ctx, s.ln, s.handler, s.tls) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// serve serves handler on ln until ctx is done, or the server fails.
-func serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+// metricsHandler is the metrics address's handler and, with cfg.Secure, its
+// TLS config, and what the log says it serves.
+func metricsHandler(ctx context.Context, cfg Config) (http.Handler, *tls.Config, string, error) {
+	mux := metricsMux(cfg)
+	if cfg.Secure == nil {
+		return mux, nil, "serving metrics and the status page over plain HTTP, to anyone (no --metrics-secure)", nil
+	}
+	if cfg.Secure.Kube == nil {
+		return nil, nil, "", errors.New("--metrics-secure: no API server to review tokens with (give --kubeconfig, run in a cluster, or --metrics-secure=false)")
+	}
+	guard, err := newAccessGuard(cfg.Secure.Kube, cfg.Logger)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cert, selfSigned, err := newServingCert(ctx, cfg.Secure.CertDir)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	what := "serving metrics and the status page over HTTPS (certificate of " + cfg.Secure.CertDir + ") to authorized callers"
+	if selfSigned {
+		what = "serving metrics and the status page over HTTPS (a self-signed certificate) to authorized callers"
+	}
+	return guard.wrap(mux), cert.tlsConfig(), what, nil
+}
+
+// serve serves handler on ln until ctx is done, or the server fails; over
+// TLS when tlsConfig is set.
+func serve(ctx context.Context, ln net.Listener, handler http.Handler, tlsConfig *tls.Config) error {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, TLSConfig: tlsConfig}
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
@@ -116,7 +176,12 @@ func serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
 		defer done()
 		srv.Shutdown(sctx)
 	}()
-	err := srv.Serve(ln)
+	var err error
+	if tlsConfig != nil {
+		err = srv.ServeTLS(ln, "", "") // the certificate comes from tlsConfig
+	} else {
+		err = srv.Serve(ln)
+	}
 	cancel()
 	<-stopped
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -106,15 +106,19 @@ func legend(st shard.Status) []memberLine {
 	return lines
 }
 
-// statusPage serves / and /status.json.
+// statusPage serves / and /status.json: the ring and the readiness as they
+// are, the work as gathered at most a second ago.
 type statusPage struct {
 	status func() shard.Status
 	ready  Readiness
 	rates  workRates
+	work   workCache
 }
 
 func newStatusPage(cfg Config) *statusPage {
-	return &statusPage{status: cfg.Status, ready: cfg.Ready, rates: workRates{gatherer: cfg.Gatherer}}
+	p := &statusPage{status: cfg.Status, ready: cfg.Ready, rates: workRates{gatherer: cfg.Gatherer}}
+	p.work = workCache{sample: p.rates.sample, now: time.Now}
+	return p
 }
 
 func (p *statusPage) report() statusReport {
@@ -126,7 +130,7 @@ func (p *statusPage) report() statusReport {
 	if p.ready != nil {
 		readyErr = p.ready()
 	}
-	work, window := p.rates.sample(time.Now())
+	work, window := p.work.get()
 	return buildReport(st, readyErr, work, window)
 }
 

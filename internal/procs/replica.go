@@ -2,6 +2,7 @@ package procs
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,13 @@ type Args struct {
 	// Env is added to the environment the replica inherits, KEY=VALUE each
 	// (say, a test-only hook of docs/e2e.md).
 	Env []string
+	// MetricsSecure runs the replicas with --metrics-secure: their metrics
+	// address serves HTTPS (a self-signed certificate, which Get does not
+	// check) to callers with a token the API server allows; Get sends
+	// MetricsToken. Off, it serves plain HTTP to anyone, as `ringfire dev`'s
+	// replicas do on the loopback.
+	MetricsSecure bool
+	MetricsToken  string
 }
 
 // command returns the command line of replica id serving on addrs.
@@ -70,6 +78,9 @@ func (a Args) command(id string, addrs Addrs) []string {
 			argv = append(argv, o.flag, o.val)
 		}
 	}
+	if a.MetricsSecure {
+		argv = append(argv, "--metrics-secure") // a bool flag takes no separate value
+	}
 	return append(argv, a.Extra...)
 }
 
@@ -90,6 +101,9 @@ type Replica struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process is reaped
 	http *http.Client
+	// metricsScheme is how the metrics address is reached (http, or https
+	// with --metrics-secure), and metricsToken the bearer token sent there.
+	metricsScheme, metricsToken string
 }
 
 // Start starts replica id serving on addrs, a free port of 127.0.0.1 for
@@ -110,7 +124,13 @@ func Start(a Args, id string, addrs Addrs) (*Replica, error) {
 	r := &Replica{
 		ID: id, Addrs: addrs,
 		LogPath: filepath.Join(a.LogDir, id+".log"), done: make(chan struct{}),
-		http: &http.Client{Timeout: 5 * time.Second},
+		http: &http.Client{Timeout: 5 * time.Second}, metricsScheme: "http",
+	}
+	if a.MetricsSecure {
+		// The replica's certificate is self-signed, made at its start: there
+		// is no CA to check it against.
+		r.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		r.metricsScheme, r.metricsToken = "https", a.MetricsToken
 	}
 	logFile, err := os.Create(r.LogPath)
 	if err != nil {
@@ -182,16 +202,19 @@ func (r *Replica) Exited() bool {
 // health address, profiles from its pprof address, anything else from its
 // metrics address.
 func (r *Replica) Get(ctx context.Context, path string) (string, int, error) {
-	addr := r.Addrs.Metrics
+	addr, scheme, token := r.Addrs.Metrics, r.metricsScheme, r.metricsToken
 	switch {
 	case path == "/healthz" || path == "/readyz":
-		addr = r.Addrs.Health
+		addr, scheme, token = r.Addrs.Health, "http", ""
 	case strings.HasPrefix(path, "/debug/pprof/"):
-		addr = r.Addrs.Pprof
+		addr, scheme, token = r.Addrs.Pprof, "http", ""
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+path, nil)
 	if err != nil {
 		return "", 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
