@@ -70,6 +70,7 @@ func TestCertsWorkWithARealEtcd(t *testing.T) {
 	})
 
 	with := etcdFlags{caFile: tls("ca.crt"), certFile: tls("client.crt"), keyFile: tls("client.key")}
+	expiry := with.certificateExpiry([]string{clientURL})
 	client, err := with.client([]string{clientURL})
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,13 @@ func TestCertsWorkWithARealEtcd(t *testing.T) {
 	}
 	if putErr != nil {
 		t.Fatalf("put over TLS with the client certificate: %v", putErr)
+	}
+	// The expiry metric has the two files and the server's certificate from the handshake.
+	seen := expiry.Expiries()
+	for _, name := range []string{"etcd-ca", "etcd-client", "etcd-server"} {
+		if until := time.Until(seen[name]); until < 364*24*time.Hour {
+			t.Errorf("certificate %s expires in %s, want about a year or more (all: %v)", name, until, seen)
+		}
 	}
 
 	without := etcdFlags{caFile: tls("ca.crt")}

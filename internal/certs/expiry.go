@@ -1,10 +1,11 @@
 package certs
 
 import (
-	"crypto/tls"
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -18,45 +19,39 @@ const ExpiryMetric = "ringfire_certificate_expiry_timestamp_seconds"
 // rereadEvery is how stale a file's reading may be: a renewal shows within it.
 const rereadEvery = time.Minute
 
+// Probe returns the certificates a TLS peer presents now, from a handshake of its own.
+type Probe func(context.Context) ([]*x509.Certificate, error)
+
+// probeTimeout bounds a probe, which runs on a scrape once a minute.
+const probeTimeout = 3 * time.Second
+
 // Expiry is a Prometheus collector of when certificates expire: for each named PEM file, the
-// earliest NotAfter of the certificates in it, read again at most every minute (on a scrape),
-// so a renewal written into the file shows without a restart; and for each TLS peer it is
-// told of (Observe), the earliest NotAfter of the chain the last handshake presented. A file
-// that cannot be read or parsed has no series (etcd's client, which reads the same files on
-// each handshake, says why in its errors).
+// earliest NotAfter of the certificates in it, and for each named probe, of the chain the
+// peer presents in a fresh handshake. It reads them again at most every minute (on a scrape),
+// so a renewal shows without a restart. A file that cannot be read or parsed, or a peer that
+// does not answer, has no series until it can be (etcd's client, which reads the same files
+// on each handshake, says why in its errors).
 type Expiry struct {
-	desc  *prometheus.Desc
-	files map[string]string // certificate label → path
+	desc   *prometheus.Desc
+	files  map[string]string // certificate label → path
+	probes map[string]Probe  // certificate label → its peer
 
 	mu     sync.Mutex
 	readAt time.Time
 	read   map[string]time.Time
-	seen   map[string]time.Time // certificate label → NotAfter seen in a handshake
 	now    func() time.Time
 }
 
-// NewExpiry watches files (certificate label → path of a PEM file); it may be empty.
-func NewExpiry(files map[string]string) *Expiry {
+// NewExpiry watches files (certificate label → path of a PEM file) and the peers of probes
+// (certificate label → probe); either may be empty.
+func NewExpiry(files map[string]string, probes map[string]Probe) *Expiry {
 	return &Expiry{
 		desc: prometheus.NewDesc(ExpiryMetric,
-			"When a certificate ringfire uses expires (Unix seconds): the earliest NotAfter of the file, re-read every minute, or of the chain the etcd server presented in the last handshake.",
+			"When a certificate ringfire uses expires (Unix seconds): the earliest NotAfter of its file, or of the chain the etcd server presents in a handshake, re-read every minute.",
 			[]string{"certificate"}, nil),
-		files: files,
-		seen:  map[string]time.Time{},
-		now:   time.Now,
-	}
-}
-
-// Observe returns a tls.Config.VerifyConnection that records, under label, the certificates
-// the peer presents in each handshake (it never refuses one: verification is the config's).
-func (e *Expiry) Observe(label string) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if notAfter, ok := earliest(cs.PeerCertificates); ok {
-			e.mu.Lock()
-			e.seen[label] = notAfter
-			e.mu.Unlock()
-		}
-		return nil
+		files:  files,
+		probes: probes,
+		now:    time.Now,
 	}
 }
 
@@ -82,15 +77,16 @@ func (e *Expiry) Expiries() map[string]time.Time {
 				e.read[label] = notAfter
 			}
 		}
+		for label, probe := range e.probes {
+			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			chain, err := probe(ctx)
+			cancel()
+			if notAfter, ok := earliest(chain); err == nil && ok {
+				e.read[label] = notAfter
+			}
+		}
 	}
-	out := make(map[string]time.Time, len(e.read)+len(e.seen))
-	for label, t := range e.read {
-		out[label] = t
-	}
-	for label, t := range e.seen {
-		out[label] = t
-	}
-	return out
+	return maps.Clone(e.read)
 }
 
 // fileExpiry is the earliest NotAfter of the certificates in a PEM file.
