@@ -14,7 +14,9 @@ func TestChoose(t *testing.T) {
 		{ID: 1, Name: "m0", PeerURLs: []string{"https://m0:2380"}, ClientURLs: []string{"https://m0:2379"}},
 		{ID: 3, Name: "m2", PeerURLs: []string{"https://m2:2380"}, ClientURLs: []string{"https://m2:2379"}},
 	}
-	view := func(m ...Member) []View { return []View{{Peer: "https://m0:2380", Members: append(slices.Clone(others), m...)}} }
+	view := func(m ...Member) []View {
+		return []View{{Peer: "https://m0:2380", Members: append(slices.Clone(others), m...)}}
+	}
 	for _, tc := range []struct {
 		name  string
 		self  Self
