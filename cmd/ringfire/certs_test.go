@@ -124,7 +124,7 @@ func TestCertsPrintsTheSecretsTheManifestsMount(t *testing.T) {
 			t.Fatal(err)
 		}
 		manifests[f] = string(b)
-		if strings.Contains(string(b), "subPath") {
+		if strings.Contains(string(b), "subPath:") {
 			t.Errorf("%s mounts with subPath: kubelet would not update a renewed Secret there", f)
 		}
 	}
