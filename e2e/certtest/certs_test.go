@@ -1,6 +1,7 @@
 package certtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,7 +22,9 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -62,11 +65,15 @@ func TestRenewedCertificatesAndALostMember(t *testing.T) {
 	}
 	kubeconfig := procs.ServiceAccountKubeconfig(t, cl.RESTConfig(), dir)
 
-	// The leaves of the first set end in firstValidity; the CA is kept in the directory.
-	tlsDir := filepath.Join(dir, "tls")
-	run(t, bin, "certs", "--dir", tlsDir, "--validity", firstValidity.String())
+	// `ringfire certs | kubectl apply -f -`, and kubelet's writing of the two mounted Secrets
+	// into the members' and the replicas' directories. The leaves end in firstValidity.
+	first := apply(t, dir, run(t, bin, nil, "certs", "--validity", firstValidity.String()))
 	issued := time.Now()
-	files := certs.FilesIn(tlsDir)
+	caSecret, err := yaml.Marshal(first[caSecretName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := mountedFiles(dir)
 	etcd := newCluster3(t, dir, bin, filepath.Join(tools, "etcd"), files)
 	for _, m := range etcd.members {
 		etcd.start(t, m)
@@ -81,7 +88,7 @@ func TestRenewedCertificatesAndALostMember(t *testing.T) {
 	args := procs.Args{
 		Bin: bin, Etcd: etcd.endpoints(), Prefix: prefix, Kubeconfig: kubeconfig, LogDir: dir,
 		Slots: slots, LeaseTTL: leaseTTL,
-		Extra: []string{"--etcd-ca", files.CA, "--etcd-cert", files.ClientCert, "--etcd-key", files.ClientKey},
+		Extra: []string{"--etcd-ca", filepath.Join(dir, "client", "ca.crt"), "--etcd-cert", files.ClientCert, "--etcd-key", files.ClientKey},
 	}
 	var replicas []*procs.Replica
 	t.Cleanup(func() {
@@ -129,14 +136,17 @@ func TestRenewedCertificatesAndALostMember(t *testing.T) {
 		t.Errorf("replica %s reports the client certificate ending %v after issue, want %v", replicas[0].ID, d, firstValidity)
 	}
 
-	// (a) Renew the leaves in place: one rename swaps ..data, as kubelet does.
+	// (a) The runbook: `kubectl get secret ringfire-etcd-ca -o yaml | ringfire certs --renew
+	// --ca - | kubectl apply -f -`; kubelet then swaps each mounted Secret's files in one rename.
 	probeCfg, err := transport.TLSInfo{CertFile: files.ClientCert, KeyFile: files.ClientKey, TrustedCAFile: files.CA}.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldServer := mustLeaf(t, ctx, probeCfg, etcd.members[0])
 	oldClient := fileSerial(t, files.ClientCert)
-	run(t, bin, "certs", "--renew", "--dir", tlsDir)
+	if renewedSecrets := apply(t, dir, run(t, bin, caSecret, "certs", "--renew", "--ca", "-")); len(renewedSecrets) != 2 {
+		t.Errorf("the renewal printed %d Secrets, want the server's and the client's", len(renewedSecrets))
+	}
 	renewed := time.Now()
 	newClient := fileSerial(t, files.ClientCert)
 	if newClient.Cmp(oldClient) == 0 {
@@ -205,18 +215,21 @@ func TestRenewedCertificatesAndALostMember(t *testing.T) {
 		t.Fatalf("member add: %v", err)
 	}
 	etcd.start(t, lost)
-	rejoin := waitRejoined(t, ctx, etcd, lost, added.Member.ID)
+	restarted := time.Now()
+	rejoin := waitRejoined(t, ctx, admin, lost, added.Member.ID)
 	log := iprocs.Tail(lost.logPath, 2000)
 	if !strings.Contains(log, "--initial-cluster-state=existing") {
 		t.Errorf("member %s did not start as existing:\n%s", lost.name, iprocs.Tail(lost.logPath, 10))
 	}
 	t.Logf("member %s rejoined %v after its data was lost (%v after it started again)", lost.name, time.Since(lostAt).Round(time.Millisecond), rejoin.Round(time.Millisecond))
 
-	// The replicas reach the rejoined member with the renewed client certificate: m1 receives
-	// gRPC traffic that is not the test's.
+	// The replicas reach the rejoined member, over connections made after the first leaves
+	// ended, so with the renewed client certificate: m1 answers gRPC calls, and none is the
+	// test's (its clients talk to m0 and m2).
 	waitFor(t, 30*time.Second, "replicas' requests at "+lost.name, func() bool {
 		return metricSum(t, ctx, lost.metrics, "grpc_server_handled_total") > 0
 	})
+	t.Logf("member %s answered the replicas' gRPC calls %v after it started again", lost.name, time.Since(restarted).Round(time.Millisecond))
 
 	// Every Job completes; nothing restarted; no slot went without a holder past the lease.
 	stopLoad()
@@ -254,11 +267,64 @@ func TestRenewedCertificatesAndALostMember(t *testing.T) {
 		len(created), longest.Round(time.Millisecond), slot, polls, errs, newServer)
 }
 
-// run runs the ringfire binary and fails the test if it fails.
-func run(t *testing.T, bin string, args ...string) {
+// run runs the ringfire binary with stdin and returns its standard output; a failure fails
+// the test.
+func run(t *testing.T, bin string, stdin []byte, args ...string) []byte {
 	t.Helper()
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-		t.Fatalf("ringfire %s: %v\n%s", strings.Join(args, " "), err, out)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ringfire %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// The Secrets of `ringfire certs` (cmd/ringfire/certs.go), and the directories they are
+// "mounted" at here: server for the members, client for the replicas.
+const (
+	serverSecretName = "ringfire-etcd-server"
+	clientSecretName = "ringfire-etcd-client"
+	caSecretName     = "ringfire-etcd-ca"
+)
+
+// apply plays `kubectl apply -f -` and kubelet for the Secrets certs printed: each mounted
+// Secret's keys are written into its directory as kubelet writes a Secret volume (one
+// rename of ..data swaps them all). It returns the Secrets by name.
+func apply(t *testing.T, dir string, printed []byte) map[string]corev1.Secret {
+	t.Helper()
+	secrets := map[string]corev1.Secret{}
+	for _, doc := range strings.Split(string(printed), "\n---\n") {
+		var s corev1.Secret
+		if err := yaml.Unmarshal([]byte(doc), &s); err != nil {
+			t.Fatalf("%v in:\n%s", err, doc)
+		}
+		secrets[s.Name] = s
+	}
+	for name, sub := range map[string]string{serverSecretName: "server", clientSecretName: "client"} {
+		s, ok := secrets[name]
+		if !ok {
+			t.Fatalf("no Secret %s in:\n%s", name, printed)
+		}
+		files := map[string][]byte{}
+		for key, data := range s.Data {
+			files[filepath.Join(dir, sub, key)] = data
+		}
+		if err := certs.WriteDir(filepath.Join(dir, sub), files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return secrets
+}
+
+// mountedFiles are the files of the two mounted Secrets, as the manifests name them.
+func mountedFiles(dir string) certs.Files {
+	return certs.Files{
+		CA:         filepath.Join(dir, "server", "ca.crt"),
+		ServerCert: filepath.Join(dir, "server", "tls.crt"), ServerKey: filepath.Join(dir, "server", "tls.key"),
+		ClientCert: filepath.Join(dir, "client", "tls.crt"), ClientKey: filepath.Join(dir, "client", "tls.key"),
 	}
 }
 
@@ -278,16 +344,16 @@ func memberID(t *testing.T, ctx context.Context, cl *clientv3.Client, name strin
 	return 0
 }
 
-// waitRejoined waits until m, added as id, has started (the cluster lists it by name with its
-// client URL) and serves a linearizable read; it returns how long after its start.
-func waitRejoined(t *testing.T, ctx context.Context, c *cluster3, m *member, id uint64) time.Duration {
+// waitRejoined waits until m, added as id, has started (the others list it by name with its
+// client URL) and is ready (its /readyz, on the metrics URL: no gRPC call of the test's reaches
+// m); it returns how long after its start.
+func waitRejoined(t *testing.T, ctx context.Context, others *clientv3.Client, m *member, id uint64) time.Duration {
 	t.Helper()
 	start := time.Now()
-	cl := c.client(t, m.clientURL)
 	waitFor(t, 60*time.Second, m.name+" to rejoin", func() bool {
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		list, err := cl.MemberList(c)
+		list, err := others.MemberList(c)
 		if err != nil {
 			return false
 		}
@@ -298,8 +364,16 @@ func waitRejoined(t *testing.T, ctx context.Context, c *cluster3, m *member, id 
 		if !started {
 			return false
 		}
-		_, err = cl.Get(c, "/certtest/health")
-		return err == nil
+		req, err := http.NewRequestWithContext(c, http.MethodGet, m.metrics+"/readyz", nil)
+		if err != nil {
+			return false
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	})
 	return time.Since(start)
 }

@@ -1,13 +1,16 @@
 // Package certtest runs the ring's etcd as deploy/etcd runs it, three members with client and
-// peer certificates required, started through `ringfire etcd-member`, on the files of
-// `ringfire certs --dir`, and three replicas (`ringfire run`, as the ServiceAccount of
-// deploy/ringfire) on a local control plane under a load of small Jobs, then:
+// peer certificates required, started through `ringfire etcd-member`, and three replicas
+// (`ringfire run`, as the ServiceAccount of deploy/ringfire) on a local control plane under a
+// load of small Jobs. The certificates are the Secrets `ringfire certs` prints, written into a
+// directory per mounted Secret as kubelet writes a Secret volume (the members' and the
+// replicas'). Then it:
 //
-//   - (a) renews the server and client certificates in place (`ringfire certs --renew --dir`,
-//     which swaps the files in one rename as kubelet does): each member presents the new
-//     certificate in its next handshake and the replicas' expiry metric shows the new files
-//     and the server's new certificate, with nothing restarted. The first certificates end
-//     75 s after they were made, so whatever still used them afterwards would fail.
+//   - (a) renews by the runbook: the CA Secret into `ringfire certs --renew --ca -`, whose two
+//     Secrets are "applied" (written again, swapped in one rename as kubelet does). Each
+//     member presents the new certificate in its next handshake and the replicas' expiry
+//     metric shows the new files and the server's new certificate, with nothing restarted.
+//     The first certificates end 75 s after they were made, so whatever still used them
+//     afterwards would fail.
 //   - (b) after they ended, a member loses its data and is brought back by the runbook of
 //     docs/operations.md (member remove, member add, start again; the test makes etcdctl's
 //     calls with the clientv3 Cluster API, one to one, as the tools have no etcdctl):

@@ -22,8 +22,8 @@ const rereadEvery = time.Minute
 // Probe returns the certificates a TLS peer presents now, from a handshake of its own.
 type Probe func(context.Context) ([]*x509.Certificate, error)
 
-// probeTimeout bounds a probe, which runs on a scrape once a minute.
-const probeTimeout = 3 * time.Second
+// probeTimeout bounds a probe, which runs on a scrape once a minute: a scrape waits for it.
+const probeTimeout = time.Second
 
 // Expiry is a Prometheus collector of when certificates expire: for each named PEM file, the
 // earliest NotAfter of the certificates in it, and for each named probe, of the chain the
