@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/ringfire/ringfire/internal/certs"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/promreg"
 	"github.com/ringfire/ringfire/internal/replica"
@@ -71,7 +72,7 @@ func TestReplicaRegistersTheContract(t *testing.T) {
 	}))
 	defer api.Close()
 	rec := &describing{Registerer: prometheus.NewRegistry()}
-	if err := registerProcessMetrics(rec); err != nil {
+	if err := registerProcessMetrics(rec, certs.NewExpiry(nil, nil)); err != nil {
 		t.Fatal(err)
 	}
 	etcd := localetcd.StartForTest(t)

@@ -4,6 +4,7 @@
 //	ringfire ring status   the members, their slots and the slots in motion
 //	ringfire dev up|down   a local cluster for trying it out
 //	ringfire certs         TLS material of the ring's etcd (deploy/etcd)
+//	ringfire etcd-member   starts a member of the ring's etcd (deploy/etcd)
 //	ringfire version       the build: version, VCS revision, Go version
 //
 // Flags, configuration and wiring live here; the work lives in the packages.
@@ -24,6 +25,8 @@ Usage:
   ringfire ring status [flags]    print the ring: members, slots held and assigned, slots in motion
   ringfire dev up|down [flags]    a local cluster to try ringfire: control plane, fake nodes, replicas, sample jobs
   ringfire certs [flags]          the ring etcd's TLS Secrets (deploy/etcd), for 'ringfire certs | kubectl apply -f -'
+                                  (--renew --ca -: new server and client certificates under the kept CA)
+  ringfire etcd-member -- etcd ...  run an etcd member of deploy/etcd, choosing --initial-cluster-state
   ringfire version                the build: version, VCS revision, Go version (also --version)
 
 Run 'ringfire <command> -h' for a command's flags.
@@ -44,6 +47,8 @@ func main() {
 		err = devCommand(args)
 	case "certs":
 		err = certsCommand(args)
+	case "etcd-member":
+		err = etcdMemberCommand(args)
 	case "version", "--version", "-version":
 		fmt.Println(version.Get())
 		return

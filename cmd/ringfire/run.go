@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringfire/ringfire/controllers/job"
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/certs"
 	"github.com/ringfire/ringfire/internal/kubemetrics"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
@@ -134,6 +135,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 			return err
 		}
 	}
+	expiry := f.etcd.certificateExpiry(endpoints)
 	client, err := f.etcd.client(endpoints)
 	if err != nil {
 		return err
@@ -141,7 +143,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
-	if err := registerProcessMetrics(reg); err != nil {
+	if err := registerProcessMetrics(reg, expiry); err != nil {
 		return err
 	}
 
@@ -200,10 +202,10 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	return nil
 }
 
-// registerProcessMetrics registers the metrics of the process, the build
-// and client-go; replica.New registers the rest.
-func registerProcessMetrics(reg prometheus.Registerer) error {
-	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Get().Metric()); err != nil {
+// registerProcessMetrics registers the metrics of the process, the build,
+// its certificates' expiry and client-go; replica.New registers the rest.
+func registerProcessMetrics(reg prometheus.Registerer, expiry *certs.Expiry) error {
+	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Get().Metric(), expiry); err != nil {
 		return err
 	}
 	return kubemetrics.Register(reg)

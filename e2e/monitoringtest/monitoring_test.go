@@ -52,6 +52,12 @@ var mayBeEmpty = map[string]string{
 	"Conflicts (409)": "a light load may meet no conflicting write",
 }
 
+// absentHere are the series alerts read that this ring, run without TLS to its etcd, does not
+// export, and where they are checked instead.
+var absentHere = map[string]string{
+	"ringfire_certificate_expiry_timestamp_seconds": "only with TLS to etcd; e2e/certtest scrapes it from replicas that have it",
+}
+
 func TestAlertsAndDashboardOnALiveRing(t *testing.T) {
 	tools := cluster.RequireTools(t)
 	promBin := filepath.Join(tools, "prometheus")
@@ -195,12 +201,14 @@ func checkAlertQueries(t *testing.T, ctx context.Context, prom *prometheus) {
 			switch {
 			case err != nil:
 				t.Errorf("alert %s, series %s: %v", a.Alert, name, err)
-			case len(got) == 0:
+			case len(got) == 0 && absentHere[name] == "":
 				t.Errorf("alert %s reads %s, which no replica exports", a.Alert, name)
+			case len(got) == 0:
+				t.Logf("alert %s reads %s, absent here: %s", a.Alert, name, absentHere[name])
 			}
 		}
 	}
-	t.Logf("%d alert expressions parsed; the %d series they read have data", len(alerts), len(checked))
+	t.Logf("%d alert expressions parsed; of the %d series they read, all but %d have data", len(alerts), len(checked), len(absentHere))
 }
 
 // checkDashboardQueries runs every panel's queries with the dashboard's variables set as

@@ -1,6 +1,7 @@
 // Package certs makes the TLS material of the ring's etcd (deploy/etcd): a CA, one
 // certificate the members serve and talk to each other with, and a client certificate for
-// ringfire. `ringfire certs` prints it as the two Secrets the manifests mount.
+// ringfire. `ringfire certs` prints it as the two Secrets the manifests mount and a third that
+// keeps the CA, from which `ringfire certs --renew` issues new leaves.
 package certs
 
 import (
@@ -14,8 +15,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -23,7 +22,10 @@ import (
 type Options struct {
 	Namespace string        // of the etcd Service; default ringfire-system
 	Service   string        // the etcd headless Service; default ringfire-etcd
-	Validity  time.Duration // of every certificate; default a year
+	Validity  time.Duration // of the server and client certificates; default a year
+	// CAValidity is the CA's, when New makes one; default ten years, so that leaves can be
+	// renewed under it many times.
+	CAValidity time.Duration
 	// ExtraHosts are more names or IPs the members serve under (e.g. 127.0.0.1 for a test).
 	ExtraHosts []string
 }
@@ -31,16 +33,17 @@ type Options struct {
 // Pair is a PEM certificate and its PEM private key.
 type Pair struct{ Cert, Key []byte }
 
-// Set is what the ring's etcd and ringfire need: the CA certificate, the members' pair
-// (serving and peer), and ringfire's client pair.
+// Set is what the ring's etcd and ringfire need: the CA certificate (and its key, which no
+// pod mounts: it only signs renewed leaves), the members' pair (serving and peer), and
+// ringfire's client pair.
 type Set struct {
 	CA     []byte
+	CAKey  []byte
 	Server Pair
 	Client Pair
 }
 
-// New makes a fresh CA and the server and client certificates it signs.
-func New(o Options) (*Set, error) {
+func (o *Options) defaults() {
 	if o.Namespace == "" {
 		o.Namespace = "ringfire-system"
 	}
@@ -50,9 +53,31 @@ func New(o Options) (*Set, error) {
 	if o.Validity == 0 {
 		o.Validity = 365 * 24 * time.Hour
 	}
-	ca, err := NewAuthority("ringfire etcd CA", o.Validity)
+	if o.CAValidity == 0 {
+		o.CAValidity = 10 * 365 * 24 * time.Hour
+	}
+}
+
+// New makes a fresh CA and the server and client certificates it signs.
+func New(o Options) (*Set, error) {
+	o.defaults()
+	ca, err := NewAuthority("ringfire etcd CA", o.CAValidity)
 	if err != nil {
 		return nil, err
+	}
+	return Renew(ca, o)
+}
+
+// Renew issues new server and client certificates signed by ca, the CA of an existing ring,
+// which trusts them as it trusted the old ones. Leaves never outlive their CA: a Validity past
+// the CA's end is cut to it.
+func Renew(ca *Authority, o Options) (*Set, error) {
+	o.defaults()
+	if left := time.Until(ca.cert.NotAfter); left < o.Validity {
+		o.Validity = left
+	}
+	if o.Validity <= 0 {
+		return nil, fmt.Errorf("the CA expired at %s: make a new one (ringfire certs without --renew) and roll every member and replica", ca.cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	svc := o.Service + "." + o.Namespace + ".svc"
 	hosts := []string{
@@ -69,7 +94,7 @@ func New(o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Set{CA: ca.CertPEM, Server: server, Client: client}, nil
+	return &Set{CA: ca.CertPEM, CAKey: ca.KeyPEM, Server: server, Client: client}, nil
 }
 
 // skew backdates every certificate, for clocks a little apart.
@@ -112,6 +137,43 @@ func NewAuthority(cn string, validity time.Duration) (*Authority, error) {
 		return nil, err
 	}
 	return &Authority{CertPEM: PEM("CERTIFICATE", der), KeyPEM: keyPEM, cert: cert, key: key}, nil
+}
+
+// LoadAuthority is the CA whose PEM certificate and private key are given, to issue more
+// certificates under it.
+func LoadAuthority(certPEM, keyPEM []byte) (*Authority, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("CA certificate: no PEM CERTIFICATE block")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, fmt.Errorf("certificate %q is not a CA", cert.Subject.CommonName)
+	}
+	block, _ = pem.Decode(keyPEM)
+	if block == nil {
+		return nil, fmt.Errorf("CA key: no PEM block")
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		if ec, ecErr := x509.ParseECPrivateKey(block.Bytes); ecErr == nil {
+			parsed = ec
+		} else {
+			return nil, fmt.Errorf("CA key: %w", err)
+		}
+	}
+	key, ok := parsed.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("CA key: %T cannot sign", parsed)
+	}
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return nil, fmt.Errorf("the CA key does not belong to the CA certificate %q", cert.Subject.CommonName)
+	}
+	return &Authority{CertPEM: certPEM, KeyPEM: keyPEM, cert: cert, key: key}, nil
 }
 
 // Request is what a certificate is for.
@@ -176,29 +238,4 @@ func serial() *big.Int {
 		return big.NewInt(time.Now().UnixNano())
 	}
 	return n
-}
-
-// Files are the paths WriteFiles wrote.
-type Files struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-}
-
-// WriteFiles writes the set as PEM files into dir (keys readable by the owner only).
-func (s *Set) WriteFiles(dir string) (Files, error) {
-	f := Files{
-		CA:         filepath.Join(dir, "ca.crt"),
-		ServerCert: filepath.Join(dir, "server.crt"), ServerKey: filepath.Join(dir, "server.key"),
-		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key"),
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return f, err
-	}
-	for path, data := range map[string][]byte{
-		f.CA: s.CA, f.ServerCert: s.Server.Cert, f.ServerKey: s.Server.Key, f.ClientCert: s.Client.Cert, f.ClientKey: s.Client.Key,
-	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return f, err
-		}
-	}
-	return f, nil
 }

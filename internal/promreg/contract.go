@@ -58,6 +58,8 @@ var Contract = []Metric{
 	{"ringfire_writes_fenced_total", "counter", nil},
 	{"ringfire_ready", "gauge", nil},
 	{"ringfire_build_info", "gauge", []string{"version", "revision", "goversion"}},
+	// TLS to the ring's etcd (none without --etcd-ca/--etcd-cert): etcd-ca, etcd-client, etcd-server.
+	{"ringfire_certificate_expiry_timestamp_seconds", "gauge", []string{"certificate"}},
 
 	// The workload of the slots this replica holds: summed over the
 	// replicas, the cluster's.
