@@ -36,7 +36,7 @@ import (
 // Resource names a kind of object that Jobs own.
 type Resource string
 
-// The owned resources the cache shards by slot.
+// The resources Jobs own.
 const (
 	Pods            Resource = "pods"
 	PodGroups       Resource = "podgroups"
@@ -47,8 +47,14 @@ const (
 	NetworkPolicies Resource = "networkpolicies"
 )
 
-// Owned lists the sharded resources.
-var Owned = []Resource{Pods, PodGroups, PVCs, Services, ConfigMaps, Secrets, NetworkPolicies}
+// Owned lists the sharded resources: those the cache watches, by slot. Secrets
+// are not among them: a replica may not list or watch Secrets (that would be
+// read access to every Secret of the cluster, whatever the label selector), so
+// the ssh plugin's Secret is created, read and deleted by name only.
+var Owned = []Resource{Pods, PodGroups, PVCs, Services, ConfigMaps, NetworkPolicies}
+
+// Watched reports whether the cache watches r (it is in Owned).
+func Watched(r Resource) bool { return slices.Contains(Owned, r) }
 
 // Config configures a Cache.
 type Config struct {
@@ -544,8 +550,6 @@ func newObject(r Resource) func() runtime.Object {
 			return &corev1.Service{}
 		case ConfigMaps:
 			return &corev1.ConfigMap{}
-		case Secrets:
-			return &corev1.Secret{}
 		default:
 			return &networkingv1.NetworkPolicy{}
 		}
@@ -599,15 +603,6 @@ func (c *Cache) listWatch(r Resource) ListWatchFunc {
 			},
 			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
 				return k.CoreV1().ConfigMaps("").Watch(ctx, o)
-			},
-		}
-	case Secrets:
-		return lw{
-			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
-				return k.CoreV1().Secrets("").List(ctx, o)
-			},
-			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
-				return k.CoreV1().Secrets("").Watch(ctx, o)
 			},
 		}
 	default:
