@@ -148,6 +148,7 @@ func Start(t testing.TB, opts Options) *Stack {
 			s.StartReplica(fmt.Sprintf("r%d", i))
 		}
 	}
+	t.Cleanup(func() { writeUsed(t) }) // after the replicas have stopped: cleanups run last first
 	t.Cleanup(s.stopAll)
 	t.Cleanup(func() {
 		refused := s.writes.refused()
