@@ -47,6 +47,9 @@ type Request struct {
 	Group, Version, Namespace, Resource, Subresource, Name string
 	Verb                                                   string
 	Path                                                   string // set for a non-resource request only
+	// StreamingList is a watch that begins with the collection's state (sendInitialEvents):
+	// an informer's list where the API server serves it that way (client-go's WatchListClient).
+	StreamingList bool
 }
 
 // ParseRequest tells the authorizer's view of a request of method on u, as the API server
@@ -85,6 +88,7 @@ func ParseRequest(method string, u *url.URL) (Request, error) {
 		switch {
 		case watchPath || u.Query().Get("watch") == "true" || u.Query().Get("watch") == "1":
 			r.Verb = "watch"
+			r.StreamingList = u.Query().Get("sendInitialEvents") == "true"
 		case r.Name == "":
 			r.Verb = "list"
 		default:
@@ -107,16 +111,22 @@ func ParseRequest(method string, u *url.URL) (Request, error) {
 	return r, nil
 }
 
-// Permission is what r asks of RBAC; false for a non-resource request.
-func (r Request) Permission() (Permission, bool) {
+// Permissions is what r needs of RBAC; none for a non-resource request. A streaming list
+// needs list besides watch: it stands for the informer's list, which client-go makes a plain
+// list where the API server does not serve streaming lists (older releases, the feature off).
+func (r Request) Permissions() []Permission {
 	if r.Path != "" {
-		return Permission{}, false
+		return nil
 	}
 	res := r.Resource
 	if r.Subresource != "" {
 		res += "/" + r.Subresource
 	}
-	return Permission{Group: r.Group, Resource: res, Verb: r.Verb}, true
+	out := []Permission{{Group: r.Group, Resource: res, Verb: r.Verb}}
+	if r.StreamingList {
+		out = append(out, Permission{Group: r.Group, Resource: res, Verb: "list"})
+	}
+	return out
 }
 
 // Granted is every permission the ClusterRole of ringfire/10-rbac.yaml grants, sorted, one per

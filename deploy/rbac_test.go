@@ -17,6 +17,7 @@ func TestParseRequest(t *testing.T) {
 		{"GET", "/api/v1/pods?labelSelector=x&limit=500", "list pods"},
 		{"GET", "/api/v1/pods?watch=true&resourceVersion=5", "watch pods"},
 		{"GET", "/api/v1/watch/pods", "watch pods"},
+		{"GET", "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "watch pods, list pods"},
 		{"GET", "/api/v1/namespaces/ns/secrets/j-ssh", "get secrets"},
 		{"POST", "/api/v1/namespaces/ns/secrets", "create secrets"},
 		{"DELETE", "/api/v1/namespaces/ns/secrets/j-ssh", "delete secrets"},
@@ -40,8 +41,11 @@ func TestParseRequest(t *testing.T) {
 			continue
 		}
 		got := r.Path
-		if p, ok := r.Permission(); ok {
-			got = p.String()
+		for i, p := range r.Permissions() {
+			if i > 0 {
+				got += ", "
+			}
+			got += p.String()
 		}
 		if got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.method, tc.target, got, tc.want)

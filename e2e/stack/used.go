@@ -29,12 +29,10 @@ func recordUsed(req *http.Request) {
 	if err != nil {
 		return
 	}
-	p, ok := r.Permission()
-	if !ok {
-		return
-	}
 	used.Lock()
-	used.set[p] = true
+	for _, p := range r.Permissions() {
+		used.set[p] = true
+	}
 	used.Unlock()
 }
 
