@@ -26,9 +26,8 @@ func podOwnersAnnotations(t *testing.T, s *stack.Stack) {
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: selector.MatchLabels},
 		Spec: corev1.PodSpec{
-			NodeSelector:  map[string]string{"queuetest.ringfire.io/no-such-node": "true"},
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "main", Image: "example.invalid/none:latest"}},
+			NodeSelector: map[string]string{"queuetest.ringfire.io/no-such-node": "true"},
+			Containers:   []corev1.Container{{Name: "main", Image: "example.invalid/none:latest"}},
 		},
 	}
 	meta := func(kind string) metav1.ObjectMeta {
@@ -51,8 +50,10 @@ func podOwnersAnnotations(t *testing.T, s *stack.Stack) {
 	ds, err := s.Kube.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{ObjectMeta: meta("daemonset"),
 		Spec: appsv1.DaemonSetSpec{Selector: selector, Template: template}}, metav1.CreateOptions{})
 	add("apps/v1", "DaemonSet", ds, err)
+	jobTemplate := *template.DeepCopy()
+	jobTemplate.Spec.RestartPolicy = corev1.RestartPolicyNever
 	job, err := s.Kube.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: meta("job"),
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: template}}, metav1.CreateOptions{})
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: jobTemplate}}, metav1.CreateOptions{})
 	add("batch/v1", "Job", job, err)
 
 	pod := createGatedPodOwned(t, s, name, "default", refs)
