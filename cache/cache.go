@@ -279,10 +279,14 @@ func (c *Cache) Expectations() *Expectations { return c.expect }
 // just before the object arrived: the expectation is met once the object is
 // stored, so a view read before that and an expectation checked after would
 // otherwise issue the create again, to be refused. The object's own event
-// brings the Job back.
+// brings the Job back. For a resource the cache does not watch (Secrets) the
+// expectation alone answers: it stands for the object the Job made.
 func (c *Cache) Creating(slot int, key string, r Resource, namespace, name string) (left time.Duration, pending bool) {
 	if left, pending := c.expect.Creating(slot, key, r, namespace, name); pending {
 		return left, true
+	}
+	if !Watched(r) {
+		return 0, false // no cache of r: the expectation alone remembers the object
 	}
 	_, present, _ := c.owned[r].Indexer().GetByKey(namespace + "/" + name)
 	return 0, present

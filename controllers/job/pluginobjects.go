@@ -221,13 +221,7 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object,
 	}
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.CreateOptions{}
-	pending := false
-	if cache.Watched(r) {
-		_, pending = c.cfg.Cache.Creating(slot, key, r, ns, name)
-	} else {
-		_, pending = expect.Creating(slot, key, r, ns, name) // made by this Job, not deleted since
-	}
-	if pending {
+	if _, pending := c.cfg.Cache.Creating(slot, key, r, ns, name); pending {
 		return holder{}, false, nil
 	}
 	if err := c.guard(ctx); err != nil {
