@@ -35,13 +35,19 @@ lint: ## go vet and staticcheck over the tree
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
+# Where the suites write the permissions their replicas used (e2e/stack), for hack/rbacused.
+RBAC_USED ?= $(CURDIR)/.ringfire/rbac-used
+
 test: tools lint ## the whole suite under -race, as CI runs it
 	$(GO) test $(TESTFLAGS) -exec /bin/true $(PKGS) >/dev/null # build every test binary, in parallel
 	@# one package at a time; Volcano's suites and the mostly waiting packages in a lane beside
 	@# them; the ring's timing-bound suites last, alone (e2e/run-suite.sh)
+	rm -rf "$(RBAC_USED)"
 	@if [ -n "$$VOLCANO_BIN" ] || [ -x ../shared/volcano/unpack.sh ]; then beside=e2e/conformance/ci.sh; \
 	else beside=; echo "no Volcano binaries (VOLCANO_BIN, ../shared/volcano): Volcano's suites not run"; fi; \
-	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_BESIDE_CMD="$$beside" e2e/run-suite.sh $(TESTFLAGS) -- $(PKGS)
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_RBAC_USED_DIR="$(RBAC_USED)" RINGFIRE_BESIDE_CMD="$$beside" e2e/run-suite.sh $(TESTFLAGS) -- $(PKGS)
+	@# Every suite passed: the ClusterRole must grant exactly what their replicas used (a part of the tree proves too little).
+	@if [ "$(PKGS)" = "./..." ]; then $(GO) run ./hack/rbacused -dir "$(RBAC_USED)"; else echo "PKGS=$(PKGS): the role is not checked against a part of the suites"; fi
 
 bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, allocation
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./shard/ ./controllers/...

@@ -56,15 +56,16 @@ var adoptGVR = map[Resource]schema.GroupVersionResource{
 	PVCs:            {Version: "v1", Resource: "persistentvolumeclaims"},
 	Services:        {Version: "v1", Resource: "services"},
 	ConfigMaps:      {Version: "v1", Resource: "configmaps"},
-	Secrets:         {Version: "v1", Resource: "secrets"},
 	NetworkPolicies: {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
 }
 
 // AdoptSelector is the label selector of the objects of r a sweep lists:
 // those without the slot label and, for pods, only the pods of Volcano Jobs.
 // Volcano labels no other kind of a Job's objects in a way that names the Job
-// (a PodGroup carries the Job's own labels; Services, ConfigMaps, Secrets,
+// (a PodGroup carries the Job's own labels; Services, ConfigMaps,
 // NetworkPolicies and PVCs none), so for those the owner reference decides.
+// Secrets are not swept: ringfire reaches a Job's Secret by name and needs no
+// label on it (Owned).
 func AdoptSelector(r Resource) string {
 	if r == Pods {
 		return batch.JobNameKey + ",!" + shard.SlotLabel

@@ -77,9 +77,10 @@ func TestAdoptSweepLabelsOnlyUnlabelledChildrenOfHeldJobs(t *testing.T) {
 		objMeta("scheduling.volcano.sh/v1beta1", "PodGroup", held1+"-uid", held1, map[string]string{"team": "a"}),
 		objMeta("v1", "Service", held1, held1, nil),
 		objMeta("v1", "ConfigMap", held1+"-svc", held1, nil),
-		objMeta("v1", "Secret", held1+"-ssh", held1, nil),
 		objMeta("networking.k8s.io/v1", "NetworkPolicy", held1, held1, nil),
 		objMeta("v1", "PersistentVolumeClaim", held1+"-abc", held1, nil),
+		// Its Secret: reached by name, never listed, so not swept.
+		objMeta("v1", "Secret", held1+"-ssh", held1, nil),
 		// Already labelled: left alone.
 		objMeta("v1", "Pod", held2+"-worker-0", held2, map[string]string{batch.JobNameKey: held2, shard.SlotLabel: fmt.Sprint(slot)}),
 		// A pod of a Job re-created since (another UID): the garbage collector's.
@@ -120,7 +121,6 @@ func TestAdoptSweepLabelsOnlyUnlabelledChildrenOfHeldJobs(t *testing.T) {
 		"podgroups ns/" + held1 + "-uid",
 		"pods ns/" + held1 + "-worker-0",
 		"pods ns/" + held1 + "-worker-1",
-		"secrets ns/" + held1 + "-ssh",
 		"services ns/" + held1,
 	}
 	if !slices.Equal(keys, want) {
@@ -319,7 +319,7 @@ func TestAdoptSweepRetriesAndSkipsForbidden(t *testing.T) {
 	}
 	md := metadatafake.NewSimpleMetadataClient(scheme,
 		objMeta("v1", "Pod", held1+"-worker-0", held1, map[string]string{batch.JobNameKey: held1}),
-		objMeta("v1", "Secret", held1+"-ssh", held1, nil))
+		objMeta("networking.k8s.io/v1", "NetworkPolicy", held1, held1, nil))
 	failures := 2
 	md.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		if failures > 0 {
@@ -328,8 +328,8 @@ func TestAdoptSweepRetriesAndSkipsForbidden(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	md.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", fmt.Errorf("no"))
+	md.PrependReactor("list", "networkpolicies", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, "", fmt.Errorf("no"))
 	})
 	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(), Metadata: md, Slots: func() int { return testSlots }})
 	if err := c.jobs.indexer.Add(&batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: held1, UID: types.UID("uid-" + held1)}}); err != nil {
@@ -338,7 +338,7 @@ func TestAdoptSweepRetriesAndSkipsForbidden(t *testing.T) {
 	c.unlisted[slot], c.gen[slot] = 1<<adoptBit, 1
 	got := c.adopt.sweep(context.Background(), map[int]uint64{slot: 1})
 	if len(got) != 1 || got[0].r != Pods {
-		t.Errorf("labelled %v, want the pod alone (its list failed twice, the secrets' is forbidden)", got)
+		t.Errorf("labelled %v, want the pod alone (its list failed twice, the network policies' is forbidden)", got)
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 // Resource names a kind of object that Jobs own.
 type Resource string
 
-// The owned resources the cache shards by slot.
+// The resources Jobs own.
 const (
 	Pods            Resource = "pods"
 	PodGroups       Resource = "podgroups"
@@ -47,8 +47,14 @@ const (
 	NetworkPolicies Resource = "networkpolicies"
 )
 
-// Owned lists the sharded resources.
-var Owned = []Resource{Pods, PodGroups, PVCs, Services, ConfigMaps, Secrets, NetworkPolicies}
+// Owned lists the sharded resources: those the cache watches, by slot. Secrets
+// are not among them: a replica may not list or watch Secrets (that would be
+// read access to every Secret of the cluster, whatever the label selector), so
+// the ssh plugin's Secret is created, read and deleted by name only.
+var Owned = []Resource{Pods, PodGroups, PVCs, Services, ConfigMaps, NetworkPolicies}
+
+// Watched reports whether the cache watches r (it is in Owned).
+func Watched(r Resource) bool { return slices.Contains(Owned, r) }
 
 // Config configures a Cache.
 type Config struct {
@@ -273,10 +279,14 @@ func (c *Cache) Expectations() *Expectations { return c.expect }
 // just before the object arrived: the expectation is met once the object is
 // stored, so a view read before that and an expectation checked after would
 // otherwise issue the create again, to be refused. The object's own event
-// brings the Job back.
+// brings the Job back. For a resource the cache does not watch (Secrets) the
+// expectation alone answers: it stands for the object the Job made.
 func (c *Cache) Creating(slot int, key string, r Resource, namespace, name string) (left time.Duration, pending bool) {
 	if left, pending := c.expect.Creating(slot, key, r, namespace, name); pending {
 		return left, true
+	}
+	if !Watched(r) {
+		return 0, false // no cache of r: the expectation alone remembers the object
 	}
 	_, present, _ := c.owned[r].Indexer().GetByKey(namespace + "/" + name)
 	return 0, present
@@ -544,8 +554,6 @@ func newObject(r Resource) func() runtime.Object {
 			return &corev1.Service{}
 		case ConfigMaps:
 			return &corev1.ConfigMap{}
-		case Secrets:
-			return &corev1.Secret{}
 		default:
 			return &networkingv1.NetworkPolicy{}
 		}
@@ -599,15 +607,6 @@ func (c *Cache) listWatch(r Resource) ListWatchFunc {
 			},
 			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
 				return k.CoreV1().ConfigMaps("").Watch(ctx, o)
-			},
-		}
-	case Secrets:
-		return lw{
-			List: func(ctx context.Context, o listOpts) (runtime.Object, error) {
-				return k.CoreV1().Secrets("").List(ctx, o)
-			},
-			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
-				return k.CoreV1().Secrets("").Watch(ctx, o)
 			},
 		}
 	default:

@@ -4,8 +4,9 @@
 // PodGroup as a summary for counting by queue (QueuePodGroups); every Job,
 // in full for the held slots and as a summary for the others (Jobs); and,
 // for the objects Jobs own (pods, PodGroups, PVCs, Services, ConfigMaps,
-// Secrets, NetworkPolicies), informers that watch only the slots this
-// replica holds (Owned).
+// NetworkPolicies), informers that watch only the slots this replica holds
+// (Owned). Secrets are never watched: the one a Job owns (the ssh plugin's)
+// is reached by name.
 //
 // The owned objects carry the label ringfire.io/slot. When the replica gains
 // slots, the cache starts one reflector per resource for just those slots

@@ -28,6 +28,11 @@ const DefaultExpectationTTL = 30 * time.Second
 // object. Each expectation lapses after its TTL, so a lost observation
 // delays a Job by at most that long.
 //
+// A resource the cache does not watch (Secrets: see Owned) has no
+// observations: an expectation of it stands for the object the Job made until
+// it lapses, or until CreateFailed forgets it when the object is deleted. Its
+// lapse is its normal end and is not counted in Lapsed.
+//
 // The memory is kept per slot: the slot's next owner lists the slot's
 // objects afresh and needs none of it, so it is dropped when the slot is
 // lost (DropSlots). Safe for concurrent use.
@@ -83,7 +88,8 @@ func (e *Expectations) ExpectCreate(slot int, key string, r Resource, namespace,
 	e.add(slot, createOf(key, r, namespace, name))
 }
 
-// CreateFailed forgets a create that did not happen.
+// CreateFailed forgets a create that did not happen, or, for a resource the
+// cache does not watch, one whose object was deleted since.
 func (e *Expectations) CreateFailed(slot int, key string, r Resource, namespace, name string) {
 	e.remove(slot, createOf(key, r, namespace, name))
 }
@@ -178,7 +184,9 @@ func (e *Expectations) pending(slot int, x expectation) (time.Duration, bool) {
 	}
 	left := lapses.Sub(e.now())
 	if left <= 0 {
-		e.lapsed++
+		if Watched(x.res) {
+			e.lapsed++
+		}
 		delete(m, x)
 		if len(m) == 0 {
 			delete(e.slots, slot)
@@ -207,12 +215,15 @@ func (e *Expectations) observe(slot int, key string, r Resource, obj metav1.Obje
 }
 
 // pruneLapsed drops the lapsed entries of a slot; add calls it now and
-// then, so a slot whose observations never come does not grow for ever.
+// then, so a slot whose observations never come does not grow for ever. It
+// counts those of watched resources.
 func pruneLapsed(m map[expectation]time.Time, now time.Time) (n uint64) {
 	for x, lapses := range m {
 		if !lapses.After(now) {
 			delete(m, x)
-			n++
+			if Watched(x.res) {
+				n++
+			}
 		}
 	}
 	return n

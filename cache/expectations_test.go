@@ -125,6 +125,36 @@ func TestExpectationsLapse(t *testing.T) {
 	}
 }
 
+// An expectation of a resource the cache does not watch (a Secret) stands for
+// the object until it lapses or is forgotten, and its lapse is not counted:
+// no observation was ever coming.
+func TestExpectationsOfUnwatchedResources(t *testing.T) {
+	e, clk := newTestExpectations(30 * time.Second)
+	e.ExpectCreate(1, "ns/job", Secrets, "ns", "job-ssh")
+	if _, ok := e.Creating(1, "ns/job", Secrets, "ns", "job-ssh"); !ok {
+		t.Fatal("the Secret's create is not remembered")
+	}
+	e.CreateFailed(1, "ns/job", Secrets, "ns", "job-ssh") // deleted by a kill
+	if _, ok := e.Creating(1, "ns/job", Secrets, "ns", "job-ssh"); ok {
+		t.Fatal("the Secret's create is remembered after it was forgotten")
+	}
+	e.ExpectCreate(1, "ns/job", Secrets, "ns", "job-ssh")
+	clk.t = clk.t.Add(30 * time.Second)
+	if _, ok := e.Creating(1, "ns/job", Secrets, "ns", "job-ssh"); ok {
+		t.Fatal("the expectation outlived its TTL")
+	}
+	for i := range 256 {
+		e.ExpectCreate(2, "ns/job", Secrets, "ns", "s-"+strconv.Itoa(i))
+	}
+	clk.t = clk.t.Add(time.Minute)
+	for i := range 256 {
+		e.ExpectCreate(2, "ns/job", Secrets, "ns", "t-"+strconv.Itoa(i))
+	}
+	if e.Lapsed() != 0 {
+		t.Fatalf("Lapsed() = %d, want 0: no observation of a Secret was ever due", e.Lapsed())
+	}
+}
+
 // Losing a slot forgets its expectations and only its: the next owner lists
 // the slot afresh.
 func TestExpectationsDroppedWithTheSlot(t *testing.T) {

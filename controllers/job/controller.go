@@ -232,7 +232,8 @@ func (c *Controller) register() {
 		DeleteFunc: c.onPodGroupDelete,
 	})
 	// A plugin object of an earlier Job of the name, going, frees a name the Job may wait for.
-	for _, r := range []cache.Resource{cache.Services, cache.ConfigMaps, cache.Secrets, cache.NetworkPolicies} {
+	// (A Secret is in no cache: a Job waiting for one looks again after recheckForeign.)
+	for _, r := range []cache.Resource{cache.Services, cache.ConfigMaps, cache.NetworkPolicies} {
 		c.cfg.Cache.Owned(r).AddHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: c.onForeignDelete})
 	}
 }

@@ -152,25 +152,28 @@ func (c *Controller) podHolder(ctx context.Context, pod *corev1.Pod, uid types.U
 
 // pluginHolder is podHolder for a plugin object.
 func (c *Controller) pluginHolder(ctx context.Context, obj plugins.Object, uid types.UID) (holder, bool) {
-	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.GetOptions{}
-	var got metav1.Object
-	var err error
-	switch obj.(type) {
-	case *corev1.Service:
-		got, err = c.cfg.Kube.CoreV1().Services(ns).Get(ctx, name, opts)
-	case *corev1.ConfigMap:
-		got, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, opts)
-	case *corev1.Secret:
-		got, err = c.cfg.Kube.CoreV1().Secrets(ns).Get(ctx, name, opts)
-	case *networkingv1.NetworkPolicy:
-		got, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, opts)
-	default:
-		return holder{}, false
-	}
+	got, err := c.get(ctx, obj)
 	if err != nil || cache.ControlledBy(got, uid) {
 		return holder{}, false
 	}
 	return holderOf(kindOf(obj), got, false), true
+}
+
+// get reads the plugin object of obj's kind, namespace and name from the API server.
+func (c *Controller) get(ctx context.Context, obj plugins.Object) (plugins.Object, error) {
+	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.GetOptions{}
+	switch obj.(type) {
+	case *corev1.Service:
+		return c.cfg.Kube.CoreV1().Services(ns).Get(ctx, name, opts)
+	case *corev1.ConfigMap:
+		return c.cfg.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, opts)
+	case *corev1.Secret:
+		return c.cfg.Kube.CoreV1().Secrets(ns).Get(ctx, name, opts)
+	case *networkingv1.NetworkPolicy:
+		return c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, opts)
+	}
+	_, err := resourceOf(obj)
+	return nil, err
 }
 
 // kindOf names a plugin object's kind for a message.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
@@ -98,8 +99,10 @@ func TestPluginErrorsAreReportedAndReturned(t *testing.T) {
 			setup: func(t *testing.T) *fixture {
 				f, job := runningWithPods(t, map[string][]string{"ssh": nil}, "ssh")
 				secret := &corev1.Secret{ObjectMeta: build.OwnedMeta(job, "p-ssh", f.c.slotOf("ns/p"))}
-				secret.UID, secret.ResourceVersion = "secret-uid", "1"
-				f.cacheOwned(t, cache.Secrets, secret)
+				secret.UID = "secret-uid"
+				if _, err := f.kube.CoreV1().Secrets("ns").Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 				refuse(f, "delete", "secrets")
 				return f
 			},

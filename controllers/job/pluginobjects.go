@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -58,6 +59,7 @@ func (c *Controller) syncPlugins(ctx context.Context, key string, work *batch.Jo
 	if len(set) == 0 {
 		return nil, nil
 	}
+	marks := maps.Clone(work.Status.ControlledResources)
 	add, err := set.OnJobAdd(work)
 	if err != nil {
 		return nil, err
@@ -69,7 +71,13 @@ func (c *Controller) syncPlugins(ctx context.Context, key string, work *batch.Jo
 	add.Create = append(add.Create, update.Create...)
 	add.Apply = append(add.Apply, update.Apply...)
 	add.Delete = append(add.Delete, update.Delete...)
-	return c.write(ctx, key, work.UID, add)
+	held, err := c.write(ctx, key, work.UID, add)
+	if len(held) > 0 {
+		// Not all that OnJobAdd asked for is the Job's yet: the marks are not written, so that
+		// it runs again, and makes the objects, once the names are free.
+		work.Status.ControlledResources = marks
+	}
+	return held, err
 }
 
 // deletePluginObjects removes what the plugins made, on a full kill, as
@@ -87,6 +95,11 @@ func (c *Controller) deletePluginObjects(ctx context.Context, key string, work *
 // view, skipping the creates and deletes the cache has not caught up with yet.
 // An object of the name that another UID controls is left alone, neither
 // reused, updated nor deleted: it is returned as a holder to wait for.
+//
+// A Secret is in no cache (cache.Owned): it is created when asked for unless
+// this replica's expectation says the Job made it already, and read by name
+// (GET) only when its create meets one of the name, or before its delete, to
+// learn whose it is.
 func (c *Controller) write(ctx context.Context, key string, uid types.UID, ch plugins.Changes) ([]holder, error) {
 	var held []holder
 	ensure := func(obj plugins.Object) (existing plugins.Object, ours bool, err error) {
@@ -123,7 +136,10 @@ func (c *Controller) write(ctx context.Context, key string, uid types.UID, ch pl
 		}
 	}
 	for _, obj := range ch.Delete {
-		existing, ok := c.lookup(obj)
+		existing, ok, err := c.find(ctx, key, obj)
+		if err != nil {
+			return held, err
+		}
 		if !ok || !cache.ControlledBy(existing, uid) {
 			continue // gone, or not this Job's to delete: the garbage collector's
 		}
@@ -132,6 +148,29 @@ func (c *Controller) write(ctx context.Context, key string, uid types.UID, ch pl
 		}
 	}
 	return held, nil
+}
+
+// find returns the object of obj's kind and name to delete: from the cache, or
+// for a kind no cache holds (a Secret), from the API server, forgetting first
+// the Job's create of it (a later OnJobAdd must make it again).
+func (c *Controller) find(ctx context.Context, key string, obj plugins.Object) (plugins.Object, bool, error) {
+	r, err := resourceOf(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	if cache.Watched(r) {
+		existing, ok := c.lookup(obj)
+		return existing, ok, nil
+	}
+	c.cfg.Cache.Expectations().CreateFailed(c.slotOf(key), key, r, obj.GetNamespace(), obj.GetName())
+	got, err := c.get(ctx, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("get %s %s: %w", kindOf(obj), obj.GetName(), err)
+	}
+	return got, true, nil
 }
 
 func resourceOf(obj plugins.Object) (cache.Resource, error) {
@@ -148,10 +187,11 @@ func resourceOf(obj plugins.Object) (cache.Resource, error) {
 	return "", fmt.Errorf("plugin object %T is not one ringfire writes", obj)
 }
 
-// lookup finds the cached object of the same kind, namespace and name.
+// lookup finds the cached object of the same kind, namespace and name; never
+// one of a kind the cache does not watch.
 func (c *Controller) lookup(obj plugins.Object) (plugins.Object, bool) {
 	r, err := resourceOf(obj)
-	if err != nil {
+	if err != nil || !cache.Watched(r) {
 		return nil, false
 	}
 	got, ok, _ := c.cfg.Cache.Owned(r).Indexer().GetByKey(obj.GetNamespace() + "/" + obj.GetName())
@@ -162,27 +202,18 @@ func (c *Controller) lookup(obj plugins.Object) (plugins.Object, bool) {
 	return o, ok
 }
 
+// sameContent reports whether an applied object, a ConfigMap (plugins.Changes),
+// has the content the plugin asks for; anything else is never the same.
 func sameContent(a, b plugins.Object) bool {
-	switch x := a.(type) {
-	case *corev1.ConfigMap:
-		y := b.(*corev1.ConfigMap)
-		return equality.Semantic.DeepEqual(x.Data, y.Data)
-	case *corev1.Secret:
-		y := b.(*corev1.Secret)
-		return equality.Semantic.DeepEqual(x.Data, y.Data)
-	case *corev1.Service:
-		y := b.(*corev1.Service)
-		return equality.Semantic.DeepEqual(x.Spec.Ports, y.Spec.Ports) && equality.Semantic.DeepEqual(x.Spec.Selector, y.Spec.Selector)
-	case *networkingv1.NetworkPolicy:
-		y := b.(*networkingv1.NetworkPolicy)
-		return equality.Semantic.DeepEqual(x.Spec, y.Spec)
-	}
-	return false
+	x, ok1 := a.(*corev1.ConfigMap)
+	y, ok2 := b.(*corev1.ConfigMap)
+	return ok1 && ok2 && equality.Semantic.DeepEqual(x.Data, y.Data)
 }
 
 // create creates a plugin object of the Job at key (of uid), unless a create
-// of it is already on its way to the cache. taken reports an object of the
-// name, found by the create, that uid does not control.
+// of it is already on its way to the cache (for a Secret: unless the Job made
+// it, as this replica remembers). taken reports an object of the name, found
+// by the create, that uid does not control.
 func (c *Controller) create(ctx context.Context, key string, obj plugins.Object, uid types.UID) (h holder, taken bool, err error) {
 	r, err := resourceOf(obj)
 	if err != nil {
@@ -221,32 +252,24 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object,
 	return holder{}, false, nil
 }
 
+// update writes an applied object's new content. Only ConfigMaps are applied
+// (plugins.Changes): the role grants update on nothing else a plugin makes.
 func (c *Controller) update(ctx context.Context, obj plugins.Object) error {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return fmt.Errorf("update %s %s: only ConfigMaps are applied", kindOf(obj), obj.GetName())
+	}
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
-	ns, opts := obj.GetNamespace(), metav1.UpdateOptions{}
-	var err error
-	switch o := obj.(type) {
-	case *corev1.Service:
-		_, err = c.cfg.Kube.CoreV1().Services(ns).Update(ctx, o, opts)
-	case *corev1.ConfigMap:
-		_, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Update(ctx, o, opts)
-	case *corev1.Secret:
-		_, err = c.cfg.Kube.CoreV1().Secrets(ns).Update(ctx, o, opts)
-	case *networkingv1.NetworkPolicy:
-		_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Update(ctx, o, opts)
-	default:
-		_, err = resourceOf(obj)
-	}
-	if err != nil {
-		return fmt.Errorf("update %T %s: %w", obj, obj.GetName(), err)
+	if _, err := c.cfg.Kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update ConfigMap %s: %w", cm.Name, err)
 	}
 	return nil
 }
 
-// remove deletes a plugin object of the Job at key, unless a delete of it is
-// already on its way to the cache.
+// remove deletes a plugin object of the Job at key, bound to its UID, unless a
+// delete of it is already on its way to the cache.
 func (c *Controller) remove(ctx context.Context, key string, obj plugins.Object) error {
 	r, err := resourceOf(obj)
 	if err != nil {
@@ -254,13 +277,16 @@ func (c *Controller) remove(ctx context.Context, key string, obj plugins.Object)
 	}
 	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	uid, ns, name := obj.GetUID(), obj.GetNamespace(), obj.GetName()
-	if _, pending := expect.Deleting(slot, key, r, ns, name, uid); pending {
+	watched := cache.Watched(r) // else no cache will see the delete: find read the object just now
+	if _, pending := expect.Deleting(slot, key, r, ns, name, uid); watched && pending {
 		return nil
 	}
 	if err := c.guard(ctx); err != nil {
 		return err
 	}
-	expect.ExpectDelete(slot, key, r, ns, name, uid)
+	if watched {
+		expect.ExpectDelete(slot, key, r, ns, name, uid)
+	}
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	switch obj.(type) {
 	case *corev1.Service:
@@ -273,7 +299,9 @@ func (c *Controller) remove(ctx context.Context, key string, obj plugins.Object)
 		err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, obj.GetName(), opts)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		expect.DeleteFailed(slot, key, r, ns, name, uid)
+		if watched {
+			expect.DeleteFailed(slot, key, r, ns, name, uid)
+		}
 		return fmt.Errorf("delete %T %s: %w", obj, name, err)
 	}
 	return nil

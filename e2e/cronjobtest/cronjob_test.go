@@ -20,6 +20,7 @@ func TestCronJobs(t *testing.T) {
 		stack.Case{Name: "every minute, status and history", Run: everyMinute},
 		stack.Case{Name: "Forbid skips while one runs", Run: forbidSkips},
 		stack.Case{Name: "handover keeps one Job per time", Run: handover},
+		stack.Case{Name: "a Job of the name that is not its own is left alone", Run: foreignJob},
 	)
 }
 

@@ -38,11 +38,13 @@ type made struct {
 	job        string
 }
 
-// A Job that vc-controller-manager started (its PodGroup, the svc and ssh plugins' Service,
-// ConfigMap, NetworkPolicy and Secret, and its pods, all without the slot label), and one it
+// A Job that vc-controller-manager started (its PodGroup, its volume claim, the svc and ssh
+// plugins' Service, ConfigMap, NetworkPolicy and Secret, and its pods, all without the slot
+// label), and one it
 // was stopped in the middle of starting (its PodGroup and one of its two pods), are taken over
-// by three ringfire replicas started afterwards: they label every object with its Job's slot,
-// create only the missing pod, delete nothing, and run both Jobs to Completed.
+// by three ringfire replicas started afterwards: they label every object with its Job's slot
+// (but the Secret, which ringfire reaches by name), create only the missing pod, delete
+// nothing, and run both Jobs to Completed.
 func TestAdoptsWhatVolcanoMade(t *testing.T) {
 	s := stack.Start(t, stack.Options{NoReplicas: true, StandIn: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -51,11 +53,12 @@ func TestAdoptsWhatVolcanoMade(t *testing.T) {
 	const name, partial = "adopted", "partial"
 	job := vcjob.New(ns, name, vcjob.Task("master", 1, "40s", ""), vcjob.Task("worker", 2, "40s", ""))
 	job.Spec.Plugins = map[string][]string{"svc": {}, "ssh": {}, "env": {}}
+	job.Spec.Volumes = []batch.VolumeSpec{{MountPath: "/data", VolumeClaim: claimSpec()}}
 	state.Defaults(job)
 	job = vcjob.Create(t, s.Volcano, job)
 	objs := startAsVolcano(ctx, t, s, job, -1)
-	if len(objs) != 8 {
-		t.Fatalf("made %d objects, want the PodGroup, 4 of the plugins and 3 pods: %v", len(objs), objs)
+	if len(objs) != 9 {
+		t.Fatalf("made %d objects, want the PodGroup, the claim, 4 of the plugins and 3 pods: %v", len(objs), objs)
 	}
 	half := vcjob.New(ns, partial, vcjob.Task("worker", 2, "40s", ""))
 	state.Defaults(half)
@@ -178,6 +181,19 @@ func startAsVolcano(ctx context.Context, t *testing.T, s *stack.Stack, job *batc
 		t.Fatal(err)
 	}
 	out = append(out, made{"PodGroup", pgGot.Name, pgGot.UID, job.Name})
+
+	for i := range job.Spec.Volumes {
+		pvc := build.PVC(job, i, 0)
+		if pvc == nil {
+			continue
+		}
+		unlabel(pvc)
+		got, err := s.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, made{"PersistentVolumeClaim", got.Name, got.UID, job.Name})
+	}
 
 	set, err := plugins.ForJob(job, plugins.Env{})
 	if err != nil {
@@ -310,11 +326,15 @@ func setRunning(ctx context.Context, t *testing.T, s *stack.Stack, name string, 
 	}
 }
 
-// checkAdopted says which of objs is gone, re-created or without its Job's slot label.
+// checkAdopted says which of objs is gone, re-created or without its Job's slot label (a
+// Secret: with a slot label).
 func checkAdopted(ctx context.Context, s *stack.Stack, objs []made) []string {
 	var out []string
 	for _, o := range objs {
 		slot := strconv.Itoa(shard.SlotOf(ns+"/"+o.job, ringSlots))
+		if o.kind == "Secret" {
+			slot = "" // reached by name, never listed: ringfire does not label it
+		}
 		m, err := getMeta(ctx, s, o.kind, o.name)
 		switch {
 		case err != nil:
@@ -358,6 +378,8 @@ func getMeta(ctx context.Context, s *stack.Stack, kind, name string) (metav1.Obj
 		return s.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, get)
 	case "Secret":
 		return s.Kube.CoreV1().Secrets(ns).Get(ctx, name, get)
+	case "PersistentVolumeClaim":
+		return s.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, get)
 	case "NetworkPolicy":
 		return s.Kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, get)
 	default:

@@ -37,6 +37,8 @@ func TestJobLifecycles(t *testing.T) {
 		stack.Case{Name: "minSuccess", Run: minSuccess},
 		stack.Case{Name: "dependsOn", Run: dependsOn},
 		stack.Case{Name: "svc ssh env plugins", Run: pluginObjects},
+		stack.Case{Name: "plugin names held by others", Run: pluginNamesHeld},
+		stack.Case{Name: "a claim and a scaled svc task", Run: claimAndScaledHosts},
 		stack.Case{Name: "TTL deletes the finished Job", Run: ttlDeletes},
 	)
 }

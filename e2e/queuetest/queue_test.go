@@ -32,6 +32,7 @@ func TestQueuesAndPodGroups(t *testing.T) {
 		stack.Case{Name: "OpenQueue reopens a closed queue", Run: reopen},
 		stack.Case{Name: "status counts PodGroups by phase", Run: counts},
 		stack.Case{Name: "a bare pod gets a PodGroup and runs", Run: barePod},
+		stack.Case{Name: "a bare pod's PodGroup takes its owners' annotations", Run: podOwnersAnnotations},
 		stack.Case{Name: "a pod naming an invalid queue gets a Warning event", Run: invalidQueue},
 		stack.Case{Name: "only a user who may update a Queue steers it", Run: tenants},
 	)
@@ -175,8 +176,14 @@ func invalidQueue(t *testing.T, s *stack.Stack) {
 // gate, that runs for a second once bound.
 func createGatedPod(t *testing.T, s *stack.Stack, name, queueName string) *corev1.Pod {
 	t.Helper()
+	return createGatedPodOwned(t, s, name, queueName, nil)
+}
+
+// createGatedPodOwned is createGatedPod of a pod with the owner references refs.
+func createGatedPodOwned(t *testing.T, s *stack.Stack, name, queueName string, refs []metav1.OwnerReference) *corev1.Pod {
+	t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: refs, Annotations: map[string]string{
 			cluster.PodDurationAnnotation:     "1s",
 			scheduling.QueueNameAnnotationKey: queueName,
 		}},

@@ -40,10 +40,10 @@ const (
 // forever is an exit code annotation that keeps a KWOK pod Running.
 const forever = "never"
 
-// clients are API clients with room for a scheduler's burst of bindings.
+// clients are the scheduler's API clients: as a replica's, ringfire's ServiceAccount with room
+// for a burst of bindings, every request recorded (a permission the role lacks fails the test).
 func clients(t *testing.T, s *stack.Stack) (kubernetes.Interface, vcclient.Interface) {
-	cfg := s.Cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg := s.ReplicaConfig()
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

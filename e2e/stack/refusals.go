@@ -3,13 +3,14 @@ package stack
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ringfire/ringfire/deploy"
 )
 
 // denied returns the refused requests that ringfire's ServiceAccount is denied still, as the
@@ -41,59 +42,24 @@ func denied(ctx context.Context, kube kubernetes.Interface, refused []string) ([
 	return out, nil
 }
 
-// accessSpec is what a request asks the authorizer: for a resource path
-// (/api/v1[/namespaces/NS]/RESOURCE[/NAME[/SUB]], /apis/GROUP/VERSION/... likewise) its verb
-// and resource, for any other path (/readyz) the path.
+// accessSpec is what a request asks the authorizer (deploy.ParseRequest).
 func accessSpec(method, target string) (authorizationv1.SelfSubjectAccessReviewSpec, error) {
 	var spec authorizationv1.SelfSubjectAccessReviewSpec
 	u, err := url.Parse(target)
 	if err != nil {
 		return spec, err
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	a := &authorizationv1.ResourceAttributes{}
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		a.Version, parts = parts[1], parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		a.Group, a.Version, parts = parts[1], parts[2], parts[3:]
-	default:
-		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: u.Path, Verb: strings.ToLower(method)}
+	r, err := deploy.ParseRequest(method, u)
+	if err != nil {
+		return spec, err
+	}
+	if r.Path != "" {
+		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: r.Path, Verb: r.Verb}
 		return spec, nil
 	}
-	spec.ResourceAttributes = a
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		a.Namespace, parts = parts[1], parts[2:]
-	}
-	a.Resource = parts[0]
-	if len(parts) > 1 {
-		a.Name = parts[1]
-	}
-	if len(parts) > 2 {
-		a.Subresource = parts[2]
-	}
-	switch method {
-	case http.MethodGet:
-		a.Verb = "get"
-		if a.Name == "" {
-			a.Verb = "list"
-			if u.Query().Get("watch") == "true" {
-				a.Verb = "watch"
-			}
-		}
-	case http.MethodPost:
-		a.Verb = "create"
-	case http.MethodPut:
-		a.Verb = "update"
-	case http.MethodPatch:
-		a.Verb = "patch"
-	case http.MethodDelete:
-		a.Verb = "delete"
-		if a.Name == "" {
-			a.Verb = "deletecollection"
-		}
-	default:
-		return spec, fmt.Errorf("method %s of %s", method, target)
+	spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+		Namespace: r.Namespace, Verb: r.Verb, Group: r.Group, Version: r.Version,
+		Resource: r.Resource, Subresource: r.Subresource, Name: r.Name,
 	}
 	return spec, nil
 }

@@ -148,6 +148,7 @@ func Start(t testing.TB, opts Options) *Stack {
 			s.StartReplica(fmt.Sprintf("r%d", i))
 		}
 	}
+	t.Cleanup(func() { writeUsed(t) }) // after the replicas have stopped: cleanups run last first
 	t.Cleanup(s.stopAll)
 	t.Cleanup(func() {
 		refused := s.writes.refused()
@@ -193,9 +194,7 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cfg := rest.CopyConfig(s.replicaKube)
-	cfg.QPS, cfg.Burst = 200, 400
-	cfg.Wrap(s.writes.wrap)
+	cfg := s.ReplicaConfig()
 	r, err := replica.New(replica.Config{
 		ID: id, Etcd: client, Prefix: "/ringfire", Slots: Slots, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
 		Kube: cfg, CronJobs: true, JobFlows: true, BatchJobs: s.opts.BatchJobs, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
@@ -217,6 +216,17 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 	s.mu.Lock()
 	s.replicas[id] = rr
 	s.mu.Unlock()
+}
+
+// ReplicaConfig is the API client configuration of the replicas: ringfire's ServiceAccount,
+// 200 requests/s, and every request recorded as a replica's (writes, refusals, the permissions
+// used). A controller a test runs beside the replicas (the gang scheduler of e2e/schedtest)
+// takes it too, so that the role is proven for it.
+func (s *Stack) ReplicaConfig() *rest.Config {
+	cfg := rest.CopyConfig(s.replicaKube)
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.Wrap(s.writes.wrap)
+	return cfg
 }
 
 // StopReplica stops a replica gracefully: it hands its slots over and leaves.

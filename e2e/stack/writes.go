@@ -17,7 +17,7 @@ import (
 )
 
 // writeLog records the API writes (every request but GET) of the stack's replicas, and the
-// requests RBAC refused.
+// requests RBAC refused; every request's permission goes to the process's record (used.go).
 type writeLog struct {
 	mu        sync.Mutex
 	writes    []string // "METHOD path", in order
@@ -34,6 +34,7 @@ type RefusedCreate struct {
 
 func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		recordUsed(req)
 		if req.Method != http.MethodGet {
 			l.mu.Lock()
 			l.writes = append(l.writes, req.Method+" "+req.URL.Path)

@@ -19,7 +19,8 @@ type Object interface {
 type Changes struct {
 	// Create holds objects to create when absent; an existing one is left as it is.
 	Create []Object
-	// Apply holds objects to create when absent, or else to update to this content.
+	// Apply holds objects to create when absent, or else to update to this content: only
+	// ConfigMaps (the controller updates, and may update, nothing else).
 	Apply []Object
 	// Delete holds objects to delete when present; only kind, namespace and name are set.
 	Delete []Object

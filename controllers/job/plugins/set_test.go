@@ -171,3 +171,26 @@ func TestSetErrorsLeaveMarksAlone(t *testing.T) {
 	}
 	equal(t, "marks", job.Status.ControlledResources, before)
 }
+
+// Every plugin applies (creates, else updates) ConfigMaps only: the controller may update no
+// other kind it makes, and the role grants update on no other.
+func TestOnlyConfigMapsAreApplied(t *testing.T) {
+	set, err := ForJob(allPlugins(), Env{Slot: testSlot, NewSSHKey: fixedKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := allPlugins()
+	add, err := set.OnJobAdd(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, err := set.OnJobUpdate(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range append(add.Apply, update.Apply...) {
+		if _, ok := obj.(*corev1.ConfigMap); !ok {
+			t.Errorf("applied %T %s: only ConfigMaps may be", obj, obj.GetName())
+		}
+	}
+}
