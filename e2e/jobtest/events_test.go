@@ -103,7 +103,17 @@ func TestJobEvents(t *testing.T) {
 	expect("depmin", job.ReasonMinAvailableUnreachable, "minAvailable 2 counts the pods of task b")
 	expect("depmin", string(batch.PodGroupPending),
 		"PodGroup default:depmin unschedulable, reason: Not enough valid tasks for gang-scheduling, valid: ")
-	expect("huge", string(batch.PodGroupPending), "PodGroup default:huge unschedulable, reason: ")
+	// huge's story names what other gangs reserve, which moves while the other Jobs of this
+	// test are admitted and end: each new figure is a new Event, the same one never twice.
+	hugeEvents := s.Events(ns, "huge", string(batch.PodGroupPending))
+	seen := map[string]bool{}
+	for _, e := range hugeEvents {
+		if !strings.HasPrefix(e, "PodGroup default:huge unschedulable, reason: ") || seen[e] {
+			t.Errorf("huge: PodGroupPending Events %q, want each to begin %q, none twice", hugeEvents, "PodGroup default:huge unschedulable, reason: ")
+			break
+		}
+		seen[e] = true
+	}
 	got, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, "depmin", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
