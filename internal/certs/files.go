@@ -50,15 +50,20 @@ func WriteDir(dir string, files map[string][]byte) error {
 		return err
 	}
 	for path, data := range files {
+		var err error
 		if filepath.Dir(path) != filepath.Clean(dir) {
-			return fmt.Errorf("%s is not a file of %s", path, dir)
+			err = fmt.Errorf("%s is not a file of %s", path, dir)
+		} else {
+			err = os.WriteFile(filepath.Join(gen, filepath.Base(path)), data, 0o600)
 		}
-		if err := os.WriteFile(filepath.Join(gen, filepath.Base(path)), data, 0o600); err != nil {
+		if err != nil {
+			os.RemoveAll(gen) // a generation never linked: the files in use stay as they were
 			return err
 		}
 	}
 	old, _ := os.Readlink(filepath.Join(dir, dataLink))
 	if err := swapSymlink(filepath.Join(dir, dataLink), filepath.Base(gen)); err != nil {
+		os.RemoveAll(gen)
 		return err
 	}
 	for path := range files {
