@@ -189,6 +189,21 @@ func (p *Program) Stop() {
 	}
 }
 
+// PID is the program's process id.
+func (p *Program) PID() int { return p.cmd.Process.Pid }
+
+// Kill sends SIGKILL to the program's process group and waits for it to
+// end: a crash, not a shutdown.
+func (p *Program) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // Log is the path of the program's log file.
 func (p *Program) Log() string { return p.log }
 

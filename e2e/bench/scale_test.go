@@ -1,0 +1,647 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/deploy/crds"
+	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/procs"
+	"github.com/ringfire/ringfire/e2e/standin"
+	"github.com/ringfire/ringfire/e2e/volcano"
+	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/shard"
+)
+
+// BenchmarkScale holds a large resident set of Jobs whose pods keep running
+// and measures a controller manager under it, one sub-benchmark per system
+// of RINGFIRE_SCALE_SYSTEMS, each on a control plane of its own:
+//
+//  1. resident: RINGFIRE_SCALE_JOBS (10,000) Jobs × RINGFIRE_SCALE_TASK_PODS
+//     (10) pods of an hour, created at RINGFIRE_SCALE_RATE (50) Jobs/s; the
+//     time until the last pod exists;
+//  2. steady: RINGFIRE_SCALE_STEADY_RATE (5) Jobs/s of 1-s pods through the
+//     resident set for RINGFIRE_SCALE_STEADY_FOR (2m): create → all pods p50
+//     and p99 per 5-s window, RSS per process, CPU-s per 1,000 Jobs;
+//  3. failover (ringfire, 2 replicas or more): kill -9 of one replica, and
+//     Jobs created at once on its slots: the time until its slots are held
+//     again and until those Jobs have all their pods;
+//  4. restart: the killed replica (or Volcano's controller manager, or the
+//     one replica) started again: the time until it runs Jobs created on
+//     what it holds.
+//
+// Systems: ringfire-N (N replicas at their defaults), volcano
+// (vc-controller-manager at its defaults) and volcano-tuned (50 workers,
+// QPS 1,000). RINGFIRE_SCALE_SCHEDULER is standin (default: the same
+// in-process stand-in admits and binds for every system, so that what is
+// compared is the controller manager, and the replicas' memory is theirs
+// alone) or native (ringfire's gang scheduler in the replicas;
+// vc-scheduler beside Volcano). Not part of CI: `make bench-scale`.
+func BenchmarkScale(b *testing.B) {
+	cluster.RequireTools(b)
+	quietClientGo()
+	sc := scaleConfigFromEnv(b)
+	bin := procs.Build(b)
+	b.Logf("%s; %d CPUs", sc, runtime.NumCPU())
+	for _, sys := range sc.systems {
+		b.Run(sys, func(b *testing.B) { benchScale(b, sc, bin, sys) })
+	}
+}
+
+// scaleConfig is BenchmarkScale's configuration, from the environment.
+type scaleConfig struct {
+	systems    []string      // RINGFIRE_SCALE_SYSTEMS ("ringfire-1,ringfire-3,ringfire-6,volcano,volcano-tuned")
+	scheduler  string        // RINGFIRE_SCALE_SCHEDULER: standin or native (standin)
+	jobs       int           // RINGFIRE_SCALE_JOBS: resident Jobs (10000)
+	taskPods   int           // RINGFIRE_SCALE_TASK_PODS: pods per Job (10)
+	rate       int           // RINGFIRE_SCALE_RATE: resident Jobs created per second (50)
+	steadyRate int           // RINGFIRE_SCALE_STEADY_RATE: short Jobs per second through the resident set (5)
+	steadyFor  time.Duration // RINGFIRE_SCALE_STEADY_FOR: how long (2m)
+	probes     int           // RINGFIRE_SCALE_PROBES: Jobs created on the slots a fault moves (10)
+	nodes      int           // RINGFIRE_SCALE_NODES: KWOK nodes (50)
+	nodePods   int           // RINGFIRE_SCALE_NODE_PODS: pods a node takes (2500)
+	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
+	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
+	logDir     string        // RINGFIRE_BENCH_LOGS: keep logs there
+	revision   string
+}
+
+func scaleConfigFromEnv(b *testing.B) scaleConfig {
+	b.Helper()
+	sc := scaleConfig{
+		systems:    strings.Split(envOr("RINGFIRE_SCALE_SYSTEMS", "ringfire-1,ringfire-3,ringfire-6,volcano,volcano-tuned"), ","),
+		scheduler:  envOr("RINGFIRE_SCALE_SCHEDULER", schedulerStandIn),
+		jobs:       envInts(b, "RINGFIRE_SCALE_JOBS", "10000")[0],
+		taskPods:   envInts(b, "RINGFIRE_SCALE_TASK_PODS", "10")[0],
+		rate:       envInts(b, "RINGFIRE_SCALE_RATE", "50")[0],
+		steadyRate: envInts(b, "RINGFIRE_SCALE_STEADY_RATE", "5")[0],
+		steadyFor:  envDuration(b, "RINGFIRE_SCALE_STEADY_FOR", 2*time.Minute),
+		probes:     envInts(b, "RINGFIRE_SCALE_PROBES", "10")[0],
+		nodes:      envInts(b, "RINGFIRE_SCALE_NODES", "50")[0],
+		nodePods:   envInts(b, "RINGFIRE_SCALE_NODE_PODS", "2500")[0],
+		waitLimit:  envDuration(b, "RINGFIRE_SCALE_WAIT", 30*time.Minute),
+		replicaArg: strings.Fields(os.Getenv("RINGFIRE_SCALE_REPLICA_ARGS")),
+		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
+		revision:   procs.Revision(),
+	}
+	for _, sys := range sc.systems {
+		if _, _, err := parseSystem(sys); err != nil {
+			b.Fatalf("RINGFIRE_SCALE_SYSTEMS: %v", err)
+		}
+	}
+	if sc.scheduler != schedulerStandIn && sc.scheduler != "native" {
+		b.Fatalf("RINGFIRE_SCALE_SCHEDULER=%q: want %q or native", sc.scheduler, schedulerStandIn)
+	}
+	total := (sc.jobs + sc.steadyRate*int(sc.steadyFor.Seconds()) + 4*sc.probes) * sc.taskPods
+	if total > sc.nodes*sc.nodePods {
+		b.Fatalf("%d pods do not fit on %d nodes of %d: raise RINGFIRE_SCALE_NODES or RINGFIRE_SCALE_NODE_PODS", total, sc.nodes, sc.nodePods)
+	}
+	return sc
+}
+
+func (sc scaleConfig) String() string {
+	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s for %v; %s scheduler; %d nodes × %d pods; ringfire at %s",
+		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyFor, sc.scheduler, sc.nodes, sc.nodePods, sc.revision)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// parseSystem reads "ringfire-N", "volcano" or "volcano-tuned".
+func parseSystem(s string) (kind string, replicas int, err error) {
+	switch {
+	case s == "volcano" || s == "volcano-tuned":
+		return s, 1, nil
+	case strings.HasPrefix(s, "ringfire-"):
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "ringfire-"))
+		if err != nil || n < 1 {
+			return "", 0, fmt.Errorf("%q: want ringfire-N with N ≥ 1", s)
+		}
+		return "ringfire", n, nil
+	}
+	return "", 0, fmt.Errorf("%q: want ringfire-N, volcano or volcano-tuned", s)
+}
+
+// scaleEnv is one system's world.
+type scaleEnv struct {
+	sc       scaleConfig
+	cluster  *cluster.Cluster
+	kube     kubernetes.Interface
+	volcano  vcclient.Interface
+	kind     string
+	args     procs.Args // the replicas' (ringfire)
+	replicas []*procs.Replica
+	vcm      *volcano.Program // vc-controller-manager (volcano)
+	vcArgs   []string
+	vcBin    string
+	logDir   string
+}
+
+func startScaleEnv(b *testing.B, sc scaleConfig, bin, sys string) *scaleEnv {
+	b.Helper()
+	kind, n, _ := parseSystem(sys)
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: os.Stderr})
+	logDir, clusterDir := dirs(b, config{logDir: sc.logDir})
+	cl := cluster.StartForTest(b, cluster.Options{
+		Nodes: sc.nodes, NodePods: strconv.Itoa(sc.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
+		StartTimeout: 5 * time.Minute,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	e := &scaleEnv{sc: sc, cluster: cl, kind: kind, logDir: logDir}
+	cfg := cl.RESTConfig()
+	cfg.QPS, cfg.Burst = 5000, 5000
+	e.kube, e.volcano = kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg)
+
+	installCtx, installDone := context.WithTimeout(ctx, 2*time.Minute)
+	defer installDone()
+	native := sc.scheduler == "native"
+	if kind == "ringfire" || !native {
+		if err := crds.Install(installCtx, cl.RESTConfig()); err != nil {
+			b.Fatal(err)
+		}
+	} else if _, err := volcano.InstallCRDsAsHelm(installCtx, cl.RESTConfig(), volcano.CRDs(b)); err != nil {
+		b.Fatal(err)
+	}
+	if !native {
+		standinDone := make(chan struct{})
+		go func() {
+			defer close(standinDone)
+			standin.Run(ctx, e.kube, e.volcano, cl.NodeNames())
+		}()
+		b.Cleanup(func() { cancel(); <-standinDone })
+	}
+
+	switch kind {
+	case "ringfire":
+		ring := localetcd.StartForTest(b)
+		controllers := "job,queue,podgroup"
+		if native {
+			controllers += ",scheduler"
+		}
+		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: cl.Kubeconfig(), LogDir: logDir,
+			LogLevel: "warn", Controllers: controllers, Extra: sc.replicaArg}
+		b.Cleanup(func() { procs.StopAll(b, e.replicas) })
+		for i := range n {
+			e.replicas = append(e.replicas, procs.Start(b, e.args, fmt.Sprintf("r%d", i)))
+		}
+		if err := procs.WaitRing(ctx, e.replicas, 2*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	default:
+		e.vcBin = volcano.Bin(b)
+		e.vcArgs = []string{"--controllers", "job-controller,queue-controller,pg-controller"}
+		if sys == "volcano-tuned" {
+			e.vcArgs = append(e.vcArgs, "--worker-threads", "50", "--worker-threads-for-podgroup", "50",
+				"--kube-api-qps", "1000", "--kube-api-burst", "2000")
+		}
+		e.vcm = volcano.Start(b, e.vcBin, logDir, cl.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
+		if native {
+			volcano.Start(b, e.vcBin, logDir, cl.Kubeconfig(), "vc-scheduler", "--scheduler-conf", volcano.SchedulerConf(b), "--cache-dumper=false")
+		}
+	}
+	return e
+}
+
+// pids are the processes whose memory and CPU a run reports, by name.
+func (e *scaleEnv) pids() map[string]int {
+	pids := map[string]int{"bench-process": os.Getpid()}
+	for _, name := range []cluster.Component{cluster.APIServer, cluster.Etcd, cluster.KWOK} {
+		if pid, err := readPIDFile(filepath.Join(e.cluster.Dir(), string(name)+".pid")); err == nil {
+			pids[string(name)] = pid
+		}
+	}
+	for _, r := range e.replicas {
+		if !r.Exited() {
+			pids[r.ID] = r.PID()
+		}
+	}
+	if e.vcm != nil {
+		pids["vc-controller-manager"] = e.vcm.PID()
+	}
+	return pids
+}
+
+// controllerNames are the names of pids that are the system under test.
+func (e *scaleEnv) controllerNames() []string {
+	var out []string
+	for _, r := range e.replicas {
+		out = append(out, r.ID)
+	}
+	if e.vcm != nil {
+		out = append(out, "vc-controller-manager")
+	}
+	return out
+}
+
+// rssSample is the resident memory of every process at one moment.
+type rssSample struct {
+	at    time.Time
+	phase string
+	rss   map[string]float64
+	cpu   map[string]float64
+}
+
+// sampler reads the processes' RSS and CPU every period.
+type sampler struct {
+	mu      sync.Mutex
+	phase   string
+	samples []rssSample
+}
+
+func (s *sampler) setPhase(p string) { s.mu.Lock(); s.phase = p; s.mu.Unlock() }
+
+func (s *sampler) run(ctx context.Context, e *scaleEnv, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		smp := rssSample{at: time.Now(), rss: map[string]float64{}, cpu: map[string]float64{}}
+		for name, pid := range e.pids() {
+			if u, err := readProc(pid); err == nil {
+				smp.rss[name], smp.cpu[name] = u.rss, u.cpuSeconds
+			}
+		}
+		s.mu.Lock()
+		smp.phase = s.phase
+		s.samples = append(s.samples, smp)
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// meanRSS is the mean RSS of name over the samples of phase, and the peak.
+func (s *sampler) meanRSS(phase, name string) (mean, peak float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, smp := range s.samples {
+		if v, ok := smp.rss[name]; ok && smp.phase == phase {
+			mean += v
+			n++
+			peak = max(peak, v)
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return mean / float64(n), peak
+}
+
+// rssSlope is the least-squares slope of name's RSS over the samples of
+// phase, in bytes per minute: flat memory is near zero.
+func (s *sampler) rssSlope(phase, name string) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var xs, ys []float64
+	for _, smp := range s.samples {
+		if v, ok := smp.rss[name]; ok && smp.phase == phase {
+			xs, ys = append(xs, smp.at.Sub(s.samples[0].at).Minutes()), append(ys, v)
+		}
+	}
+	return slope(xs, ys)
+}
+
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+// scaleResult is one system's row.
+type scaleResult struct {
+	system         string
+	resident       time.Duration // first create → last resident pod seen
+	residentP99    time.Duration
+	residentCPU    float64 // controller CPU-s per 1,000 resident Jobs
+	steadyP50      time.Duration
+	steadyP99      time.Duration
+	steadyWorstWin time.Duration // worst 5-s window's p99
+	steadyMissing  int
+	steadyCPU      float64 // controller CPU-s per 1,000 steady Jobs
+	apiserverCPU   float64 // kube-apiserver CPU-s per 1,000 steady Jobs
+	rss            map[string][2]float64
+	peakRSS        map[string]float64
+	slotsHeld      time.Duration // failover: kill → slots held again
+	failover       time.Duration // failover: kill → Jobs on its slots have all pods
+	restart        time.Duration // restart → Jobs on what it holds have all pods
+	duplicates     int
+	errs           []error
+}
+
+func benchScale(b *testing.B, sc scaleConfig, bin, sys string) {
+	e := startScaleEnv(b, sc, bin, sys)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := scaleResult{system: sys, rss: map[string][2]float64{}, peakRSS: map[string]float64{}}
+	if err := makeNamespaces(ctx, e.kube, []string{"resident", "steady", "probe"}, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	smp := &sampler{phase: "resident"}
+	samplingCtx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Go(func() { smp.run(samplingCtx, e, 5*time.Second) })
+	progress := func(string, ...any) {}
+	if testing.Verbose() {
+		progress = b.Logf
+	}
+
+	b.ResetTimer()
+	// 1. The resident set.
+	cpu0 := cpuSeconds(e.pids())
+	resident := load{kube: e.kube, volcano: e.volcano, namespace: "resident", jobs: sc.jobs, taskPods: sc.taskPods,
+		rate: sc.rate, podRun: time.Hour, limit: sc.waitLimit, log: progress}
+	r, err := resident.run(ctx)
+	res.resident, res.residentP99, res.duplicates = r.allPods, percentile(r.jobLatency, 99), r.duplicates
+	cpu1 := cpuSeconds(e.pids())
+	res.residentCPU = e.controllerCPU(cpu0, cpu1) / float64(sc.jobs) * 1000
+	if err != nil {
+		res.errs = append(res.errs, fmt.Errorf("resident: %w", err))
+		stopSampling()
+		sampling.Wait()
+		e.report(b, res, smp)
+		return
+	}
+	progress("resident set of %d Jobs in %v", sc.jobs, r.allPods)
+
+	// 2. Steady load through it, after the resident set's last writes.
+	time.Sleep(15 * time.Second)
+	smp.setPhase("steady")
+	cpu2 := cpuSeconds(e.pids())
+	steadyJobs := sc.steadyRate * int(sc.steadyFor.Seconds())
+	steady := load{kube: e.kube, volcano: e.volcano, namespace: "steady", jobs: steadyJobs, taskPods: sc.taskPods,
+		rate: sc.steadyRate, podRun: time.Second, limit: sc.steadyFor + sc.waitLimit, log: progress}
+	s, err := steady.run(ctx)
+	cpu3 := cpuSeconds(e.pids())
+	smp.setPhase("after")
+	if err != nil {
+		res.errs = append(res.errs, fmt.Errorf("steady: %w", err))
+	}
+	res.steadyP50, res.steadyP99 = percentile(s.jobLatency, 50), percentile(s.jobLatency, 99)
+	_, res.steadyWorstWin = reportWindows(windows(s, 5*time.Second), 5*time.Second)
+	for _, w := range windows(s, 5*time.Second) {
+		res.steadyMissing += w.missing
+	}
+	res.duplicates += s.duplicates
+	res.steadyCPU = e.controllerCPU(cpu2, cpu3) / float64(steadyJobs) * 1000
+	res.apiserverCPU = (cpu3[string(cluster.APIServer)] - cpu2[string(cluster.APIServer)]) / float64(steadyJobs) * 1000
+	for _, name := range e.controllerNames() {
+		mean, _ := smp.meanRSS("steady", name)
+		_, peak := smp.meanRSS("resident", name)
+		res.rss[name] = [2]float64{mean, peak}
+	}
+	for name, pid := range e.pids() {
+		if u, err := readProc(pid); err == nil {
+			res.peakRSS[name] = u.peakRSS
+		}
+	}
+
+	// 3 and 4. Faults.
+	smp.setPhase("faults")
+	if err := e.faults(ctx, b, &res); err != nil {
+		res.errs = append(res.errs, err)
+	}
+	stopSampling()
+	sampling.Wait()
+	b.StopTimer()
+	e.report(b, res, smp)
+}
+
+// controllerCPU is the CPU-s the system under test spent between two readings.
+func (e *scaleEnv) controllerCPU(before, after map[string]float64) float64 {
+	sum := 0.0
+	for _, name := range e.controllerNames() {
+		if a, ok := after[name]; ok {
+			sum += a - before[name]
+		}
+	}
+	return sum
+}
+
+// faults kills and restarts: for ringfire with two or more replicas, the
+// last replica is killed (failover), then started again (restart); with
+// one replica, or Volcano, the controller manager is killed and started
+// again at once (restart).
+func (e *scaleEnv) faults(ctx context.Context, b *testing.B, res *scaleResult) error {
+	wave := 0
+	probe := func(at time.Time, pick func(key string) bool) (time.Duration, error) {
+		wave++
+		names := probeNames(fmt.Sprintf("w%d", wave), e.sc.probes, pick)
+		return e.probe(ctx, at, names)
+	}
+	if e.kind != "ringfire" {
+		e.vcm.Kill()
+		at := time.Now()
+		e.vcm = volcano.Start(b, e.vcBin, e.logDir, e.cluster.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
+		d, err := probe(at, func(string) bool { return true })
+		res.restart = d
+		return err
+	}
+	victim := e.replicas[len(e.replicas)-1]
+	st, err := victim.Status(ctx)
+	if err != nil {
+		return err
+	}
+	held := shard.NewSlotSet(st.Held)
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	at := time.Now()
+	var errs []error
+	if len(e.replicas) > 1 {
+		survivors := e.replicas[:len(e.replicas)-1]
+		done := make(chan time.Duration, 1)
+		go func() {
+			for ctx.Err() == nil {
+				if ringSettled(ctx, survivors) {
+					done <- time.Since(at)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			done <- 0
+		}()
+		d, err := probe(at, func(key string) bool { return held.HasKey(key, st.Slots) })
+		res.failover = d
+		res.slotsHeld = <-done
+		errs = append(errs, err)
+	}
+	// Restart the victim, once the killed process is gone.
+	for deadline := time.Now().Add(10 * time.Second); !victim.Exited() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	restarted := procs.Start(b, e.args, victim.ID)
+	e.replicas[len(e.replicas)-1] = restarted
+	at = time.Now()
+	if err := procs.WaitRing(ctx, e.replicas, 2*time.Minute); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	st, err = restarted.Status(ctx)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	mine := shard.NewSlotSet(st.Held)
+	d, err := probe(at, func(key string) bool { return mine.HasKey(key, st.Slots) })
+	res.restart = d
+	return errors.Join(append(errs, err)...)
+}
+
+// ringSettled reports whether every replica holds what it is assigned and
+// together they hold every slot.
+func ringSettled(ctx context.Context, replicas []*procs.Replica) bool {
+	held, slots := 0, 0
+	for _, r := range replicas {
+		st, err := r.Status(ctx)
+		if err != nil || len(st.Members) != len(replicas) || len(st.Held) != st.Assigned {
+			return false
+		}
+		held, slots = held+len(st.Held), st.Slots
+	}
+	return slots > 0 && held == slots
+}
+
+// probeNames picks n Job names of the probe namespace whose keys pick likes.
+func probeNames(prefix string, n int, pick func(key string) bool) []string {
+	var out []string
+	for i := 0; len(out) < n && i < 1_000_000; i++ {
+		name := fmt.Sprintf("probe-%s-%d", prefix, i)
+		if pick("probe/" + name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// probe creates the named Jobs in the probe namespace at once and returns
+// the time from at until every one of their pods exists.
+func (e *scaleEnv) probe(ctx context.Context, at time.Time, names []string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.sc.waitLimit)
+	defer cancel()
+	l := load{kube: e.kube, volcano: e.volcano, namespace: "probe", taskPods: e.sc.taskPods, podRun: time.Second}
+	w, err := l.watchPods(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	want := map[string]bool{}
+	for _, name := range names {
+		want[name] = true
+		go func() {
+			job := benchJob("probe", name, e.sc.taskPods, time.Second)
+			for range 5 {
+				if _, err := e.volcano.BatchV1alpha1().Jobs("probe").Create(ctx, job, metav1.CreateOptions{}); err == nil || ctx.Err() != nil {
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	perJob := map[string]int{}
+	left := len(names)
+	for left > 0 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return 0, errors.New("probe pod watch ended")
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type != watch.Added || !want[pod.Labels[batch.JobNameKey]] {
+				continue
+			}
+			if perJob[pod.Labels[batch.JobNameKey]]++; perJob[pod.Labels[batch.JobNameKey]] == e.sc.taskPods {
+				left--
+			}
+		case <-ctx.Done():
+			return time.Since(at), fmt.Errorf("%d of %d probe Jobs without all pods after %v", left, len(names), e.sc.waitLimit)
+		}
+	}
+	return time.Since(at), nil
+}
+
+func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s (%s)\n", b.Name(), e.sc)
+	for _, err := range res.errs {
+		b.Errorf("%v", err)
+		fmt.Fprintf(&out, "error: %v\n", err)
+	}
+	if res.duplicates > 0 {
+		b.Errorf("%d pods created twice", res.duplicates)
+	}
+	fmt.Fprintf(&out, "resident set: %d Jobs × %d pods in %.1fs (create → all pods p99 %.2fs), controllers %.1f CPU-s per 1,000 Jobs\n",
+		e.sc.jobs, e.sc.taskPods, res.resident.Seconds(), res.residentP99.Seconds(), res.residentCPU)
+	fmt.Fprintf(&out, "steady %d Jobs/s: create → all pods p50 %.2fs p99 %.2fs, worst 5-s window p99 %.2fs, %d Jobs without all pods; controllers %.1f CPU-s per 1,000 Jobs, kube-apiserver %.1f\n",
+		e.sc.steadyRate, res.steadyP50.Seconds(), res.steadyP99.Seconds(), res.steadyWorstWin.Seconds(), res.steadyMissing, res.steadyCPU, res.apiserverCPU)
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range res.peakRSS {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+	fmt.Fprintf(&out, "memory (MiB): %-22s %8s %8s %8s %10s\n", "process", "steady", "resident", "VmHWM", "slope/min")
+	for _, name := range names {
+		rss, ok := res.rss[name]
+		if !ok {
+			fmt.Fprintf(&out, "  %-34s %8s %8s %8.0f\n", name, "", "", res.peakRSS[name]/mib)
+			continue
+		}
+		fmt.Fprintf(&out, "  %-34s %8.0f %8.0f %8.0f %10.2f\n", name, rss[0]/mib, rss[1]/mib, res.peakRSS[name]/mib, smp.rssSlope("steady", name)/mib)
+	}
+	if res.slotsHeld > 0 || res.failover > 0 {
+		fmt.Fprintf(&out, "failover (kill -9 of one replica): its slots held again in %.1fs; Jobs created on them have all pods %.1fs after the kill\n",
+			res.slotsHeld.Seconds(), res.failover.Seconds())
+	}
+	fmt.Fprintf(&out, "restart: Jobs created on what it holds have all pods %.1fs after the start\n", res.restart.Seconds())
+	fmt.Print(out.String())
+	b.ReportMetric(res.resident.Seconds(), "resident-s")
+	b.ReportMetric(res.steadyP99.Seconds(), "steady-p99-s")
+	b.ReportMetric(res.steadyCPU, "ctl-CPU-s/1000jobs")
+	b.ReportMetric(res.failover.Seconds(), "failover-s")
+	b.ReportMetric(res.restart.Seconds(), "restart-s")
+	var steadyRSS []float64
+	for _, name := range e.controllerNames() {
+		steadyRSS = append(steadyRSS, res.rss[name][0])
+	}
+	sort.Float64s(steadyRSS)
+	if len(steadyRSS) > 0 {
+		b.ReportMetric(steadyRSS[len(steadyRSS)-1]/mib, "max-steady-RSS-MiB")
+	}
+}
