@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test
+.PHONY: help dev run test bench-e2e bench-scale unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -53,7 +53,10 @@ bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, all
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./shard/ ./controllers/...
 
 bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and 3 replicas (minutes)
-	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/bench/
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench 'JobCreation|BatchJobs|APIServerFloor' -benchtime 1x -timeout 60m ./e2e/bench/
+
+bench-scale: tools ## 10,000 resident Jobs x 10 pods with a steady load through them, on 1, 3, 6 replicas and Volcano (about an hour; docs/benchmarks.md)
+	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 180m -v ./e2e/bench/
 
 node-tools: ## build what a real node runs (kubelet, kube-proxy, containerd, CoreDNS, ...) and install its Debian packages (root)
 	@e2e/node/build.sh

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -34,12 +36,17 @@ import (
 )
 
 // BenchmarkScale holds a large resident set of Jobs whose pods keep running
-// and measures a controller manager under it, one sub-benchmark per system
-// of RINGFIRE_SCALE_SYSTEMS, each on a control plane of its own:
+// and measures controller managers under it, one after the other on one
+// control plane, one sub-benchmark per system of RINGFIRE_SCALE_SYSTEMS:
 //
-//  1. resident: RINGFIRE_SCALE_JOBS (10,000) Jobs × RINGFIRE_SCALE_TASK_PODS
-//     (10) pods of an hour, created at RINGFIRE_SCALE_RATE (50) Jobs/s; the
-//     time until the last pod exists;
+//  0. resident: the first system creates RINGFIRE_SCALE_JOBS (10,000) Jobs ×
+//     RINGFIRE_SCALE_TASK_PODS (10) pods of an hour at RINGFIRE_SCALE_RATE
+//     (12) Jobs/s: the time until the last pod exists. Every later system
+//     starts on that set, as a controller manager restarted or swapped on a
+//     busy cluster does;
+//  1. start: Jobs created as the system starts, on every part of the key
+//     space: the time until all their pods exist (the initial lists of the
+//     whole set, then work);
 //  2. steady: RINGFIRE_SCALE_STEADY_RATE (5) Jobs/s of 1-s pods through the
 //     resident set for RINGFIRE_SCALE_STEADY_FOR (2m): create → all pods p50
 //     and p99 per 5-s window, RSS per process, CPU-s per 1,000 Jobs;
@@ -50,34 +57,36 @@ import (
 //     one replica) started again: the time until it runs Jobs created on
 //     what it holds.
 //
+// Then the system stops and its steady and probe namespaces are deleted, so
+// that each system sees the same resident set.
+//
 // Systems: ringfire-N (N replicas at their defaults), volcano
-// (vc-controller-manager at its defaults) and volcano-tuned (50 workers,
-// QPS 1,000). RINGFIRE_SCALE_SCHEDULER is standin (default: the same
-// in-process stand-in admits and binds for every system, so that what is
-// compared is the controller manager, and the replicas' memory is theirs
-// alone) or native (ringfire's gang scheduler in the replicas;
-// vc-scheduler beside Volcano). Not part of CI: `make bench-scale`.
+// (vc-controller-manager's job, queue and PodGroup controllers at their
+// defaults) and volcano-tuned (50 workers, QPS 1,000). The same in-process
+// stand-in (e2e/standin) admits PodGroups and binds pods for every system,
+// so that what is compared is the controller manager, and the replicas'
+// memory is theirs alone. Not part of CI: `make bench-scale`.
 func BenchmarkScale(b *testing.B) {
 	cluster.RequireTools(b)
 	quietClientGo()
 	sc := scaleConfigFromEnv(b)
 	bin := procs.Build(b)
 	b.Logf("%s; %d CPUs", sc, runtime.NumCPU())
-	for _, sys := range sc.systems {
-		b.Run(sys, func(b *testing.B) { benchScale(b, sc, bin, sys) })
+	w := startScaleWorld(b, sc)
+	for i, sys := range sc.systems {
+		b.Run(sys, func(b *testing.B) { benchScale(b, w, bin, sys, i) })
 	}
 }
 
 // scaleConfig is BenchmarkScale's configuration, from the environment.
 type scaleConfig struct {
-	systems    []string      // RINGFIRE_SCALE_SYSTEMS ("ringfire-1,ringfire-3,ringfire-6,volcano,volcano-tuned")
-	scheduler  string        // RINGFIRE_SCALE_SCHEDULER: standin or native (standin)
+	systems    []string      // RINGFIRE_SCALE_SYSTEMS ("ringfire-3,ringfire-1,ringfire-6,volcano,volcano-tuned")
 	jobs       int           // RINGFIRE_SCALE_JOBS: resident Jobs (10000)
 	taskPods   int           // RINGFIRE_SCALE_TASK_PODS: pods per Job (10)
-	rate       int           // RINGFIRE_SCALE_RATE: resident Jobs created per second (50)
+	rate       int           // RINGFIRE_SCALE_RATE: resident Jobs created per second (12)
 	steadyRate int           // RINGFIRE_SCALE_STEADY_RATE: short Jobs per second through the resident set (5)
 	steadyFor  time.Duration // RINGFIRE_SCALE_STEADY_FOR: how long (2m)
-	probes     int           // RINGFIRE_SCALE_PROBES: Jobs created on the slots a fault moves (10)
+	probes     int           // RINGFIRE_SCALE_PROBES: Jobs created at a start or on the slots a fault moves (10)
 	nodes      int           // RINGFIRE_SCALE_NODES: KWOK nodes (50)
 	nodePods   int           // RINGFIRE_SCALE_NODE_PODS: pods a node takes (2500)
 	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
@@ -89,11 +98,10 @@ type scaleConfig struct {
 func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	b.Helper()
 	sc := scaleConfig{
-		systems:    strings.Split(envOr("RINGFIRE_SCALE_SYSTEMS", "ringfire-1,ringfire-3,ringfire-6,volcano,volcano-tuned"), ","),
-		scheduler:  envOr("RINGFIRE_SCALE_SCHEDULER", schedulerStandIn),
+		systems:    strings.Split(envOr("RINGFIRE_SCALE_SYSTEMS", "ringfire-3,ringfire-1,ringfire-6,volcano,volcano-tuned"), ","),
 		jobs:       envInts(b, "RINGFIRE_SCALE_JOBS", "10000")[0],
 		taskPods:   envInts(b, "RINGFIRE_SCALE_TASK_PODS", "10")[0],
-		rate:       envInts(b, "RINGFIRE_SCALE_RATE", "50")[0],
+		rate:       envInts(b, "RINGFIRE_SCALE_RATE", "12")[0],
 		steadyRate: envInts(b, "RINGFIRE_SCALE_STEADY_RATE", "5")[0],
 		steadyFor:  envDuration(b, "RINGFIRE_SCALE_STEADY_FOR", 2*time.Minute),
 		probes:     envInts(b, "RINGFIRE_SCALE_PROBES", "10")[0],
@@ -109,9 +117,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 			b.Fatalf("RINGFIRE_SCALE_SYSTEMS: %v", err)
 		}
 	}
-	if sc.scheduler != schedulerStandIn && sc.scheduler != "native" {
-		b.Fatalf("RINGFIRE_SCALE_SCHEDULER=%q: want %q or native", sc.scheduler, schedulerStandIn)
-	}
+	// Each system's steady Jobs and probes are deleted after it; the
+	// cluster holds the resident set and one system's at a time.
 	total := (sc.jobs + sc.steadyRate*int(sc.steadyFor.Seconds()) + 4*sc.probes) * sc.taskPods
 	if total > sc.nodes*sc.nodePods {
 		b.Fatalf("%d pods do not fit on %d nodes of %d: raise RINGFIRE_SCALE_NODES or RINGFIRE_SCALE_NODE_PODS", total, sc.nodes, sc.nodePods)
@@ -120,8 +127,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 }
 
 func (sc scaleConfig) String() string {
-	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s for %v; %s scheduler; %d nodes × %d pods; ringfire at %s",
-		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyFor, sc.scheduler, sc.nodes, sc.nodePods, sc.revision)
+	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s for %v; %d nodes × %d pods; ringfire at %s",
+		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyFor, sc.nodes, sc.nodePods, sc.revision)
 }
 
 func envOr(name, def string) string {
@@ -135,7 +142,7 @@ func envOr(name, def string) string {
 func parseSystem(s string) (kind string, replicas int, err error) {
 	switch {
 	case s == "volcano" || s == "volcano-tuned":
-		return s, 1, nil
+		return "volcano", 1, nil
 	case strings.HasPrefix(s, "ringfire-"):
 		n, err := strconv.Atoi(strings.TrimPrefix(s, "ringfire-"))
 		if err != nil || n < 1 {
@@ -146,12 +153,50 @@ func parseSystem(s string) (kind string, replicas int, err error) {
 	return "", 0, fmt.Errorf("%q: want ringfire-N, volcano or volcano-tuned", s)
 }
 
-// scaleEnv is one system's world.
+// scaleWorld is what the systems share: the control plane, the stand-in
+// and the benchmark's clients.
+type scaleWorld struct {
+	sc      scaleConfig
+	cluster *cluster.Cluster
+	kube    kubernetes.Interface
+	volcano vcclient.Interface
+	logDir  string
+}
+
+func startScaleWorld(b *testing.B, sc scaleConfig) *scaleWorld {
+	b.Helper()
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: os.Stderr})
+	logDir, clusterDir := dirs(b, config{logDir: sc.logDir})
+	cl := cluster.StartForTest(b, cluster.Options{
+		Nodes: sc.nodes, NodePods: strconv.Itoa(sc.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
+		StartTimeout: 5 * time.Minute,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	w := &scaleWorld{sc: sc, cluster: cl, logDir: logDir}
+	cfg := cl.RESTConfig()
+	cfg.QPS, cfg.Burst = 5000, 5000
+	w.kube, w.volcano = kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg)
+	installCtx, installDone := context.WithTimeout(ctx, 2*time.Minute)
+	defer installDone()
+	if err := crds.Install(installCtx, cl.RESTConfig()); err != nil {
+		b.Fatal(err)
+	}
+	standinDone := make(chan struct{})
+	go func() {
+		defer close(standinDone)
+		standin.Run(ctx, w.kube, w.volcano, cl.NodeNames())
+	}()
+	b.Cleanup(func() { cancel(); <-standinDone })
+	if err := makeNamespaces(ctx, w.kube, []string{"resident"}, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// scaleEnv is one system running on the world.
 type scaleEnv struct {
-	sc       scaleConfig
-	cluster  *cluster.Cluster
-	kube     kubernetes.Interface
-	volcano  vcclient.Interface
+	*scaleWorld
 	kind     string
 	args     procs.Args // the replicas' (ringfire)
 	replicas []*procs.Replica
@@ -161,50 +206,21 @@ type scaleEnv struct {
 	logDir   string
 }
 
-func startScaleEnv(b *testing.B, sc scaleConfig, bin, sys string) *scaleEnv {
+// startSystem starts sys on w; it is stopped when b ends.
+func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 	b.Helper()
 	kind, n, _ := parseSystem(sys)
-	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: os.Stderr})
-	logDir, clusterDir := dirs(b, config{logDir: sc.logDir})
-	cl := cluster.StartForTest(b, cluster.Options{
-		Nodes: sc.nodes, NodePods: strconv.Itoa(sc.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
-		StartTimeout: 5 * time.Minute,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	e := &scaleEnv{sc: sc, cluster: cl, kind: kind, logDir: logDir}
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 5000, 5000
-	e.kube, e.volcano = kubernetes.NewForConfigOrDie(cfg), vcclient.NewForConfigOrDie(cfg)
-
-	installCtx, installDone := context.WithTimeout(ctx, 2*time.Minute)
-	defer installDone()
-	native := sc.scheduler == "native"
-	if kind == "ringfire" || !native {
-		if err := crds.Install(installCtx, cl.RESTConfig()); err != nil {
-			b.Fatal(err)
-		}
-	} else if _, err := volcano.InstallCRDsAsHelm(installCtx, cl.RESTConfig(), volcano.CRDs(b)); err != nil {
+	e := &scaleEnv{scaleWorld: w, kind: kind, logDir: filepath.Join(w.logDir, sys)}
+	if err := os.MkdirAll(e.logDir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if !native {
-		standinDone := make(chan struct{})
-		go func() {
-			defer close(standinDone)
-			standin.Run(ctx, e.kube, e.volcano, cl.NodeNames())
-		}()
-		b.Cleanup(func() { cancel(); <-standinDone })
-	}
-
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	switch kind {
 	case "ringfire":
 		ring := localetcd.StartForTest(b)
-		controllers := "job,queue,podgroup"
-		if native {
-			controllers += ",scheduler"
-		}
-		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: cl.Kubeconfig(), LogDir: logDir,
-			LogLevel: "warn", Controllers: controllers, Extra: sc.replicaArg}
+		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: w.cluster.Kubeconfig(), LogDir: e.logDir,
+			LogLevel: "warn", Controllers: "job,queue,podgroup", Extra: w.sc.replicaArg}
 		b.Cleanup(func() { procs.StopAll(b, e.replicas) })
 		for i := range n {
 			e.replicas = append(e.replicas, procs.Start(b, e.args, fmt.Sprintf("r%d", i)))
@@ -219,12 +235,18 @@ func startScaleEnv(b *testing.B, sc scaleConfig, bin, sys string) *scaleEnv {
 			e.vcArgs = append(e.vcArgs, "--worker-threads", "50", "--worker-threads-for-podgroup", "50",
 				"--kube-api-qps", "1000", "--kube-api-burst", "2000")
 		}
-		e.vcm = volcano.Start(b, e.vcBin, logDir, cl.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
-		if native {
-			volcano.Start(b, e.vcBin, logDir, cl.Kubeconfig(), "vc-scheduler", "--scheduler-conf", volcano.SchedulerConf(b), "--cache-dumper=false")
-		}
+		e.vcm = volcano.Start(b, e.vcBin, e.logDir, w.cluster.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
+		b.Cleanup(func() { e.vcm.Stop() })
 	}
 	return e
+}
+
+// stop stops the system: its replicas, or Volcano's controller manager.
+func (e *scaleEnv) stop(b *testing.B) {
+	if e.vcm != nil {
+		e.vcm.Stop()
+	}
+	procs.StopAll(b, e.replicas)
 }
 
 // pids are the processes whose memory and CPU a run reports, by name.
@@ -297,13 +319,14 @@ func (s *sampler) run(ctx context.Context, e *scaleEnv, period time.Duration) {
 	}
 }
 
-// meanRSS is the mean RSS of name over the samples of phase, and the peak.
+// meanRSS is the mean RSS of name over the samples of phase ("": all), and
+// the peak.
 func (s *sampler) meanRSS(phase, name string) (mean, peak float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, smp := range s.samples {
-		if v, ok := smp.rss[name]; ok && smp.phase == phase {
+		if v, ok := smp.rss[name]; ok && (phase == "" || smp.phase == phase) {
 			mean += v
 			n++
 			peak = max(peak, v)
@@ -348,7 +371,8 @@ func slope(xs, ys []float64) float64 {
 // scaleResult is one system's row.
 type scaleResult struct {
 	system         string
-	resident       time.Duration // first create → last resident pod seen
+	start          time.Duration // system started → Jobs created then have all pods
+	resident       time.Duration // first create → last resident pod seen (the first system)
 	residentP99    time.Duration
 	residentCPU    float64 // controller CPU-s per 1,000 resident Jobs
 	steadyP50      time.Duration
@@ -366,47 +390,59 @@ type scaleResult struct {
 	errs           []error
 }
 
-func benchScale(b *testing.B, sc scaleConfig, bin, sys string) {
-	e := startScaleEnv(b, sc, bin, sys)
+func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
+	sc := w.sc
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res := scaleResult{system: sys, rss: map[string][2]float64{}, peakRSS: map[string]float64{}}
-	if err := makeNamespaces(ctx, e.kube, []string{"resident", "steady", "probe"}, time.Minute); err != nil {
+	steadyNS, probeNS := fmt.Sprintf("steady-%d", index), fmt.Sprintf("probe-%d", index)
+	if err := makeNamespaces(ctx, w.kube, []string{steadyNS, probeNS}, time.Minute); err != nil {
 		b.Fatal(err)
 	}
-	smp := &sampler{phase: "resident"}
-	samplingCtx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	sampling.Go(func() { smp.run(samplingCtx, e, 5*time.Second) })
+	res := scaleResult{system: sys, rss: map[string][2]float64{}, peakRSS: map[string]float64{}}
 	progress := func(string, ...any) {}
 	if testing.Verbose() {
 		progress = b.Logf
 	}
 
 	b.ResetTimer()
-	// 1. The resident set.
-	cpu0 := cpuSeconds(e.pids())
-	resident := load{kube: e.kube, volcano: e.volcano, namespace: "resident", jobs: sc.jobs, taskPods: sc.taskPods,
-		rate: sc.rate, podRun: time.Hour, limit: sc.waitLimit, log: progress}
-	r, err := resident.run(ctx)
-	res.resident, res.residentP99, res.duplicates = r.allPods, percentile(r.jobLatency, 99), r.duplicates
-	cpu1 := cpuSeconds(e.pids())
-	res.residentCPU = e.controllerCPU(cpu0, cpu1) / float64(sc.jobs) * 1000
+	// 1. Start, on what the systems before left.
+	startAt := time.Now()
+	e := startSystem(b, w, bin, sys)
+	smp := &sampler{phase: "start"}
+	samplingCtx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Go(func() { smp.run(samplingCtx, e, 5*time.Second) })
+	defer func() { stopSampling(); sampling.Wait() }()
+	var err error
+	res.start, err = e.probe(ctx, startAt, probeNS, probeNames(probeNS, "start", sc.probes, func(string) bool { return true }))
 	if err != nil {
-		res.errs = append(res.errs, fmt.Errorf("resident: %w", err))
-		stopSampling()
-		sampling.Wait()
-		e.report(b, res, smp)
-		return
+		res.errs = append(res.errs, fmt.Errorf("start: %w", err))
 	}
-	progress("resident set of %d Jobs in %v", sc.jobs, r.allPods)
 
-	// 2. Steady load through it, after the resident set's last writes.
-	time.Sleep(15 * time.Second)
+	// 0. The resident set, made by the first system.
+	if index == 0 {
+		smp.setPhase("resident")
+		cpu0 := cpuSeconds(e.pids())
+		resident := load{kube: w.kube, volcano: w.volcano, namespace: "resident", jobs: sc.jobs, taskPods: sc.taskPods,
+			rate: sc.rate, podRun: time.Hour, limit: sc.waitLimit, log: progress}
+		r, err := resident.run(ctx)
+		res.resident, res.residentP99, res.duplicates = r.allPods, percentile(r.jobLatency, 99), r.duplicates
+		res.residentCPU = e.controllerCPU(cpu0, cpuSeconds(e.pids())) / float64(sc.jobs) * 1000
+		if err != nil {
+			res.errs = append(res.errs, fmt.Errorf("resident: %w", err))
+			e.report(b, res, smp)
+			b.FailNow()
+		}
+		progress("resident set of %d Jobs in %v", sc.jobs, r.allPods)
+		// Past the resident set's last writes.
+		time.Sleep(15 * time.Second)
+	}
+
+	// 2. Steady load through it.
 	smp.setPhase("steady")
 	cpu2 := cpuSeconds(e.pids())
 	steadyJobs := sc.steadyRate * int(sc.steadyFor.Seconds())
-	steady := load{kube: e.kube, volcano: e.volcano, namespace: "steady", jobs: steadyJobs, taskPods: sc.taskPods,
+	steady := load{kube: w.kube, volcano: w.volcano, namespace: steadyNS, jobs: steadyJobs, taskPods: sc.taskPods,
 		rate: sc.steadyRate, podRun: time.Second, limit: sc.steadyFor + sc.waitLimit, log: progress}
 	s, err := steady.run(ctx)
 	cpu3 := cpuSeconds(e.pids())
@@ -415,8 +451,9 @@ func benchScale(b *testing.B, sc scaleConfig, bin, sys string) {
 		res.errs = append(res.errs, fmt.Errorf("steady: %w", err))
 	}
 	res.steadyP50, res.steadyP99 = percentile(s.jobLatency, 50), percentile(s.jobLatency, 99)
-	_, res.steadyWorstWin = reportWindows(windows(s, 5*time.Second), 5*time.Second)
-	for _, w := range windows(s, 5*time.Second) {
+	ws := windows(s, 5*time.Second)
+	_, res.steadyWorstWin = reportWindows(ws, 5*time.Second)
+	for _, w := range ws {
 		res.steadyMissing += w.missing
 	}
 	res.duplicates += s.duplicates
@@ -424,7 +461,7 @@ func benchScale(b *testing.B, sc scaleConfig, bin, sys string) {
 	res.apiserverCPU = (cpu3[string(cluster.APIServer)] - cpu2[string(cluster.APIServer)]) / float64(steadyJobs) * 1000
 	for _, name := range e.controllerNames() {
 		mean, _ := smp.meanRSS("steady", name)
-		_, peak := smp.meanRSS("resident", name)
+		_, peak := smp.meanRSS("", name)
 		res.rss[name] = [2]float64{mean, peak}
 	}
 	for name, pid := range e.pids() {
@@ -435,13 +472,41 @@ func benchScale(b *testing.B, sc scaleConfig, bin, sys string) {
 
 	// 3 and 4. Faults.
 	smp.setPhase("faults")
-	if err := e.faults(ctx, b, &res); err != nil {
+	if err := e.faults(ctx, b, probeNS, &res); err != nil {
 		res.errs = append(res.errs, err)
 	}
-	stopSampling()
-	sampling.Wait()
 	b.StopTimer()
+	e.stop(b)
 	e.report(b, res, smp)
+	// The next system sees the resident set only.
+	if err := deleteNamespaces(ctx, w.kube, []string{steadyNS, probeNS}, 5*time.Minute); err != nil {
+		b.Logf("cleanup: %v", err)
+	}
+}
+
+// deleteNamespaces deletes the namespaces and waits, up to limit, until
+// they are gone.
+func deleteNamespaces(ctx context.Context, kube kubernetes.Interface, names []string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for _, name := range names {
+		if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		for {
+			if _, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("namespace %s not gone within %v", name, limit)
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
 }
 
 // controllerCPU is the CPU-s the system under test spent between two readings.
@@ -458,13 +523,12 @@ func (e *scaleEnv) controllerCPU(before, after map[string]float64) float64 {
 // faults kills and restarts: for ringfire with two or more replicas, the
 // last replica is killed (failover), then started again (restart); with
 // one replica, or Volcano, the controller manager is killed and started
-// again at once (restart).
-func (e *scaleEnv) faults(ctx context.Context, b *testing.B, res *scaleResult) error {
+// again at once (restart). Probe Jobs go to namespace ns.
+func (e *scaleEnv) faults(ctx context.Context, b *testing.B, ns string, res *scaleResult) error {
 	wave := 0
 	probe := func(at time.Time, pick func(key string) bool) (time.Duration, error) {
 		wave++
-		names := probeNames(fmt.Sprintf("w%d", wave), e.sc.probes, pick)
-		return e.probe(ctx, at, names)
+		return e.probe(ctx, at, ns, probeNames(ns, fmt.Sprintf("w%d", wave), e.sc.probes, pick))
 	}
 	if e.kind != "ringfire" {
 		e.vcm.Kill()
@@ -489,7 +553,7 @@ func (e *scaleEnv) faults(ctx context.Context, b *testing.B, res *scaleResult) e
 		survivors := e.replicas[:len(e.replicas)-1]
 		done := make(chan time.Duration, 1)
 		go func() {
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && time.Since(at) < e.sc.waitLimit {
 				if ringSettled(ctx, survivors) {
 					done <- time.Since(at)
 					return
@@ -537,24 +601,24 @@ func ringSettled(ctx context.Context, replicas []*procs.Replica) bool {
 	return slots > 0 && held == slots
 }
 
-// probeNames picks n Job names of the probe namespace whose keys pick likes.
-func probeNames(prefix string, n int, pick func(key string) bool) []string {
+// probeNames picks n Job names of namespace ns whose keys pick likes.
+func probeNames(ns, prefix string, n int, pick func(key string) bool) []string {
 	var out []string
 	for i := 0; len(out) < n && i < 1_000_000; i++ {
 		name := fmt.Sprintf("probe-%s-%d", prefix, i)
-		if pick("probe/" + name) {
+		if pick(ns + "/" + name) {
 			out = append(out, name)
 		}
 	}
 	return out
 }
 
-// probe creates the named Jobs in the probe namespace at once and returns
-// the time from at until every one of their pods exists.
-func (e *scaleEnv) probe(ctx context.Context, at time.Time, names []string) (time.Duration, error) {
+// probe creates the named Jobs in namespace ns at once and returns the
+// time from at until every one of their pods exists.
+func (e *scaleEnv) probe(ctx context.Context, at time.Time, ns string, names []string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.sc.waitLimit)
 	defer cancel()
-	l := load{kube: e.kube, volcano: e.volcano, namespace: "probe", taskPods: e.sc.taskPods, podRun: time.Second}
+	l := load{kube: e.kube, volcano: e.volcano, namespace: ns, taskPods: e.sc.taskPods, podRun: time.Second}
 	w, err := l.watchPods(ctx)
 	if err != nil {
 		return 0, err
@@ -564,9 +628,9 @@ func (e *scaleEnv) probe(ctx context.Context, at time.Time, names []string) (tim
 	for _, name := range names {
 		want[name] = true
 		go func() {
-			job := benchJob("probe", name, e.sc.taskPods, time.Second)
+			job := benchJob(ns, name, e.sc.taskPods, time.Second)
 			for range 5 {
-				if _, err := e.volcano.BatchV1alpha1().Jobs("probe").Create(ctx, job, metav1.CreateOptions{}); err == nil || ctx.Err() != nil {
+				if _, err := e.volcano.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err == nil || ctx.Err() != nil {
 					return
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -605,18 +669,15 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 	if res.duplicates > 0 {
 		b.Errorf("%d pods created twice", res.duplicates)
 	}
-	fmt.Fprintf(&out, "resident set: %d Jobs × %d pods in %.1fs (create → all pods p99 %.2fs), controllers %.1f CPU-s per 1,000 Jobs\n",
-		e.sc.jobs, e.sc.taskPods, res.resident.Seconds(), res.residentP99.Seconds(), res.residentCPU)
+	fmt.Fprintf(&out, "start: Jobs created as it started have all pods %.1fs after the start\n", res.start.Seconds())
+	if res.resident > 0 {
+		fmt.Fprintf(&out, "resident set: %d Jobs × %d pods in %.1fs (create → all pods p99 %.2fs), controllers %.1f CPU-s per 1,000 Jobs\n",
+			e.sc.jobs, e.sc.taskPods, res.resident.Seconds(), res.residentP99.Seconds(), res.residentCPU)
+	}
 	fmt.Fprintf(&out, "steady %d Jobs/s: create → all pods p50 %.2fs p99 %.2fs, worst 5-s window p99 %.2fs, %d Jobs without all pods; controllers %.1f CPU-s per 1,000 Jobs, kube-apiserver %.1f\n",
 		e.sc.steadyRate, res.steadyP50.Seconds(), res.steadyP99.Seconds(), res.steadyWorstWin.Seconds(), res.steadyMissing, res.steadyCPU, res.apiserverCPU)
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range res.peakRSS {
-			if !yield(name) {
-				return
-			}
-		}
-	})
-	fmt.Fprintf(&out, "memory (MiB): %-22s %8s %8s %8s %10s\n", "process", "steady", "resident", "VmHWM", "slope/min")
+	names := slices.Sorted(maps.Keys(res.peakRSS))
+	fmt.Fprintf(&out, "memory (MiB): %-22s %8s %8s %8s %10s\n", "process", "steady", "peak", "VmHWM", "slope/min")
 	for _, name := range names {
 		rss, ok := res.rss[name]
 		if !ok {
@@ -631,7 +692,7 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 	}
 	fmt.Fprintf(&out, "restart: Jobs created on what it holds have all pods %.1fs after the start\n", res.restart.Seconds())
 	fmt.Print(out.String())
-	b.ReportMetric(res.resident.Seconds(), "resident-s")
+	b.ReportMetric(res.start.Seconds(), "start-s")
 	b.ReportMetric(res.steadyP99.Seconds(), "steady-p99-s")
 	b.ReportMetric(res.steadyCPU, "ctl-CPU-s/1000jobs")
 	b.ReportMetric(res.failover.Seconds(), "failover-s")
