@@ -147,7 +147,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.argv[APIServer] = append(c.argv[APIServer], audit...)
+	c.argv[APIServer] = append(append(c.argv[APIServer], audit...), c.opts.APIServerArgs...)
 	c.argv[ControllerManager] = append(c.controllerManagerArgs(files), c.opts.ControllerManagerArgs...)
 	c.argv[KWOK] = c.kwokArgs(files)
 	c.argv[Scheduler] = c.schedulerArgs(files)

@@ -60,6 +60,12 @@ type Options struct {
 	// (--kube-api-qps=20) and at raised limits this way.
 	ControllerManagerArgs []string
 
+	// APIServerArgs are added to kube-apiserver's flags, after the
+	// harness's own (a repeated flag takes the last value): e2e/bench's
+	// BenchmarkShardedWatch turns an alpha feature gate on this way
+	// ("--feature-gates=ShardedListAndWatch=true").
+	APIServerArgs []string
+
 	// RealNode also runs a real node on this machine: a kubelet with
 	// containerd, runc and the bridge CNI plugin, kube-proxy and CoreDNS
 	// (node RealNodeName, tainted RealNodeTaint, so only pods that tolerate
