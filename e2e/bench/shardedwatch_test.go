@@ -4,7 +4,7 @@ package bench
 // (KEP-5866) on Volcano Jobs, a custom resource: what a replica receives and
 // decodes when it lists and watches every Job (what ringfire's replicas do)
 // against a list and watch with a shard selector over 1/k of the FNV-1a hash
-// range of metadata.uid. docs/sharded-watch-eval.md has the results.
+// range of metadata.uid. docs/sharded-watch.md has the results.
 //
 //	RINGFIRE_TOOLS_BIN=$(e2e/tools/build.sh | tail -1) RINGFIRE_E2E=1 GOFLAGS=-p=1 \
 //	  go test -run '^$' -bench BenchmarkShardedWatch -benchtime=1x -timeout 30m ./e2e/bench/
