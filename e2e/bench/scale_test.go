@@ -185,7 +185,7 @@ func startScaleWorld(b *testing.B, sc scaleConfig) *scaleWorld {
 	standinDone := make(chan struct{})
 	go func() {
 		defer close(standinDone)
-		standin.Run(ctx, w.kube, w.volcano, cl.NodeNames())
+		standin.RunWorkers(ctx, w.kube, w.volcano, cl.NodeNames(), 32)
 	}()
 	b.Cleanup(func() { cancel(); <-standinDone })
 	if err := makeNamespaces(ctx, w.kube, []string{"resident"}, time.Minute); err != nil {

@@ -21,8 +21,14 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 )
 
-// Run admits and binds until ctx is done.
+// Run admits and binds until ctx is done, four requests at a time.
 func Run(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, nodes []string) {
+	RunWorkers(ctx, kube, vc, nodes, 4)
+}
+
+// RunWorkers is Run with workers requests at a time: a load of thousands
+// of pods a minute needs more than four bindings in flight.
+func RunWorkers(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, nodes []string, workers int) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
 	go func() { <-ctx.Done(); q.ShutDown() }()
 
@@ -52,7 +58,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, 
 		return nodes[next%len(nodes)]
 	}
 	var wg sync.WaitGroup
-	for range 4 {
+	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
