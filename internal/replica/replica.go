@@ -201,7 +201,7 @@ func New(cfg Config) (*Replica, error) {
 			Name: "ringfire_cache_job_summaries",
 			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
 		}, func() float64 { return float64(jobs.Summaries()) })
-		if err := promreg.Register(cfg.Registerer, lapsed, summaries, r.Cache.WorkloadCollector()); err != nil {
+		if err := promreg.Register(cfg.Registerer, lapsed, summaries, r.Cache.WorkloadCollector(), r.Cache.ObjectsCollector()); err != nil {
 			return nil, fmt.Errorf("cache metrics: %w", err)
 		}
 	}
