@@ -180,7 +180,11 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 		if kubeCfg == nil {
 			return errors.New("--metrics-secure: no cluster to review the callers' tokens with; give --kubeconfig, or --metrics-secure=false")
 		}
-		secure = &opsserver.Secure{Kube: kubeCfg, CertDir: f.metricsCerts}
+		reviews, err := replica.BuiltinConfig(kubeCfg, f.kube.contentType)
+		if err != nil {
+			return err
+		}
+		secure = &opsserver.Secure{Kube: reviews, CertDir: f.metricsCerts}
 	}
 	wg.Add(1)
 	go func() {

@@ -45,10 +45,11 @@ type clients struct {
 	md metadata.Interface
 }
 
-// builtinConfig returns base for the clientset of built-in kinds in the
-// wire format contentType ("" for DefaultKubeContentType). base is left as it
-// is: the Volcano clientset and the discovery probes keep it.
-func builtinConfig(base *rest.Config, contentType string) (*rest.Config, error) {
+// BuiltinConfig returns base for a clientset of built-in kinds in the wire
+// format contentType ("" for DefaultKubeContentType). base is left as it is:
+// the Volcano clientset and the discovery probes keep it. `ringfire run` also
+// gives it to the metrics port's token and access reviews.
+func BuiltinConfig(base *rest.Config, contentType string) (*rest.Config, error) {
 	cfg := rest.CopyConfig(base)
 	switch contentType {
 	case "", ContentTypeProtobuf:
@@ -75,7 +76,7 @@ func crdConfig(base *rest.Config) *rest.Config {
 // in contentType, the Volcano kinds' in JSON, and with metadata the metadata
 // client that adoption uses.
 func newClients(kube *rest.Config, contentType string, withMetadata bool) (clients, error) {
-	builtin, err := builtinConfig(kube, contentType)
+	builtin, err := BuiltinConfig(kube, contentType)
 	if err != nil {
 		return clients{}, err
 	}
