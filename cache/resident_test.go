@@ -62,24 +62,20 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(protoCfg)
 	up := time.Since(start)
 
-	// The Jobs, then the pods of every podsEvery-th, created by 16 clients at once.
-	names := make([]string, jobs)
-	for i := range names {
-		names[i] = fmt.Sprintf("resident-%04d", i)
-	}
-	uids := make([]types.UID, jobs)
+	// The Jobs, and after each of every podsEvery-th its pods, created by 16 clients at once.
 	parallel(t, jobs, func(i int) error {
-		got, err := vc.BatchV1alpha1().Jobs("default").Create(ctx, residentJob(names[i]), metav1.CreateOptions{})
-		if err == nil {
-			uids[i] = got.UID
+		name := fmt.Sprintf("resident-%04d", i)
+		job, err := vc.BatchV1alpha1().Jobs("default").Create(ctx, residentJob(name), metav1.CreateOptions{})
+		if err != nil || i%podsEvery != 0 {
+			return err
 		}
-		return err
-	})
-	parallel(t, jobs/podsEvery*podsPer, func(n int) error {
-		i := (n / podsPer) * podsEvery
-		slot := shard.SlotOf("default/"+names[i], slots)
-		_, err := kube.CoreV1().Pods("default").Create(ctx, residentPod(names[i], uids[i], slot, n%podsPer), metav1.CreateOptions{})
-		return err
+		slot := shard.SlotOf("default/"+name, slots)
+		for n := range podsPer {
+			if _, err := kube.CoreV1().Pods("default").Create(ctx, residentPod(name, job.UID, slot, n), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	created := time.Since(start) - up
 
