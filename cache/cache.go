@@ -93,6 +93,9 @@ type Cache struct {
 	jobs    *Jobs
 	expect  *Expectations
 	adopt   *adopter // nil when adoption is off
+	// optional are the cluster-wide informers a controller asked for, as
+	// ringfire_cache_objects counts them.
+	optional optionalInformers
 
 	synced atomic.Bool // the cluster-wide informers have listed
 
@@ -127,10 +130,13 @@ func New(cfg Config) *Cache {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	c := &Cache{
-		cfg:     cfg,
-		log:     cfg.Logger.Named("cache"),
-		kube:    informers.NewSharedInformerFactory(cfg.Kube, cfg.Resync),
-		volcano: vcinformers.NewSharedInformerFactory(cfg.Volcano, cfg.Resync),
+		cfg: cfg,
+		log: cfg.Logger.Named("cache"),
+		// Every cluster-wide informer keeps its objects without managedFields
+		// (those with a transform of their own, SlimPodGroup and SlimBatchJob,
+		// drop them too).
+		kube:    informers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, informers.WithTransform(StripManagedFields)),
+		volcano: vcinformers.NewSharedInformerFactoryWithOptions(cfg.Volcano, cfg.Resync, vcinformers.WithTransform(StripManagedFields)),
 		owned:   map[Resource]*Sharded{},
 		expect:  NewExpectations(cfg.ExpectationTTL),
 	}
@@ -178,7 +184,9 @@ func (c *Cache) PriorityClasses() schedulingv1informers.PriorityClassInformer {
 // CronJob controller asks for them: the informer starts then, and the cache
 // waits for it to list.
 func (c *Cache) CronJobs() vcbatchinformers.CronJobInformer {
-	return c.volcano.Batch().V1alpha1().CronJobs()
+	inf := c.volcano.Batch().V1alpha1().CronJobs()
+	c.optional.add("cronjobs", inf.Informer())
+	return inf
 }
 
 // BatchJobs are the cluster's batch/v1 Jobs. Only a replica that runs the
@@ -190,6 +198,7 @@ func (c *Cache) BatchJobs() batchv1informers.JobInformer {
 	// Cannot fail on an informer that has not started; a second call finds
 	// the transform set.
 	_ = inf.Informer().SetTransform(SlimBatchJob)
+	c.optional.add("batchjobs", inf.Informer())
 	return inf
 }
 
@@ -200,11 +209,15 @@ const BatchJobManager = "ringfire.io/job-controller"
 // SlimBatchJob keeps a batch/v1 Job that ringfire does not manage as its
 // metadata and spec.managedBy only: a cluster's many Jobs of other
 // controllers cost the cache a few hundred bytes each, not their pod
-// templates and status.
+// templates and status. Those ringfire manages are kept whole, less their
+// managedFields (StripManagedFields).
 func SlimBatchJob(obj any) (any, error) {
 	job, ok := obj.(*batchv1.Job)
-	if !ok || (job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == BatchJobManager) {
+	if !ok {
 		return obj, nil
+	}
+	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == BatchJobManager {
+		return StripManagedFields(job)
 	}
 	slim := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: job.ObjectMeta}
 	slim.ManagedFields = nil
@@ -216,12 +229,16 @@ func SlimBatchJob(obj any) (any, error) {
 // runs the JobFlow controllers asks for them: the informers start then, and the cache waits
 // for them to list.
 func (c *Cache) JobFlows() vcflowinformers.JobFlowInformer {
-	return c.volcano.Flow().V1alpha1().JobFlows()
+	inf := c.volcano.Flow().V1alpha1().JobFlows()
+	c.optional.add("jobflows", inf.Informer())
+	return inf
 }
 
 // JobTemplates: see JobFlows.
 func (c *Cache) JobTemplates() vcflowinformers.JobTemplateInformer {
-	return c.volcano.Flow().V1alpha1().JobTemplates()
+	inf := c.volcano.Flow().V1alpha1().JobTemplates()
+	c.optional.add("jobtemplates", inf.Informer())
+	return inf
 }
 
 // QueuePodGroups are every PodGroup of the cluster, as summaries for

@@ -54,6 +54,7 @@ type Jobs struct {
 	mu      sync.Mutex      // every index write, and what follows
 	held    map[int]bool    // slots whose Jobs are kept in full
 	summary map[string]bool // keys held as summaries
+	count   int             // Jobs in the index, full and summaries
 	listed  chan struct{}   // closed by the first list (Replace), under mu
 }
 
@@ -118,6 +119,13 @@ func (j *Jobs) uid(key string) (types.UID, bool) {
 	return job.UID, true
 }
 
+// Counts returns how many Jobs are held in full and as summaries.
+func (j *Jobs) Counts() (full, summaries int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.count - len(j.summary), len(j.summary)
+}
+
 // Summaries is how many Jobs are held as summaries.
 func (j *Jobs) Summaries() int {
 	j.mu.Lock()
@@ -180,6 +188,7 @@ func (j *Jobs) storeLocked(obj any) error {
 	if err != nil {
 		return err
 	}
+	StripManagedFields(job) // the reflector's or fill's own copy
 	full := j.inFull(key)
 	if !full {
 		job = summarize(job)
@@ -190,6 +199,9 @@ func (j *Jobs) storeLocked(obj any) error {
 	}
 	if err := j.indexer.Update(job); err != nil {
 		return err
+	}
+	if !exists {
+		j.count++
 	}
 	if full {
 		delete(j.summary, key)
@@ -215,6 +227,7 @@ func (j *Jobs) deleteLocked(key string, final any) error {
 	if err := j.indexer.Delete(old); err != nil {
 		return err
 	}
+	j.count--
 	delete(j.summary, key)
 	if final == nil {
 		final = old

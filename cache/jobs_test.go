@@ -72,6 +72,17 @@ func TestJobsKeepOnlyHeldSlotsInFull(t *testing.T) {
 	if j.Summaries() != len(others) {
 		t.Fatalf("%d summaries, want %d", j.Summaries(), len(others))
 	}
+	if full, summaries := j.Counts(); full != len(mine) || summaries != len(others) {
+		t.Fatalf("counts: %d full, %d summaries; want %d, %d", full, summaries, len(mine), len(others))
+	}
+	// Full Jobs keep everything but their managed fields (kubectl's copy stays: an update
+	// computed from the cached Job would otherwise drop it from the API server's).
+	for _, key := range mine {
+		job, _, _ := j.Get(key)
+		if job.ManagedFields != nil || job.Annotations[lastApplied] == "" {
+			t.Fatalf("full %s: managed fields %v, last-applied %q", key, job.ManagedFields, job.Annotations[lastApplied])
+		}
+	}
 	j.lose([]int{0, 1, 2, 3})
 	if j.Summaries() != 40 {
 		t.Fatalf("after losing every held slot: %d summaries, want 40", j.Summaries())
@@ -81,9 +92,10 @@ func TestJobsKeepOnlyHeldSlotsInFull(t *testing.T) {
 			t.Fatalf("%s of a lost slot: err %v, want ErrSummaryOnly", key, err)
 		}
 	}
-	// The informer's Jobs are not changed: the summaries are copies.
-	if job := list[0].(*batch.Job); len(job.Spec.Tasks) != 1 || job.ManagedFields == nil {
-		t.Fatal("summarizing changed the listed object")
+	// The reflector's Jobs are not cut down: the summaries are copies (only their managed
+	// fields are dropped, in place).
+	if job := list[0].(*batch.Job); len(job.Spec.Tasks) != 1 || job.ManagedFields != nil {
+		t.Fatal("summarizing changed the listed object, or its managed fields were kept")
 	}
 	// A delete drops a summary too.
 	if err := (jobsStore{j}).Delete(list[0]); err != nil {
@@ -91,6 +103,9 @@ func TestJobsKeepOnlyHeldSlotsInFull(t *testing.T) {
 	}
 	if j.Summaries() != 39 {
 		t.Fatalf("after a delete: %d summaries, want 39", j.Summaries())
+	}
+	if full, summaries := j.Counts(); full != 0 || summaries != 39 {
+		t.Fatalf("after a delete: %d full, %d summaries; want 0, 39", full, summaries)
 	}
 }
 

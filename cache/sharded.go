@@ -239,6 +239,7 @@ func (bs *batchStore) update(obj interface{}) error {
 	if !bs.inScope(obj) {
 		return nil
 	}
+	obj, _ = StripManagedFields(obj)
 	old, exists, err := bs.s.indexer.Get(obj)
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/ringfire/ringfire/internal/replica"
 )
 
 // kubeFlags reach the Kubernetes API server.
@@ -16,12 +18,26 @@ type kubeFlags struct {
 	kubeconfig string
 	qps        float64
 	burst      int
+	// contentType is the wire format of the clients of built-in kinds
+	// (replica.Config.KubeContentType).
+	contentType string
 }
 
 func (f *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to manage; empty: $KUBECONFIG, else the in-cluster config, else no cluster (the ring only)")
 	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to the API server (the replica that runs the gang scheduler binds every pod and records its Event: size for twice the pods per second the cluster starts)")
 	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to the API server")
+	fs.StringVar(&f.contentType, "kube-api-content-type", replica.DefaultKubeContentType, "wire format of the requests for Kubernetes' built-in kinds (pods, Events, batch/v1 Jobs, PVCs, Services, ConfigMaps, leases, PriorityClasses...): "+
+		replica.ContentTypeProtobuf+" (answers accepted in protobuf or JSON) or "+replica.ContentTypeJSON+"; the Volcano kinds are CRDs, which the API server serves only in JSON, whatever this says")
+}
+
+// checkContentType refuses a --kube-api-content-type that is neither format.
+func (f *kubeFlags) checkContentType() error {
+	switch f.contentType {
+	case replica.ContentTypeProtobuf, replica.ContentTypeJSON:
+		return nil
+	}
+	return fmt.Errorf("--kube-api-content-type %q: use %s or %s", f.contentType, replica.ContentTypeProtobuf, replica.ContentTypeJSON)
 }
 
 // restConfig returns the API server's config, or nil when there is none to

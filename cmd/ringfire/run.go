@@ -116,6 +116,9 @@ func newLogger(format, level string) (hclog.Logger, error) {
 // membership, the slot manager and the ops server; it returns after a
 // graceful stop once ctx is done.
 func run(ctx context.Context, f runFlags, log hclog.Logger) error {
+	if err := f.kube.checkContentType(); err != nil {
+		return err
+	}
 	endpoints := []string{}
 	if f.etcd.endpoints == "" {
 		etcd, err := localetcd.Start(localetcd.Options{Dir: f.etcd.dataDir, Logger: log.Named("etcd"), LogLevel: "error"})
@@ -166,7 +169,7 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	r, err := replica.New(replica.Config{
 		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob, JobFlows: controllers.jobflow, BatchJobs: controllers.batchjob,
 		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
-		DrainTimeout: f.drainTimeout, Kube: kubeCfg, NoAdopt: !f.adopt, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
+		DrainTimeout: f.drainTimeout, Kube: kubeCfg, KubeContentType: f.kube.contentType, NoAdopt: !f.adopt, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
 		Clock: clock,
 	})
 	if err != nil {
@@ -177,7 +180,11 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 		if kubeCfg == nil {
 			return errors.New("--metrics-secure: no cluster to review the callers' tokens with; give --kubeconfig, or --metrics-secure=false")
 		}
-		secure = &opsserver.Secure{Kube: kubeCfg, CertDir: f.metricsCerts}
+		reviews, err := replica.BuiltinConfig(kubeCfg, f.kube.contentType)
+		if err != nil {
+			return err
+		}
+		secure = &opsserver.Secure{Kube: reviews, CertDir: f.metricsCerts}
 	}
 	wg.Add(1)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ringfire/ringfire/deploy"
+	"github.com/ringfire/ringfire/internal/replica"
 )
 
 // The ports: metrics and probes on their own addresses, profiles off unless
@@ -61,5 +62,25 @@ func TestDeployedArgsParse(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no StatefulSet running `ringfire run` in deploy/ringfire")
+	}
+}
+
+// --kube-api-content-type: protobuf unless asked for json; anything else is refused.
+func TestRunFlagsContentType(t *testing.T) {
+	var f runFlags
+	if err := runFlagSet(&f).Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.kube.contentType != replica.ContentTypeProtobuf {
+		t.Errorf("default --kube-api-content-type %q, want protobuf", f.kube.contentType)
+	}
+	for value, ok := range map[string]bool{"protobuf": true, "json": true, "yaml": false, "": false, "application/json": false} {
+		var f runFlags
+		if err := runFlagSet(&f).Parse([]string{"--kube-api-content-type", value}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.kube.checkContentType(); (err == nil) != ok {
+			t.Errorf("--kube-api-content-type %q: %v", value, err)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package stack
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
 // writeLog records the API writes (every request but GET) of the stack's replicas, and the
@@ -53,9 +55,8 @@ func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
 			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(body))
 			what := req.URL.Path
-			var st metav1.Status
-			if json.Unmarshal(body, &st) == nil && st.Message != "" {
-				what = st.Message
+			if msg := statusMessage(body); msg != "" {
+				what = msg
 			}
 			l.mu.Lock()
 			l.conflicts = append(l.conflicts, RefusedCreate{At: time.Now(), What: what})
@@ -85,6 +86,24 @@ func (l *writeLog) refused() []string {
 	defer l.mu.Unlock()
 	return slices.Clone(l.forbidden)
 }
+
+// statusMessage is the message of the Status an error answer carries, in JSON (the Volcano
+// kinds, and built-in kinds with --kube-api-content-type json) or protobuf (built-in kinds by
+// default); "" if body is neither.
+func statusMessage(body []byte) string {
+	obj, _, err := statusCodecs.UniversalDeserializer().Decode(body, nil, nil)
+	if st, ok := obj.(*metav1.Status); ok && err == nil {
+		return st.Message
+	}
+	return ""
+}
+
+// statusCodecs decode a metav1.Status in any of the API server's formats.
+var statusCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(s)
+}()
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 

@@ -57,6 +57,8 @@ var Contract = []Metric{
 	{"ringfire_member_joined", "gauge", nil},
 	{"ringfire_writes_fenced_total", "counter", nil},
 	{"ringfire_ready", "gauge", nil},
+	// What the replica's cache keeps: resource, and form full or summary.
+	{"ringfire_cache_objects", "gauge", []string{"resource", "form"}},
 	{"ringfire_build_info", "gauge", []string{"version", "revision", "goversion"}},
 	// TLS to the ring's etcd (none without --etcd-ca/--etcd-cert): etcd-ca, etcd-client, etcd-server.
 	{"ringfire_certificate_expiry_timestamp_seconds", "gauge", []string{"certificate"}},

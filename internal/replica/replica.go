@@ -16,12 +16,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1alpha1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/batchjob"
@@ -47,8 +44,13 @@ type Config struct {
 	LeaseTTL     time.Duration
 	DrainTimeout time.Duration
 	// Kube is the API server; nil runs the ring only, with no controllers.
-	Kube    *rest.Config
-	Workers int
+	Kube *rest.Config
+	// KubeContentType is the wire format of the clients of Kubernetes'
+	// built-in kinds (pods, Events, batch/v1 Jobs, ...): ContentTypeProtobuf
+	// or ContentTypeJSON; "" for DefaultKubeContentType. The clients of the
+	// Volcano kinds, CRDs, speak JSON whatever it says.
+	KubeContentType string
+	Workers         int
 	// StatusCoalesce spaces a Job's count-only status writes (job.Config).
 	StatusCoalesce time.Duration
 	// SchedulerName of Jobs that name none, and the one the gang scheduler
@@ -168,20 +170,11 @@ func New(cfg Config) (*Replica, error) {
 		return err
 	}))
 	r.cfg.Kube = cfg.Kube
-	kube, err := kubernetes.NewForConfig(cfg.Kube)
+	api, err := newClients(cfg.Kube, cfg.KubeContentType, !cfg.NoAdopt)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
-	vc, err := vcclient.NewForConfig(cfg.Kube)
-	if err != nil {
-		return nil, fmt.Errorf("volcano client: %w", err)
-	}
-	var md metadata.Interface
-	if !cfg.NoAdopt {
-		if md, err = metadata.NewForConfig(cfg.Kube); err != nil {
-			return nil, fmt.Errorf("metadata client: %w", err)
-		}
-	}
+	kube, vc, md := api.kube, api.vc, api.md
 	r.quarantine, err = shard.NewQuarantine(shard.QuarantineConfig{
 		Client: cfg.Etcd, Prefix: cfg.Prefix, Member: cfg.ID, Logger: cfg.Logger,
 	})
@@ -208,7 +201,7 @@ func New(cfg Config) (*Replica, error) {
 			Name: "ringfire_cache_job_summaries",
 			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
 		}, func() float64 { return float64(jobs.Summaries()) })
-		if err := promreg.Register(cfg.Registerer, lapsed, summaries, r.Cache.WorkloadCollector()); err != nil {
+		if err := promreg.Register(cfg.Registerer, lapsed, summaries, r.Cache.WorkloadCollector(), r.Cache.ObjectsCollector()); err != nil {
 			return nil, fmt.Errorf("cache metrics: %w", err)
 		}
 	}
