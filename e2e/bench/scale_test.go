@@ -91,6 +91,8 @@ type scaleConfig struct {
 	nodePods   int           // RINGFIRE_SCALE_NODE_PODS: pods a node takes (2500)
 	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
 	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
+	soak       time.Duration // RINGFIRE_SCALE_SOAK: after the faults, the steady load this long more (0: none)
+	killEvery  time.Duration // RINGFIRE_SCALE_SOAK_KILL_EVERY: during the soak, kill -9 and restart one replica this often (5m)
 	logDir     string        // RINGFIRE_BENCH_LOGS: keep logs there
 	revision   string
 }
@@ -109,6 +111,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		nodePods:   envInts(b, "RINGFIRE_SCALE_NODE_PODS", "2500")[0],
 		waitLimit:  envDuration(b, "RINGFIRE_SCALE_WAIT", 30*time.Minute),
 		replicaArg: strings.Fields(os.Getenv("RINGFIRE_SCALE_REPLICA_ARGS")),
+		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 0),
+		killEvery:  envDuration(b, "RINGFIRE_SCALE_SOAK_KILL_EVERY", 5*time.Minute),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
 		revision:   procs.Revision(),
 	}
@@ -119,7 +123,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	}
 	// Each system's steady Jobs and probes are deleted after it; the
 	// cluster holds the resident set and one system's at a time.
-	total := (sc.jobs + sc.steadyRate*int(sc.steadyFor.Seconds()) + 4*sc.probes) * sc.taskPods
+	total := (sc.jobs + sc.steadyRate*int((sc.steadyFor+sc.soak).Seconds()) + (4+int(sc.soak/sc.killEvery))*sc.probes) * sc.taskPods
 	if total > sc.nodes*sc.nodePods {
 		b.Fatalf("%d pods do not fit on %d nodes of %d: raise RINGFIRE_SCALE_NODES or RINGFIRE_SCALE_NODE_PODS", total, sc.nodes, sc.nodePods)
 	}
@@ -199,6 +203,7 @@ type scaleEnv struct {
 	*scaleWorld
 	kind     string
 	args     procs.Args // the replicas' (ringfire)
+	mu       sync.Mutex // guards replicas' elements, replaced by restarts while the sampler reads them
 	replicas []*procs.Replica
 	vcm      *volcano.Program // vc-controller-manager (volcano)
 	vcArgs   []string
@@ -257,10 +262,8 @@ func (e *scaleEnv) pids() map[string]int {
 			pids[string(name)] = pid
 		}
 	}
-	for _, r := range e.replicas {
-		if !r.Exited() {
-			pids[r.ID] = r.PID()
-		}
+	for _, r := range e.live() {
+		pids[r.ID] = r.PID()
 	}
 	if e.vcm != nil {
 		pids["vc-controller-manager"] = e.vcm.PID()
@@ -270,6 +273,8 @@ func (e *scaleEnv) pids() map[string]int {
 
 // controllerNames are the names of pids that are the system under test.
 func (e *scaleEnv) controllerNames() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var out []string
 	for _, r := range e.replicas {
 		out = append(out, r.ID)
@@ -280,12 +285,33 @@ func (e *scaleEnv) controllerNames() []string {
 	return out
 }
 
+// setReplica replaces replica i, restarted.
+func (e *scaleEnv) setReplica(i int, r *procs.Replica) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.replicas[i] = r
+}
+
+// live are the replicas whose process runs.
+func (e *scaleEnv) live() []*procs.Replica {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*procs.Replica
+	for _, r := range e.replicas {
+		if !r.Exited() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // rssSample is the resident memory of every process at one moment.
 type rssSample struct {
 	at    time.Time
 	phase string
 	rss   map[string]float64
 	cpu   map[string]float64
+	gor   map[string]float64 // go_goroutines of the replicas
 }
 
 // sampler reads the processes' RSS and CPU every period.
@@ -301,10 +327,15 @@ func (s *sampler) run(ctx context.Context, e *scaleEnv, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		smp := rssSample{at: time.Now(), rss: map[string]float64{}, cpu: map[string]float64{}}
+		smp := rssSample{at: time.Now(), rss: map[string]float64{}, cpu: map[string]float64{}, gor: map[string]float64{}}
 		for name, pid := range e.pids() {
 			if u, err := readProc(pid); err == nil {
 				smp.rss[name], smp.cpu[name] = u.rss, u.cpuSeconds
+			}
+		}
+		for _, r := range e.live() {
+			if v, err := r.Metric(ctx, "go_goroutines"); err == nil {
+				smp.gor[r.ID] = v
 			}
 		}
 		s.mu.Lock()
@@ -341,11 +372,17 @@ func (s *sampler) meanRSS(phase, name string) (mean, peak float64) {
 // rssSlope is the least-squares slope of name's RSS over the samples of
 // phase, in bytes per minute: flat memory is near zero.
 func (s *sampler) rssSlope(phase, name string) float64 {
+	return s.slopeOf(phase, name, time.Time{}, func(smp rssSample) map[string]float64 { return smp.rss })
+}
+
+// slopeOf is the least-squares slope, per minute, of name's values (of
+// what picks from a sample) over the samples of phase taken after from.
+func (s *sampler) slopeOf(phase, name string, from time.Time, what func(rssSample) map[string]float64) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var xs, ys []float64
 	for _, smp := range s.samples {
-		if v, ok := smp.rss[name]; ok && smp.phase == phase {
+		if v, ok := what(smp)[name]; ok && smp.phase == phase && !smp.at.Before(from) {
 			xs, ys = append(xs, smp.at.Sub(s.samples[0].at).Minutes()), append(ys, v)
 		}
 	}
@@ -387,6 +424,7 @@ type scaleResult struct {
 	failover       time.Duration // failover: kill → Jobs on its slots have all pods
 	restart        time.Duration // restart → Jobs on what it holds have all pods
 	duplicates     int
+	soak           *soakResult
 	errs           []error
 }
 
@@ -474,6 +512,17 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 	smp.setPhase("faults")
 	if err := e.faults(ctx, b, probeNS, &res); err != nil {
 		res.errs = append(res.errs, err)
+	}
+	if sc.soak > 0 && e.kind == "ringfire" {
+		soakNS := fmt.Sprintf("soak-%d", index)
+		if err := makeNamespaces(ctx, w.kube, []string{soakNS}, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		smp.setPhase("soak")
+		res.soak = e.runSoak(ctx, b, soakNS, probeNS, smp, progress)
+		res.duplicates += res.soak.duplicates
+		res.errs = append(res.errs, res.soak.errs...)
+		defer func() { _ = deleteNamespaces(ctx, w.kube, []string{soakNS}, 5*time.Minute) }()
 	}
 	b.StopTimer()
 	e.stop(b)
@@ -572,7 +621,7 @@ func (e *scaleEnv) faults(ctx context.Context, b *testing.B, ns string, res *sca
 		time.Sleep(50 * time.Millisecond)
 	}
 	restarted := procs.Start(b, e.args, victim.ID)
-	e.replicas[len(e.replicas)-1] = restarted
+	e.setReplica(len(e.replicas)-1, restarted)
 	at = time.Now()
 	if err := procs.WaitRing(ctx, e.replicas, 2*time.Minute); err != nil {
 		return errors.Join(append(errs, err)...)
@@ -691,6 +740,9 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 			res.slotsHeld.Seconds(), res.failover.Seconds())
 	}
 	fmt.Fprintf(&out, "restart: Jobs created on what it holds have all pods %.1fs after the start\n", res.restart.Seconds())
+	if res.soak != nil {
+		out.WriteString(res.soak.String())
+	}
 	fmt.Print(out.String())
 	b.ReportMetric(res.start.Seconds(), "start-s")
 	b.ReportMetric(res.steadyP99.Seconds(), "steady-p99-s")
@@ -705,4 +757,122 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 	if len(steadyRSS) > 0 {
 		b.ReportMetric(steadyRSS[len(steadyRSS)-1]/mib, "max-steady-RSS-MiB")
 	}
+}
+
+// soakResult is what a soak measured.
+type soakResult struct {
+	length      time.Duration
+	jobs        int
+	finished    map[batch.JobPhase]int
+	kills       []time.Duration // each kill → Jobs on the victim's slots have all pods
+	duplicates  int
+	rssSlope    map[string]float64 // bytes per minute, after the warm-up, of the replicas never killed
+	gorSlope    map[string]float64 // goroutines per minute, likewise
+	rssFrom, to map[string]float64 // mean RSS over the first and the last five minutes after warm-up
+	errs        []error
+}
+
+func (s *soakResult) String() string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "soak %v: %d Jobs at the steady rate, one replica killed -9 and restarted %d times (kill → its slots' new Jobs have all pods:",
+		s.length, s.jobs, len(s.kills))
+	for _, d := range s.kills {
+		fmt.Fprintf(&out, " %.1fs", d.Seconds())
+	}
+	fmt.Fprintf(&out, "); Jobs by phase at the end %v; %d pods created twice\n", s.finished, s.duplicates)
+	for _, id := range slices.Sorted(maps.Keys(s.rssSlope)) {
+		fmt.Fprintf(&out, "  %s (never killed): RSS %.0f → %.0f MiB, slope %.2f MiB/min; goroutines slope %.2f/min\n",
+			id, s.rssFrom[id]/mib, s.to[id]/mib, s.rssSlope[id]/mib, s.gorSlope[id])
+	}
+	return out.String()
+}
+
+// runSoak runs the steady load for the soak's length in namespace ns and,
+// every killEvery, kills -9 the last replica, creates Jobs on its slots
+// (in probeNS), and starts it again. Every soak Job must finish Completed,
+// and no pod may be created twice. The other replicas run throughout:
+// their RSS and goroutines after a warm-up of one kill period are fit by a
+// line, whose slope is reported.
+func (e *scaleEnv) runSoak(ctx context.Context, b *testing.B, ns, probeNS string, smp *sampler, progress func(string, ...any)) *soakResult {
+	sc := e.sc
+	res := &soakResult{length: sc.soak, jobs: sc.steadyRate * int(sc.soak.Seconds()), rssSlope: map[string]float64{},
+		gorSlope: map[string]float64{}, rssFrom: map[string]float64{}, to: map[string]float64{}}
+	start := time.Now()
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	defer stopJobs()
+	jw := watchJobs(jobsCtx, e.volcano, []string{ns})
+	loadDone := make(chan loadResult, 1)
+	var loadErr error
+	go func() {
+		l := load{kube: e.kube, volcano: e.volcano, namespace: ns, jobs: res.jobs, taskPods: sc.taskPods,
+			rate: sc.steadyRate, podRun: time.Second, limit: sc.soak + sc.waitLimit, log: progress}
+		r, err := l.run(ctx)
+		loadErr = err
+		loadDone <- r
+	}()
+	victim := len(e.replicas) - 1
+	for k := 1; time.Duration(k)*sc.killEvery < sc.soak; k++ {
+		select {
+		case <-ctx.Done():
+			return res
+		case <-time.After(time.Until(start.Add(time.Duration(k) * sc.killEvery))):
+		}
+		r := e.replicas[victim]
+		st, err := r.Status(ctx)
+		if err != nil {
+			res.errs = append(res.errs, fmt.Errorf("soak kill %d: %w", k, err))
+			continue
+		}
+		held := shard.NewSlotSet(st.Held)
+		if err := r.Signal(syscall.SIGKILL); err != nil {
+			res.errs = append(res.errs, fmt.Errorf("soak kill %d: %w", k, err))
+			continue
+		}
+		at := time.Now()
+		d, err := e.probe(ctx, at, probeNS, probeNames(probeNS, fmt.Sprintf("soak%d", k), sc.probes, func(key string) bool { return held.HasKey(key, st.Slots) }))
+		res.kills = append(res.kills, d)
+		if err != nil {
+			res.errs = append(res.errs, fmt.Errorf("soak kill %d: %w", k, err))
+		}
+		for deadline := time.Now().Add(10 * time.Second); !r.Exited() && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		e.setReplica(victim, procs.Start(b, e.args, r.ID))
+	}
+	r := <-loadDone
+	res.duplicates = r.duplicates
+	if loadErr != nil {
+		res.errs = append(res.errs, fmt.Errorf("soak load: %w", loadErr))
+	}
+	phases, _, err := waitJobsFinished(ctx, jw, res.jobs, sc.waitLimit)
+	res.finished = phases
+	if err != nil {
+		res.errs = append(res.errs, fmt.Errorf("soak: %w", err))
+	}
+	if phases[batch.Completed] != res.jobs {
+		res.errs = append(res.errs, fmt.Errorf("soak: %d of %d Jobs Completed (%v)", phases[batch.Completed], res.jobs, phases))
+	}
+	warm := start.Add(min(sc.killEvery, sc.soak/2))
+	for _, r := range e.replicas[:victim] {
+		res.rssSlope[r.ID] = smp.slopeOf("soak", r.ID, warm, func(s rssSample) map[string]float64 { return s.rss })
+		res.gorSlope[r.ID] = smp.slopeOf("soak", r.ID, warm, func(s rssSample) map[string]float64 { return s.gor })
+		res.rssFrom[r.ID], res.to[r.ID] = smp.meanBetween(r.ID, warm, warm.Add(5*time.Minute)), smp.meanBetween(r.ID, time.Now().Add(-5*time.Minute), time.Now())
+	}
+	return res
+}
+
+// meanBetween is the mean RSS of name over the samples taken in [from, to).
+func (s *sampler) meanBetween(name string, from, to time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum, n := 0.0, 0
+	for _, smp := range s.samples {
+		if v, ok := smp.rss[name]; ok && !smp.at.Before(from) && smp.at.Before(to) {
+			sum, n = sum+v, n+1
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
