@@ -60,7 +60,8 @@ import (
 // Then the system stops and its steady and probe namespaces are deleted, so
 // that each system sees the same resident set.
 //
-// Systems: ringfire-N (N replicas at their defaults), volcano
+// Systems: ringfire-N (N replicas at their defaults; ringfire-N+json with
+// --kube-api-content-type json), volcano
 // (vc-controller-manager's job, queue and PodGroup controllers at their
 // defaults) and volcano-tuned (50 workers, QPS 1,000). The same in-process
 // stand-in (e2e/standin) admits PodGroups and binds pods for every system,
@@ -142,8 +143,10 @@ func envOr(name, def string) string {
 	return def
 }
 
-// parseSystem reads "ringfire-N", "volcano" or "volcano-tuned".
+// parseSystem reads "ringfire-N", "volcano" or "volcano-tuned";
+// "ringfire-N+json" is ringfire-N with --kube-api-content-type json.
 func parseSystem(s string) (kind string, replicas int, err error) {
+	s = strings.TrimSuffix(s, "+json")
 	switch {
 	case s == "volcano" || s == "volcano-tuned":
 		return "volcano", 1, nil
@@ -226,6 +229,9 @@ func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 		ring := localetcd.StartForTest(b)
 		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: w.cluster.Kubeconfig(), LogDir: e.logDir,
 			LogLevel: "warn", Controllers: "job,queue,podgroup", Extra: w.sc.replicaArg}
+		if strings.HasSuffix(sys, "+json") {
+			e.args.Extra = append(slices.Clone(e.args.Extra), "--kube-api-content-type", "json")
+		}
 		b.Cleanup(func() { procs.StopAll(b, e.replicas) })
 		for i := range n {
 			e.replicas = append(e.replicas, procs.Start(b, e.args, fmt.Sprintf("r%d", i)))
