@@ -519,8 +519,9 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 	if err := e.faults(ctx, b, probeNS, &res); err != nil {
 		res.errs = append(res.errs, err)
 	}
+	soakNS := ""
 	if sc.soak > 0 && e.kind == "ringfire" {
-		soakNS := fmt.Sprintf("soak-%d", index)
+		soakNS = fmt.Sprintf("soak-%d", index)
 		if err := makeNamespaces(ctx, w.kube, []string{soakNS}, time.Minute); err != nil {
 			b.Fatal(err)
 		}
@@ -528,15 +529,19 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		res.soak = e.runSoak(ctx, b, soakNS, probeNS, smp, progress)
 		res.duplicates += res.soak.duplicates
 		res.errs = append(res.errs, res.soak.errs...)
-		defer func() { _ = deleteNamespaces(ctx, w.kube, []string{soakNS}, 5*time.Minute) }()
 	}
 	b.StopTimer()
-	e.stop(b)
 	e.report(b, res, smp)
-	// The next system sees the resident set only.
-	if err := deleteNamespaces(ctx, w.kube, []string{steadyNS, probeNS}, 5*time.Minute); err != nil {
+	// The next system sees the resident set only. The system still runs
+	// while its namespaces go: it owns their finalizers.
+	gone := []string{steadyNS, probeNS}
+	if soakNS != "" {
+		gone = append(gone, soakNS)
+	}
+	if err := deleteNamespaces(ctx, w.kube, gone, 5*time.Minute); err != nil {
 		b.Logf("cleanup: %v", err)
 	}
+	e.stop(b)
 }
 
 // deleteNamespaces deletes the namespaces and waits, up to limit, until
