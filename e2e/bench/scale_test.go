@@ -478,7 +478,12 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 			b.FailNow()
 		}
 		progress("resident set of %d Jobs in %v", sc.jobs, r.allPods)
-		// Past the resident set's last writes.
+		// The steady load starts once every resident pod runs (the nodes
+		// may lag the creates) and the last writes are past.
+		if err := waitAllRunning(ctx, w.kube, "resident", sc.waitLimit); err != nil {
+			res.errs = append(res.errs, err)
+		}
+		progress("resident pods all Running %v after the first create", time.Since(r.start))
 		time.Sleep(15 * time.Second)
 	}
 
@@ -542,6 +547,24 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		b.Logf("cleanup: %v", err)
 	}
 	e.stop(b)
+}
+
+// waitAllRunning waits, up to limit, until no pod of namespace ns is in
+// another phase than Running.
+func waitAllRunning(ctx context.Context, kube kubernetes.Interface, ns string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running", Limit: 1})
+		if err == nil && len(list.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pods of %s not all Running within %v", ns, limit)
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // deleteNamespaces deletes the namespaces and waits, up to limit, until
