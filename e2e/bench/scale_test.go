@@ -543,7 +543,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 	if soakNS != "" {
 		gone = append(gone, soakNS)
 	}
-	if err := deleteNamespaces(ctx, w.kube, gone, 5*time.Minute); err != nil {
+	if err := deleteNamespaces(ctx, w.kube, w.volcano, gone, 5*time.Minute); err != nil {
 		b.Logf("cleanup: %v", err)
 	}
 	e.stop(b)
@@ -568,11 +568,20 @@ func waitAllRunning(ctx context.Context, kube kubernetes.Interface, ns string, l
 }
 
 // deleteNamespaces deletes the namespaces and waits, up to limit, until
-// they are gone.
-func deleteNamespaces(ctx context.Context, kube kubernetes.Interface, names []string, limit time.Duration) error {
+// they are gone. Their Jobs go first, so that no controller makes pods
+// again, then their pods at once (grace period 0: the fake nodes would
+// take minutes to end thousands of them), then the namespaces.
+func deleteNamespaces(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, names []string, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	now := int64(0)
 	for _, name := range names {
+		if err := vc.BatchV1alpha1().Jobs(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		if err := kube.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, metav1.ListOptions{}); err != nil {
+			return err
+		}
 		if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			return err
 		}
