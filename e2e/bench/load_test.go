@@ -193,25 +193,34 @@ func (l load) watchPods(ctx context.Context) (watch.Interface, error) {
 // failed create is retried a few times: under this load the API server may
 // time a request out.
 func (l load) createJobs(ctx context.Context, created []time.Time) error {
+	return inParallel(l.creators, l.jobs, func(i int) error {
+		if err := l.createJob(ctx, jobName(i)); err != nil {
+			return err
+		}
+		created[i] = time.Now()
+		return nil
+	})
+}
+
+// inParallel calls do(0) … do(n-1) from workers goroutines, stops handing
+// out indexes at the first error, and returns once every call has.
+func inParallel(workers, n int, do func(i int) error) error {
 	next := make(chan int)
-	errs := make(chan error, l.creators)
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
-	for range l.creators {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range workers {
+		wg.Go(func() {
 			for i := range next {
-				if err := l.createJob(ctx, jobName(i)); err != nil {
+				if err := do(i); err != nil {
 					errs <- err
 					return
 				}
-				created[i] = time.Now()
 			}
-		}()
+		})
 	}
 	var err error
 feed:
-	for i := range l.jobs {
+	for i := range n {
 		select {
 		case next <- i:
 		case err = <-errs:

@@ -187,46 +187,21 @@ func benchShardedWatch(b *testing.B, bin string, jobs, namespaces int, ks []int,
 // the parity of its index, from 8 goroutines; it returns them as created.
 func createShardJobs(ctx context.Context, vc vcclient.Interface, namespaces []string, n int) ([]*batch.Job, error) {
 	out := make([]*batch.Job, n)
-	next := make(chan int)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				job := benchJob(namespaces[i%len(namespaces)], jobName(i), 1, time.Hour)
-				job.Labels = map[string]string{parityLabel: []string{"even", "odd"}[i%2]}
-				var err error
-				for attempt := range 5 {
-					if attempt > 0 {
-						time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
-					}
-					out[i], err = vc.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
-					if err == nil {
-						break
-					}
-				}
-				if err != nil {
-					errs <- fmt.Errorf("create job %s: %w", job.Name, err)
-					return
-				}
+	err := inParallel(8, n, func(i int) error {
+		job := benchJob(namespaces[i%len(namespaces)], jobName(i), 1, time.Hour)
+		job.Labels = map[string]string{parityLabel: []string{"even", "odd"}[i%2]}
+		var err error
+		for attempt := range 5 {
+			if attempt > 0 {
+				time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 			}
-		}()
-	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case err = <-errs:
-			break feed
+			if out[i], err = vc.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err == nil {
+				return nil
+			}
 		}
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	return out, errors.Join(err, <-errs)
+		return fmt.Errorf("create job %s: %w", job.Name, err)
+	})
+	return out, err
 }
 
 // patchAll changes one annotation of every Job, from 8 goroutines.
