@@ -128,9 +128,8 @@ func (j *Jobs) Counts() (full, summaries int) {
 
 // Summaries is how many Jobs are held as summaries.
 func (j *Jobs) Summaries() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.summary)
+	_, summaries := j.Counts()
+	return summaries
 }
 
 // run lists and watches the Jobs until ctx ends.

@@ -32,12 +32,15 @@ func (f *kubeFlags) register(fs *flag.FlagSet) {
 }
 
 // checkContentType refuses a --kube-api-content-type that is neither format.
+// An empty flag is a mistake, not the default.
 func (f *kubeFlags) checkContentType() error {
-	switch f.contentType {
-	case replica.ContentTypeProtobuf, replica.ContentTypeJSON:
-		return nil
+	if f.contentType == "" {
+		return fmt.Errorf("--kube-api-content-type is empty: use %s or %s", replica.ContentTypeProtobuf, replica.ContentTypeJSON)
 	}
-	return fmt.Errorf("--kube-api-content-type %q: use %s or %s", f.contentType, replica.ContentTypeProtobuf, replica.ContentTypeJSON)
+	if err := replica.CheckKubeContentType(f.contentType); err != nil {
+		return fmt.Errorf("--kube-api-content-type: %w", err)
+	}
+	return nil
 }
 
 // restConfig returns the API server's config, or nil when there is none to

@@ -174,16 +174,24 @@ func startProcess(name, bin, logPath string, args ...string) (*Program, error) {
 
 // Stop sends SIGTERM to the program's process group, SIGKILL after 10 s,
 // and waits for it to end. Stopping a stopped program does nothing.
-func (p *Program) Stop() {
+func (p *Program) Stop() { p.end(syscall.SIGTERM, 10*time.Second) }
+
+// Kill sends SIGKILL to the program's process group and waits for it to
+// end: a crash, not a shutdown.
+func (p *Program) Kill() { p.end(syscall.SIGKILL, 0) }
+
+// end sends sig to the program's process group and waits for it to end,
+// sending SIGKILL after grace; an ended program is left alone.
+func (p *Program) end(sig syscall.Signal, grace time.Duration) {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(grace):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
@@ -191,18 +199,6 @@ func (p *Program) Stop() {
 
 // PID is the program's process id.
 func (p *Program) PID() int { return p.cmd.Process.Pid }
-
-// Kill sends SIGKILL to the program's process group and waits for it to
-// end: a crash, not a shutdown.
-func (p *Program) Kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
 
 // Log is the path of the program's log file.
 func (p *Program) Log() string { return p.log }

@@ -50,18 +50,28 @@ type clients struct {
 // the Volcano clientset and the discovery probes keep it. `ringfire run` also
 // gives it to the metrics port's token and access reviews.
 func BuiltinConfig(base *rest.Config, contentType string) (*rest.Config, error) {
+	if err := CheckKubeContentType(contentType); err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(base)
-	switch contentType {
-	case "", ContentTypeProtobuf:
-		cfg.AcceptContentTypes = protobufAccept
-		cfg.ContentType = protobufContentType
-	case ContentTypeJSON:
+	if contentType == ContentTypeJSON {
 		cfg.AcceptContentTypes = runtime.ContentTypeJSON
 		cfg.ContentType = runtime.ContentTypeJSON
-	default:
-		return nil, fmt.Errorf("API content type %q: use %s or %s", contentType, ContentTypeProtobuf, ContentTypeJSON)
+	} else {
+		cfg.AcceptContentTypes = protobufAccept
+		cfg.ContentType = protobufContentType
 	}
 	return cfg, nil
+}
+
+// CheckKubeContentType refuses a wire format that is neither
+// ContentTypeProtobuf nor ContentTypeJSON ("" is the default).
+func CheckKubeContentType(contentType string) error {
+	switch contentType {
+	case "", ContentTypeProtobuf, ContentTypeJSON:
+		return nil
+	}
+	return fmt.Errorf("API content type %q: use %s or %s", contentType, ContentTypeProtobuf, ContentTypeJSON)
 }
 
 // crdConfig returns base for the clients of CRDs: JSON whatever base says.
