@@ -211,15 +211,15 @@ type scaleEnv struct {
 	vcm      *volcano.Program // vc-controller-manager (volcano)
 	vcArgs   []string
 	vcBin    string
-	logDir   string
+	sysLogs  string // this system's logs, under the world's logDir
 }
 
 // startSystem starts sys on w; it is stopped when b ends.
 func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 	b.Helper()
 	kind, n, _ := parseSystem(sys)
-	e := &scaleEnv{scaleWorld: w, kind: kind, logDir: filepath.Join(w.logDir, sys)}
-	if err := os.MkdirAll(e.logDir, 0o755); err != nil {
+	e := &scaleEnv{scaleWorld: w, kind: kind, sysLogs: filepath.Join(w.logDir, sys)}
+	if err := os.MkdirAll(e.sysLogs, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -227,7 +227,7 @@ func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 	switch kind {
 	case "ringfire":
 		ring := localetcd.StartForTest(b)
-		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: w.cluster.Kubeconfig(), LogDir: e.logDir,
+		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: w.cluster.Kubeconfig(), LogDir: e.sysLogs,
 			LogLevel: "warn", Controllers: "job,queue,podgroup", Extra: w.sc.replicaArg}
 		if strings.HasSuffix(sys, "+json") {
 			e.args.Extra = append(slices.Clone(e.args.Extra), "--kube-api-content-type", "json")
@@ -246,7 +246,7 @@ func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 			e.vcArgs = append(e.vcArgs, "--worker-threads", "50", "--worker-threads-for-podgroup", "50",
 				"--kube-api-qps", "1000", "--kube-api-burst", "2000")
 		}
-		e.vcm = volcano.Start(b, e.vcBin, e.logDir, w.cluster.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
+		e.vcm = volcano.Start(b, e.vcBin, e.sysLogs, w.cluster.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
 		b.Cleanup(func() { e.vcm.Stop() })
 	}
 	return e
@@ -658,7 +658,7 @@ func (e *scaleEnv) faults(ctx context.Context, b *testing.B, ns string, res *sca
 	if e.kind != "ringfire" {
 		e.vcm.Kill()
 		at := time.Now()
-		e.vcm = volcano.Start(b, e.vcBin, e.logDir, e.cluster.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
+		e.vcm = volcano.Start(b, e.vcBin, e.sysLogs, e.cluster.Kubeconfig(), "vc-controller-manager", e.vcArgs...)
 		d, err := probe(at, func(string) bool { return true })
 		res.restart = d
 		return err
@@ -762,23 +762,27 @@ func (e *scaleEnv) probe(ctx context.Context, at time.Time, ns string, names []s
 			}
 		}()
 	}
-	perJob := map[string]int{}
-	left := len(names)
-	for left > 0 {
+	tally := newPodTally(e.sc.taskPods, len(names)*e.sc.taskPods)
+	left := func() int {
+		n := 0
+		for _, name := range names {
+			if _, done := tally.jobDone[name]; !done {
+				n++
+			}
+		}
+		return n
+	}
+	for left() > 0 {
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return 0, errors.New("probe pod watch ended")
 			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type != watch.Added || !want[pod.Labels[batch.JobNameKey]] {
-				continue
-			}
-			if perJob[pod.Labels[batch.JobNameKey]]++; perJob[pod.Labels[batch.JobNameKey]] == e.sc.taskPods {
-				left--
+			if pod, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type == watch.Added && want[pod.Labels[batch.JobNameKey]] {
+				tally.add(pod)
 			}
 		case <-ctx.Done():
-			return time.Since(at), fmt.Errorf("%d of %d probe Jobs without all pods after %v", left, len(names), e.sc.waitLimit)
+			return time.Since(at), fmt.Errorf("%d of %d probe Jobs without all pods after %v", left(), len(names), e.sc.waitLimit)
 		}
 	}
 	return time.Since(at), nil
