@@ -110,6 +110,9 @@ type Cache struct {
 	// gen counts the gains of each slot, so that a sweep for one gain
 	// cannot answer for a later one.
 	gen map[int]uint64
+	// gainedAt is when each slot not ready yet was gained, for the log of
+	// how long its lists took.
+	gainedAt map[int]time.Time
 	// held is the slots gained and not lost since. The ring marks a slot held
 	// (and the dispatcher runs its work) a moment before the cache hears of the
 	// gain: Listed says no for such a slot.
@@ -143,6 +146,7 @@ func New(cfg Config) *Cache {
 	c.unlisted = map[int]uint32{}
 	c.held = map[int]bool{}
 	c.gen = map[int]uint64{}
+	c.gainedAt = map[int]time.Time{}
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
 	}
@@ -379,7 +383,9 @@ func (c *Cache) gainLocked(ctx context.Context, slots []int) {
 		mask |= 1 << adoptBit
 	}
 	gens := make(map[int]uint64, len(slots))
+	now := time.Now()
 	for _, n := range slots {
+		c.gainedAt[n] = now
 		c.unlisted[n] = mask
 		c.gen[n]++
 		gens[n] = c.gen[n]
@@ -494,6 +500,11 @@ func (c *Cache) remindWhileListing(ctx context.Context) {
 // on the rest, and those must still become ready.
 func (c *Cache) listed(i int, slots []int) {
 	c.mu.Lock()
+	if len(slots) > 0 {
+		if at, ok := c.gainedAt[slots[0]]; ok {
+			c.log.Debug("gained slots listed", "part", partName(i), "slots", len(slots), "took", time.Since(at).Round(time.Millisecond))
+		}
+	}
 	ready := c.clearLocked(i, slots)
 	ctx := c.ctx
 	c.mu.Unlock()
@@ -503,10 +514,30 @@ func (c *Cache) listed(i int, slots []int) {
 	c.tellReady(ctx, ready)
 }
 
+// partName names bit i of unlisted: an owned resource, the Jobs or the
+// adoption sweep.
+func partName(i int) string {
+	switch {
+	case i < len(Owned):
+		return string(Owned[i])
+	case i == jobsBit:
+		return "jobs"
+	default:
+		return "adoption"
+	}
+}
+
 // clearLocked clears bit i of slots in unlisted and returns the slots that
-// are ready now; c.mu is held.
+// are ready now; c.mu is held. It logs how long the ready slots took from
+// their gain, and which part of the gain came last.
 func (c *Cache) clearLocked(i int, slots []int) []int {
 	var ready []int
+	var took time.Duration
+	defer func() {
+		if len(ready) > 0 {
+			c.log.Info("gained slots ready", "slots", len(ready), "took", took.Round(time.Millisecond), "last", partName(i))
+		}
+	}()
 	for _, n := range slots {
 		left, ok := c.unlisted[n]
 		if !ok {
@@ -515,6 +546,10 @@ func (c *Cache) clearLocked(i int, slots []int) []int {
 		if left &^= 1 << i; left == 0 {
 			delete(c.unlisted, n)
 			ready = append(ready, n)
+			if at, ok := c.gainedAt[n]; ok {
+				took = max(took, time.Since(at))
+				delete(c.gainedAt, n)
+			}
 		} else {
 			c.unlisted[n] = left
 		}
@@ -537,6 +572,7 @@ func (c *Cache) SlotsLost(slots []int) {
 	for _, n := range slots {
 		delete(c.unlisted, n)
 		delete(c.held, n)
+		delete(c.gainedAt, n)
 	}
 	if c.ctx == nil {
 		// Not started: forget the slots in the gains held back for Start.

@@ -61,7 +61,8 @@ import (
 // that each system sees the same resident set.
 //
 // Systems: ringfire-N (N replicas at their defaults; ringfire-N+json with
-// --kube-api-content-type json), volcano
+// --kube-api-content-type json; ringfire-N+soak adds the soak after the
+// faults), volcano
 // (vc-controller-manager's job, queue and PodGroup controllers at their
 // defaults) and volcano-tuned (50 workers, QPS 1,000). The same in-process
 // stand-in (e2e/standin) admits PodGroups and binds pods for every system,
@@ -92,7 +93,7 @@ type scaleConfig struct {
 	nodePods   int           // RINGFIRE_SCALE_NODE_PODS: pods a node takes (2500)
 	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
 	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
-	soak       time.Duration // RINGFIRE_SCALE_SOAK: after the faults, the steady load this long more (0: none)
+	soak       time.Duration // RINGFIRE_SCALE_SOAK: for the systems named ringfire-N+soak, the steady load this long more after the faults (30m)
 	killEvery  time.Duration // RINGFIRE_SCALE_SOAK_KILL_EVERY: during the soak, kill -9 and restart one replica this often (5m)
 	logDir     string        // RINGFIRE_BENCH_LOGS: keep logs there
 	revision   string
@@ -112,7 +113,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		nodePods:   envInts(b, "RINGFIRE_SCALE_NODE_PODS", "2500")[0],
 		waitLimit:  envDuration(b, "RINGFIRE_SCALE_WAIT", 30*time.Minute),
 		replicaArg: strings.Fields(os.Getenv("RINGFIRE_SCALE_REPLICA_ARGS")),
-		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 0),
+		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 30*time.Minute),
 		killEvery:  envDuration(b, "RINGFIRE_SCALE_SOAK_KILL_EVERY", 5*time.Minute),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
 		revision:   procs.Revision(),
@@ -124,7 +125,11 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	}
 	// Each system's steady Jobs and probes are deleted after it; the
 	// cluster holds the resident set and one system's at a time.
-	total := (sc.jobs + sc.steadyRate*int((sc.steadyFor+sc.soak).Seconds()) + (4+int(sc.soak/sc.killEvery))*sc.probes) * sc.taskPods
+	soak := time.Duration(0)
+	if slices.ContainsFunc(sc.systems, soaks) {
+		soak = sc.soak
+	}
+	total := (sc.jobs + sc.steadyRate*int((sc.steadyFor+soak).Seconds()) + (4+int(soak/sc.killEvery))*sc.probes) * sc.taskPods
 	if total > sc.nodes*sc.nodePods {
 		b.Fatalf("%d pods do not fit on %d nodes of %d: raise RINGFIRE_SCALE_NODES or RINGFIRE_SCALE_NODE_PODS", total, sc.nodes, sc.nodePods)
 	}
@@ -144,9 +149,10 @@ func envOr(name, def string) string {
 }
 
 // parseSystem reads "ringfire-N", "volcano" or "volcano-tuned";
-// "ringfire-N+json" is ringfire-N with --kube-api-content-type json.
+// "ringfire-N+json" is ringfire-N with --kube-api-content-type json, and
+// "ringfire-N+soak" (after +json, if both) ringfire-N with the soak.
 func parseSystem(s string) (kind string, replicas int, err error) {
-	s = strings.TrimSuffix(s, "+json")
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "+soak"), "+json")
 	switch {
 	case s == "volcano" || s == "volcano-tuned":
 		return "volcano", 1, nil
@@ -159,6 +165,9 @@ func parseSystem(s string) (kind string, replicas int, err error) {
 	}
 	return "", 0, fmt.Errorf("%q: want ringfire-N, volcano or volcano-tuned", s)
 }
+
+// soaks reports whether system s runs the soak.
+func soaks(s string) bool { return strings.HasPrefix(s, "ringfire-") && strings.HasSuffix(s, "+soak") }
 
 // scaleWorld is what the systems share: the control plane, the stand-in
 // and the benchmark's clients.
@@ -228,8 +237,8 @@ func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 	case "ringfire":
 		ring := localetcd.StartForTest(b)
 		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: w.cluster.Kubeconfig(), LogDir: e.sysLogs,
-			LogLevel: "warn", Controllers: "job,queue,podgroup", Extra: w.sc.replicaArg}
-		if strings.HasSuffix(sys, "+json") {
+			LogLevel: "info", Controllers: "job,queue,podgroup", Extra: w.sc.replicaArg}
+		if strings.HasSuffix(strings.TrimSuffix(sys, "+soak"), "+json") {
 			e.args.Extra = append(slices.Clone(e.args.Extra), "--kube-api-content-type", "json")
 		}
 		b.Cleanup(func() { procs.StopAll(b, e.replicas) })
@@ -525,7 +534,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		res.errs = append(res.errs, err)
 	}
 	soakNS := ""
-	if sc.soak > 0 && e.kind == "ringfire" {
+	if sc.soak > 0 && soaks(sys) {
 		soakNS = fmt.Sprintf("soak-%d", index)
 		if err := makeNamespaces(ctx, w.kube, []string{soakNS}, time.Minute); err != nil {
 			b.Fatal(err)
