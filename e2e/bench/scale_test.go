@@ -88,6 +88,7 @@ type scaleConfig struct {
 	rate       int           // RINGFIRE_SCALE_RATE: resident Jobs created per second (12)
 	steadyRate int           // RINGFIRE_SCALE_STEADY_RATE: short Jobs per second through the resident set (5)
 	steadyFor  time.Duration // RINGFIRE_SCALE_STEADY_FOR: how long (2m)
+	steadyPods int           // RINGFIRE_SCALE_STEADY_PODS: pods per steady (and soak) Job (RINGFIRE_SCALE_TASK_PODS)
 	probes     int           // RINGFIRE_SCALE_PROBES: Jobs created at a start or on the slots a fault moves (10)
 	nodes      int           // RINGFIRE_SCALE_NODES: KWOK nodes (50)
 	nodePods   int           // RINGFIRE_SCALE_NODE_PODS: pods a node takes (2500)
@@ -108,6 +109,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		rate:       envInts(b, "RINGFIRE_SCALE_RATE", "12")[0],
 		steadyRate: envInts(b, "RINGFIRE_SCALE_STEADY_RATE", "5")[0],
 		steadyFor:  envDuration(b, "RINGFIRE_SCALE_STEADY_FOR", 2*time.Minute),
+		steadyPods: envInts(b, "RINGFIRE_SCALE_STEADY_PODS", "0")[0],
 		probes:     envInts(b, "RINGFIRE_SCALE_PROBES", "10")[0],
 		nodes:      envInts(b, "RINGFIRE_SCALE_NODES", "50")[0],
 		nodePods:   envInts(b, "RINGFIRE_SCALE_NODE_PODS", "2500")[0],
@@ -117,6 +119,9 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		killEvery:  envDuration(b, "RINGFIRE_SCALE_SOAK_KILL_EVERY", 5*time.Minute),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
 		revision:   procs.Revision(),
+	}
+	if sc.steadyPods <= 0 {
+		sc.steadyPods = sc.taskPods
 	}
 	for _, sys := range sc.systems {
 		if _, _, err := parseSystem(sys); err != nil {
@@ -129,7 +134,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	if slices.ContainsFunc(sc.systems, soaks) {
 		soak = sc.soak
 	}
-	total := (sc.jobs + sc.steadyRate*int((sc.steadyFor+soak).Seconds()) + (4+int(soak/sc.killEvery))*sc.probes) * sc.taskPods
+	total := (sc.jobs+(4+int(soak/sc.killEvery))*sc.probes)*sc.taskPods + sc.steadyRate*int((sc.steadyFor+soak).Seconds())*sc.steadyPods
 	if total > sc.nodes*sc.nodePods {
 		b.Fatalf("%d pods do not fit on %d nodes of %d: raise RINGFIRE_SCALE_NODES or RINGFIRE_SCALE_NODE_PODS", total, sc.nodes, sc.nodePods)
 	}
@@ -137,8 +142,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 }
 
 func (sc scaleConfig) String() string {
-	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s for %v; %d nodes × %d pods; ringfire at %s",
-		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyFor, sc.nodes, sc.nodePods, sc.revision)
+	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods; ringfire at %s",
+		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.revision)
 }
 
 func envOr(name, def string) string {
@@ -500,7 +505,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 	smp.setPhase("steady")
 	cpu2 := cpuSeconds(e.pids())
 	steadyJobs := sc.steadyRate * int(sc.steadyFor.Seconds())
-	steady := load{kube: w.kube, volcano: w.volcano, namespace: steadyNS, jobs: steadyJobs, taskPods: sc.taskPods,
+	steady := load{kube: w.kube, volcano: w.volcano, namespace: steadyNS, jobs: steadyJobs, taskPods: sc.steadyPods,
 		rate: sc.steadyRate, podRun: time.Second, limit: sc.steadyFor + sc.waitLimit, log: progress}
 	s, err := steady.run(ctx)
 	cpu3 := cpuSeconds(e.pids())
@@ -893,7 +898,7 @@ func (e *scaleEnv) runSoak(ctx context.Context, b *testing.B, ns, probeNS string
 	loadDone := make(chan loadResult, 1)
 	var loadErr error
 	go func() {
-		l := load{kube: e.kube, volcano: e.volcano, namespace: ns, jobs: res.jobs, taskPods: sc.taskPods,
+		l := load{kube: e.kube, volcano: e.volcano, namespace: ns, jobs: res.jobs, taskPods: sc.steadyPods,
 			rate: sc.steadyRate, podRun: time.Second, limit: sc.soak + sc.waitLimit, log: progress}
 		r, err := l.run(ctx)
 		loadErr = err
