@@ -36,12 +36,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // which the workload metrics count the Jobs of a slot gained and not yet
 // listed in full.
 //
-// When slots are gained, the summaries of their Jobs are replaced with full
-// objects from one consistent list (none if no summary of those slots is
-// held, as at start-up, when the slots are held before the first list); when
-// slots are lost, their Jobs are cut back to summaries. Every write to the
-// index, the reflector's and these, goes through one lock, under which
-// handlers run: they must not block.
+// Beside each summary the whole Job is kept packed (packed.go): when slots
+// are gained, the summaries of their Jobs are replaced with the Jobs
+// unpacked, from memory (a consistent list of every Job stands in for any
+// that could not be packed); when slots are lost, their Jobs are cut back to
+// summaries and packed. Every write to the index, the reflector's and these,
+// goes through one lock, under which handlers run: they must not block.
 type Jobs struct {
 	vc     vcclient.Interface
 	slots  func() int // the ring's slot count; nil: every Job in full
@@ -51,18 +51,19 @@ type Jobs struct {
 	indexer  toolscache.Indexer
 	handlers []toolscache.ResourceEventHandler // fixed once Run starts
 
-	mu      sync.Mutex      // every index write, and what follows
-	held    map[int]bool    // slots whose Jobs are kept in full
-	summary map[string]bool // keys held as summaries
-	count   int             // Jobs in the index, full and summaries
-	listed  chan struct{}   // closed by the first list (Replace), under mu
+	mu      sync.Mutex        // every index write, and what follows
+	held    map[int]bool      // slots whose Jobs are kept in full
+	summary map[string]packed // keys held as summaries, and their Jobs packed (nil: could not be packed)
+	packed  int               // bytes of the packed Jobs
+	count   int               // Jobs in the index, full and summaries
+	listed  chan struct{}     // closed by the first list (Replace), under mu
 }
 
 func newJobs(vc vcclient.Interface, slots func() int, log hclog.Logger, filled func([]int)) *Jobs {
 	return &Jobs{
 		vc: vc, slots: slots, log: log.Named("jobs"), filled: filled,
 		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}),
-		held:    map[int]bool{}, summary: map[string]bool{}, listed: make(chan struct{}),
+		held:    map[int]bool{}, summary: map[string]packed{}, listed: make(chan struct{}),
 	}
 }
 
@@ -94,7 +95,7 @@ func (j *Jobs) HasSynced() bool {
 // ErrSummaryOnly when only its summary is held.
 func (j *Jobs) Get(key string) (*batch.Job, bool, error) {
 	j.mu.Lock()
-	summary := j.summary[key]
+	_, summary := j.summary[key]
 	j.mu.Unlock()
 	obj, ok, err := j.indexer.GetByKey(key)
 	if err != nil || !ok {
@@ -124,6 +125,36 @@ func (j *Jobs) Counts() (full, summaries int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.count - len(j.summary), len(j.summary)
+}
+
+// PackedBytes is the room the packed Jobs behind the summaries take.
+func (j *Jobs) PackedBytes() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.packed
+}
+
+// setSummaryLocked records key as a summary with its Job packed as p, or, p
+// nil and full, as a Job in full; j.mu is held.
+func (j *Jobs) setSummaryLocked(key string, p packed, full bool) {
+	j.packed -= len(j.summary[key])
+	if full {
+		delete(j.summary, key)
+		return
+	}
+	j.summary[key] = p
+	j.packed += len(p)
+}
+
+// packLocked packs job, for the summary of key; nil if it cannot be (a gain
+// of its slot then lists the Jobs). j.mu is held.
+func (j *Jobs) packLocked(key string, job *batch.Job) packed {
+	p, err := pack(job)
+	if err != nil {
+		j.log.Warn("cannot pack a job; a gain of its slot will list every job", "job", key, "error", err)
+		return nil
+	}
+	return p
 }
 
 // Summaries is how many Jobs are held as summaries.
@@ -189,7 +220,9 @@ func (j *Jobs) storeLocked(obj any) error {
 	}
 	StripManagedFields(job) // the reflector's or fill's own copy
 	full := j.inFull(key)
+	var p packed
 	if !full {
+		p = j.packLocked(key, job)
 		job = summarize(job)
 	}
 	old, exists, err := j.indexer.GetByKey(key)
@@ -202,11 +235,7 @@ func (j *Jobs) storeLocked(obj any) error {
 	if !exists {
 		j.count++
 	}
-	if full {
-		delete(j.summary, key)
-	} else {
-		j.summary[key] = true
-	}
+	j.setSummaryLocked(key, p, full)
 	for _, h := range j.handlers {
 		if exists {
 			h.OnUpdate(old, job)
@@ -227,7 +256,7 @@ func (j *Jobs) deleteLocked(key string, final any) error {
 		return err
 	}
 	j.count--
-	delete(j.summary, key)
+	j.setSummaryLocked(key, nil, true)
 	if final == nil {
 		final = old
 	}
@@ -247,8 +276,8 @@ func (j *Jobs) hold(slots []int) {
 }
 
 // gain replaces the summaries of the Jobs of slots, held since hold, with
-// full Jobs from a list; filled learns the slots once that is done. It lists
-// again after an error, until ctx ends.
+// the full Jobs; filled learns the slots once that is done. It tries again
+// after an error, until ctx ends.
 func (j *Jobs) gain(ctx context.Context, slots []int) {
 	go func() {
 		backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 10 * time.Second}
@@ -262,7 +291,7 @@ func (j *Jobs) gain(ctx context.Context, slots []int) {
 				return
 			}
 			d := backoff.Step()
-			j.log.Warn("cannot list the jobs of gained slots; trying again", "slots", len(slots), "in", d, "error", err)
+			j.log.Warn("cannot fill the jobs of gained slots; trying again", "slots", len(slots), "in", d, "error", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -272,9 +301,15 @@ func (j *Jobs) gain(ctx context.Context, slots []int) {
 	}()
 }
 
-// fill replaces the summaries of the Jobs of slots with full Jobs. The
-// summaries were stored before the slots were held (every write since keeps
-// those Jobs whole), so a consistent list, made after, is newer than each.
+// errRepacked is a fill that met a summary packed again since it looked: the
+// slot was lost and gained again meanwhile. The next try sees the new one.
+var errRepacked = errors.New("a summary changed while its slot was being filled")
+
+// fill replaces the summaries of the Jobs of slots with full Jobs, unpacked
+// outside the lock. The summaries were stored before the slots were held
+// (every write since keeps those Jobs whole), so each packed Job is the
+// newest the cache has seen. Summaries that could not be packed are filled
+// from a consistent list, made after, so newer than each.
 func (j *Jobs) fill(ctx context.Context, slots []int) error {
 	if j.slots == nil {
 		return nil // every Job is kept in full: there is no summary to replace
@@ -285,42 +320,51 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 	want := shard.NewSlotSet(slots)
 	s := j.slots()
 	j.mu.Lock()
-	var need int
-	for key := range j.summary {
+	todo := map[string]packed{}
+	for key, p := range j.summary {
 		if want.HasKey(key, s) && j.held[shard.SlotOf(key, s)] {
-			need++
+			todo[key] = p
 		}
 	}
 	j.mu.Unlock()
-	if need == 0 {
+	if len(todo) == 0 {
 		return nil
 	}
-	listed := map[string]*batch.Job{}
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := j.vc.BatchV1alpha1().Jobs("").List(ctx, opts)
+	start := time.Now()
+	unpacked := make(map[string]*batch.Job, len(todo))
+	var list bool
+	for key, p := range todo {
+		if p == nil {
+			list = true
+			continue
+		}
+		job, err := p.unpack()
 		if err != nil {
-			return fmt.Errorf("list jobs: %w", err)
+			j.log.Warn("cannot unpack a job; listing the jobs", "job", key, "error", err)
+			list = true
+			continue
 		}
-		for i := range list.Items {
-			job := &list.Items[i]
-			if key := job.Namespace + "/" + job.Name; want.HasKey(key, s) {
-				listed[key] = job
-			}
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
+		unpacked[key] = job
+	}
+	var listed map[string]*batch.Job
+	if list {
+		var err error
+		if listed, err = j.list(ctx, want, s); err != nil {
+			return err
 		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for key := range j.summary {
+	for key, p := range j.summary {
 		if !want.HasKey(key, s) || !j.held[shard.SlotOf(key, s)] {
 			continue // another slot's, or lost again meanwhile
 		}
-		job, ok := listed[key]
 		var err error
-		if ok {
+		if job, ok := unpacked[key]; ok && p.same(todo[key]) {
+			err = j.storeLocked(job)
+		} else if listed == nil {
+			return errRepacked
+		} else if job, ok := listed[key]; ok {
 			err = j.storeLocked(job)
 		} else {
 			err = j.deleteLocked(key, nil) // gone, and its delete not seen yet
@@ -329,8 +373,29 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 			return err
 		}
 	}
-	j.log.Debug("gained slots' jobs listed in full", "slots", len(slots), "summaries_replaced", need)
+	j.log.Debug("gained slots' jobs filled", "slots", len(slots), "summaries_replaced", len(todo), "listed", list, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// list lists every Job and returns those of the slots want.
+func (j *Jobs) list(ctx context.Context, want shard.SlotSet, s int) (map[string]*batch.Job, error) {
+	listed := map[string]*batch.Job{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := j.vc.BatchV1alpha1().Jobs("").List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		for i := range list.Items {
+			job := &list.Items[i]
+			if key := job.Namespace + "/" + job.Name; want.HasKey(key, s) {
+				listed[key] = job
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return listed, nil
+		}
+	}
 }
 
 // waitSynced waits for the first list of Jobs, or for ctx to end.
@@ -357,11 +422,12 @@ func (j *Jobs) lose(slots []int) {
 	for _, obj := range j.indexer.List() {
 		job := obj.(*batch.Job)
 		key := job.Namespace + "/" + job.Name
-		if j.summary[key] || !lost.HasKey(key, s) {
+		if _, summary := j.summary[key]; summary || !lost.HasKey(key, s) {
 			continue
 		}
+		p := j.packLocked(key, job)
 		if err := j.indexer.Update(summarize(job)); err == nil {
-			j.summary[key] = true
+			j.setSummaryLocked(key, p, false)
 		}
 	}
 }

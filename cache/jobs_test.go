@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
 	"github.com/ringfire/ringfire/shard"
 )
@@ -128,5 +130,101 @@ func TestJobsWithoutARingKeepEverythingInFull(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a gained slot was never reported filled")
+	}
+}
+
+// A gained slot's Jobs are filled in full from their packed copies, with no
+// list (the Jobs have no client here), exactly as they were stored.
+func TestJobsGainFillsFromPacks(t *testing.T) {
+	const slots = 8
+	filled := make(chan []int, 1)
+	j := newJobs(nil, func() int { return slots }, hclog.NewNullLogger(), func(s []int) { filled <- s })
+	var updated int
+	j.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ any) { updated++ }})
+	var list []any
+	want := map[string]*batch.Job{}
+	for i := range 40 {
+		job := fullJob(fmt.Sprintf("j%02d", i))
+		list = append(list, job)
+		if key := "ns/" + job.Name; shard.SlotOf(key, slots) < 4 {
+			want[key] = job // stored with its managed fields dropped, in place
+		}
+	}
+	if err := (jobsStore{j}).Replace(list, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if j.Summaries() != 40 || j.PackedBytes() == 0 {
+		t.Fatalf("%d summaries, %d packed bytes; want 40 summaries, packed", j.Summaries(), j.PackedBytes())
+	}
+	held := []int{0, 1, 2, 3}
+	j.hold(held)
+	j.gain(context.Background(), held)
+	select {
+	case <-filled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gained slots were never filled")
+	}
+	for key, orig := range want {
+		job, ok, err := j.Get(key)
+		if err != nil || !ok {
+			t.Fatalf("%s after the gain: %v %v", key, ok, err)
+		}
+		if !apiequality.Semantic.DeepEqual(job, orig) {
+			t.Fatalf("%s unpacked as %+v, want %+v", key, job, orig)
+		}
+	}
+	if updated != len(want) || j.Summaries() != 40-len(want) {
+		t.Fatalf("%d updates told, %d summaries; want %d, %d", updated, j.Summaries(), len(want), 40-len(want))
+	}
+	// Losing the slots packs their Jobs again; the room comes back to what it was.
+	before := j.PackedBytes()
+	j.lose(held)
+	if j.Summaries() != 40 || j.PackedBytes() <= before {
+		t.Fatalf("after the loss: %d summaries, %d packed bytes (were %d)", j.Summaries(), j.PackedBytes(), before)
+	}
+	for _, obj := range list {
+		if err := (jobsStore{j}).Delete(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j.PackedBytes() != 0 || j.Summaries() != 0 {
+		t.Fatalf("after every delete: %d packed bytes, %d summaries; want none", j.PackedBytes(), j.Summaries())
+	}
+}
+
+// A summary whose Job could not be packed is filled from a list of the Jobs,
+// which also tells of Jobs deleted unseen.
+func TestJobsFillListsWhatWasNotPacked(t *testing.T) {
+	const slots = 8
+	var mine []*batch.Job
+	for i := 0; len(mine) < 2; i++ {
+		if job := fullJob(fmt.Sprintf("j%02d", i)); shard.SlotOf("ns/"+job.Name, slots) == 0 {
+			mine = append(mine, job)
+		}
+	}
+	newer := mine[0].DeepCopy()
+	newer.ResourceVersion, newer.Status.Running = "9", 5
+	filled := make(chan []int, 1)
+	j := newJobs(vcfake.NewSimpleClientset(newer), func() int { return slots }, hclog.NewNullLogger(), func(s []int) { filled <- s })
+	if err := (jobsStore{j}).Replace([]any{mine[0], mine[1]}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	for _, job := range mine {
+		j.setSummaryLocked("ns/"+job.Name, nil, false) // as if packing had failed
+	}
+	j.mu.Unlock()
+	j.hold([]int{0})
+	j.gain(context.Background(), []int{0})
+	select {
+	case <-filled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gained slot was never filled")
+	}
+	if job, ok, err := j.Get("ns/" + newer.Name); err != nil || !ok || job.Status.Running != 5 {
+		t.Fatalf("the Job not packed: %v %v %v, want the listed one", job, ok, err)
+	}
+	if _, ok, _ := j.GetIndexer().GetByKey("ns/" + mine[1].Name); ok {
+		t.Fatal("a Job the list no longer has is still cached")
 	}
 }

@@ -28,7 +28,8 @@ import (
 )
 
 // What one replica keeps of a cluster of 1,000 Volcano Jobs when it holds a third of the slots:
-// the Jobs of its slots in full, every other one as a summary a fraction of the size, the owned
+// the Jobs of its slots in full, every other one as a summary a fraction of the size (and packed,
+// a fraction too, for a gain of its slot), the owned
 // objects (pods) of its slots only, and nothing anywhere of the managed fields. Against a real
 // API server, whose objects carry the managed fields any client's writes leave; the replica's
 // clients as `ringfire run` makes them (built-in kinds in protobuf, Volcano's in JSON).
@@ -44,6 +45,9 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 		// status.state.
 		maxSummaryAvg      = 600
 		maxSummaryFraction = 4 // summary ≤ full / 4, on average
+		// Behind each summary, the whole Job packed (deflated JSON) for a gain of its slot:
+		// at most half the full Job's JSON on average.
+		maxPackedFraction = 2
 	)
 	start := time.Now()
 	cl := cluster.StartForTest(t, cluster.Options{Nodes: -1})
@@ -176,6 +180,10 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 	if avgSummary*maxSummaryFraction > avgFull {
 		t.Errorf("a summary takes %d bytes on average, more than 1/%d of a full Job's %d", avgSummary, maxSummaryFraction, avgFull)
 	}
+	avgPacked := c.Jobs().PackedBytes() / summaries
+	if avgPacked == 0 || avgPacked*maxPackedFraction > avgFull {
+		t.Errorf("a packed Job takes %d bytes on average, want some and ≤ 1/%d of a full Job's %d", avgPacked, maxPackedFraction, avgFull)
+	}
 
 	// Pods: those of held slots only, without managed fields.
 	var wantPods, podProtoBefore, podProtoAfter, podJSONBefore, podJSONAfter int
@@ -221,6 +229,7 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 		jobs, slots, len(held), full, summaries, wantPods, len(apiPods.Items), up.Round(time.Millisecond), created.Round(time.Millisecond), listed.Round(time.Millisecond))
 	t.Logf("full Job: %d bytes (JSON) as cached, %d with its managed fields as the API server has it", avgFull, avgAPIFull)
 	t.Logf("summary: %d bytes (JSON) on average, %d to %d; 1/%.1f of a full Job", avgSummary, summarySizes[0], summarySizes[len(summarySizes)-1], float64(avgFull)/float64(avgSummary))
+	t.Logf("packed Job behind a summary: %d bytes on average; 1/%.1f of a full Job's JSON", avgPacked, float64(avgFull)/float64(avgPacked))
 	t.Logf("pod: %d bytes (protobuf) as cached, %d with its managed fields; JSON %d, %d",
 		podProtoAfter/wantPods, podProtoBefore/wantPods, podJSONAfter/wantPods, podJSONBefore/wantPods)
 }

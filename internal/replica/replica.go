@@ -201,7 +201,11 @@ func New(cfg Config) (*Replica, error) {
 			Name: "ringfire_cache_job_summaries",
 			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
 		}, func() float64 { return float64(jobs.Summaries()) })
-		if err := promreg.Register(cfg.Registerer, lapsed, summaries, r.Cache.WorkloadCollector(), r.Cache.ObjectsCollector()); err != nil {
+		packedBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ringfire_cache_job_packed_bytes",
+			Help: "Bytes of the whole Jobs kept packed (deflated JSON) behind the summaries, from which a gained slot's Jobs are filled without a list.",
+		}, func() float64 { return float64(jobs.PackedBytes()) })
+		if err := promreg.Register(cfg.Registerer, lapsed, summaries, packedBytes, r.Cache.WorkloadCollector(), r.Cache.ObjectsCollector()); err != nil {
 			return nil, fmt.Errorf("cache metrics: %w", err)
 		}
 	}
