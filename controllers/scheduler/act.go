@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // bind carries out the cycle's bindings, a bounded number at once, gang
@@ -16,12 +18,12 @@ import (
 // still held, so a handover does not wait for a long list; a gang whose
 // bindings have started is finished. Every pod bound is assumed until the
 // informer shows it. It returns how many pods it bound.
-func (s *shift) bind(v *view, bindings []Binding) int {
+func (s *shift) bind(v *view, bindings []core.Binding) int {
 	c := s.c
 	sem := make(chan struct{}, c.cfg.Parallelism)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var bound []Binding
+	var bound []core.Binding
 	for i, b := range bindings {
 		if (i == 0 || bindings[i-1].PodGroup != b.PodGroup) && !s.stillOwner() {
 			break

@@ -15,6 +15,7 @@ import (
 	"github.com/ringfire/ringfire/shard"
 
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // podsAtMost × PodsQuiet bounds how long a PodGroup's changing counts go
@@ -71,10 +72,10 @@ type Config struct {
 	// flight at once. Default 16.
 	Parallelism int
 	// Options tune the allocation; zero means DefaultOptions.
-	Options Options
+	Options core.Options
 	// Observe, when set, is told of every cycle this replica ran: when it
 	// started and ended and what it decided (for tests and tracing).
-	Observe    func(start, end time.Time, r Result)
+	Observe    func(start, end time.Time, r core.Result)
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
 }
@@ -127,8 +128,8 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Parallelism <= 0 {
 		cfg.Parallelism = 16
 	}
-	if cfg.Options == (Options{}) {
-		cfg.Options = DefaultOptions()
+	if cfg.Options == (core.Options{}) {
+		cfg.Options = core.DefaultOptions()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()

@@ -17,6 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // fakeOwnership holds every slot while held is set; lose cancels the
@@ -268,7 +270,7 @@ func TestNeverBindsAPodTwice(t *testing.T) {
 	own := newFakeOwnership(true)
 	ctrl, err := New(Config{
 		Kube: c.kube, Volcano: c.vc, Ownership: own, Period: 20 * time.Millisecond,
-		Observe: func(time.Time, time.Time, Result) { cycles.Add(1) },
+		Observe: func(time.Time, time.Time, core.Result) { cycles.Add(1) },
 	})
 	if err != nil {
 		t.Fatal(err)

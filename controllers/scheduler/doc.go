@@ -1,43 +1,12 @@
-// Package scheduler is ringfire's gang scheduler: a pure core, one
-// scheduling cycle over a plain Snapshot (Allocate), in the manner of
-// Volcano's enqueue and allocate actions with the gang, priority and
-// proportion plugins; and the Controller that runs it as a ring singleton.
+// Package scheduler is ringfire's gang scheduler controller: it runs the
+// pure core (package core, controllers/scheduler/core: one scheduling cycle
+// over a plain Snapshot, Allocate) as a ring singleton.
 //
-// The core is pure: no clients, no clock, no goroutines; the same snapshot
-// gives the same Result. The controller (controller.go, shift.go, watch.go,
-// view.go, act.go, status.go, memory.go) runs on the replica that holds the
-// slot of Key: it watches nodes, pods, PodGroups, Queues and
-// PriorityClasses, turns them into a Snapshot each cycle, calls Allocate,
-// binds the pods and writes the PodGroups' status.
-//
-// A cycle (Allocate):
-//
-//  1. Fair share. Each queue deserves a part of the cluster by weight,
-//     capped by what its jobs ask for and by its capability, with what one
-//     queue does not need dealt to the others (proportion.go).
-//  2. Admission. Pending PodGroups whose minResources fit the cluster
-//     (with overcommit), their queue's capability and their queue's
-//     deserved share become Inqueue (enqueue.go).
-//  3. Placement. Turns go to the queue with the lowest share
-//     (allocated/deserved), and within it to the first job by priority,
-//     then age. A gang places its pending pods tentatively, best fit on
-//     each pod's dominant resource (nodes.go), checking node selector,
-//     required node affinity, taints and unschedulable (predicates.go),
-//     inter-pod affinity and anti-affinity with the gang's own tentative
-//     placements counted (podaffinity.go, affinityfit.go: required terms
-//     filter, preferred ones score ahead of best fit) and the queue's
-//     deserved room. Once minMember pods (and every task's
-//     minTaskMember) are placed, the placements are committed as bindings;
-//     if not, they are undone, hold nothing, and the PodGroup gets an
-//     Unschedulable condition that says why (messages.go). A job already
-//     at minMember places its extra pods one per turn (allocate.go).
-//  4. Status. Every PodGroup's new phase: Running at minMember, Inqueue
-//     while admitted and waiting, else Pending.
-//
-// Speed comes from doing each thing once per cycle: the node checks once
-// per distinct set of node constraints, best fit by binary search over
-// nodes kept sorted by free resources, and per task shape an upper bound on
-// how many more fit, so that a gang that cannot fit is turned down without
-// a search once one like it has failed (capacity.go). See docs/scheduler.md
-// for the numbers and the differences from Volcano.
+// The Controller (controller.go, shift.go, watch.go, view.go, act.go,
+// status.go, statuswrite.go, change.go, announce.go, memory.go, metrics.go)
+// runs on the replica that holds the slot of Key: it watches nodes, pods,
+// PodGroups, Queues and PriorityClasses, turns them into a core.Snapshot
+// each cycle (view.go), calls core.Allocate, binds the pods (act.go) and
+// writes the PodGroups' status (status.go, statuswrite.go, change.go). See
+// package core for what a cycle decides, and docs/scheduler.md.
 package scheduler

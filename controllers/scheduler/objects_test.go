@@ -2,15 +2,33 @@ package scheduler
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // Builders of API objects for the controller's tests.
+
+// epoch is the tests' start of time, as in core's tests.
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// podTermOf is a pod (anti-)affinity term selecting the pods labelled sel
+// (key=value pairs), by topology key, as in core's tests.
+func podTermOf(topology string, sel ...string) corev1.PodAffinityTerm {
+	m := map[string]string{}
+	for _, kv := range sel {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: m}, TopologyKey: topology}
+}
 
 func kubeNode(name, cpu string) *corev1.Node {
 	alloc := corev1.ResourceList{
@@ -36,7 +54,7 @@ func kubePod(ns, group, task string, i int, cpu string) *corev1.Pod {
 			Namespace: ns, Name: name, UID: types.UID("uid-" + name),
 			Annotations: map[string]string{
 				vcv1beta1.KubeGroupNameAnnotationKey: group,
-				taskSpecAnnotation:                   task,
+				core.TaskSpecAnnotation:              task,
 			},
 		},
 		Spec: corev1.PodSpec{

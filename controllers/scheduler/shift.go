@@ -14,6 +14,7 @@ import (
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // eventScheme knows the kinds the scheduler records Events on: Pods and PodGroups.
@@ -127,7 +128,7 @@ func (s *shift) cycle() {
 	}
 	start := time.Now()
 	v := s.view(s.watch.read(), start)
-	result := Allocate(v.snap, c.cfg.Options)
+	result := core.Allocate(v.snap, c.cfg.Options)
 	decided := time.Now()
 	bound := s.bind(v, result.Bindings)
 	written := s.writeStatuses(v, result)

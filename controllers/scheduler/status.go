@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // scheduledReason is the reason of the Scheduled condition, as Volcano's
@@ -15,7 +17,7 @@ const scheduledReason = "tasks in gang are ready to be scheduled"
 // counted by phase, and the conditions. A condition whose type, status,
 // reason and message are unchanged keeps its time and transition ID; whether
 // the status is written at all is for compare and quiet.due to say.
-func nextStatus(g *groupView, gs GroupStatus, transitionID string, now metav1.Time) vcv1beta1.PodGroupStatus {
+func nextStatus(g *groupView, gs core.GroupStatus, transitionID string, now metav1.Time) vcv1beta1.PodGroupStatus {
 	st := *g.pg.Status.DeepCopy()
 	st.Phase = phaseOf(g, gs)
 	st.Running, st.Succeeded, st.Failed = g.running, g.succeeded, g.failed
@@ -39,7 +41,7 @@ func nextStatus(g *groupView, gs GroupStatus, transitionID string, now metav1.Ti
 // phaseOf refines the cycle's phase as Volcano's session does: a gang that
 // cannot be completed while some of its pods run is Unknown; a running gang
 // whose placed pods have all finished is Completed.
-func phaseOf(g *groupView, gs GroupStatus) vcv1beta1.PodGroupPhase {
+func phaseOf(g *groupView, gs core.GroupStatus) vcv1beta1.PodGroupPhase {
 	switch {
 	case gs.Unschedulable != nil && g.running > 0:
 		return vcv1beta1.PodGroupUnknown

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // statusWrite is one PodGroup to write: the object as read (from) and with
@@ -24,7 +26,7 @@ type statusWrite struct {
 // compare and quiet.due), phase changes first: an admission lets the Job
 // controller make the gang's pods, a waiting gang's new message can wait
 // behind it. It is the pure part of writeStatuses.
-func plannedWrites(groups map[string]*groupView, decided map[string]GroupStatus, q quiet,
+func plannedWrites(groups map[string]*groupView, decided map[string]core.GroupStatus, q quiet,
 	transitionID string, now metav1.Time, history *groupHistory) []statusWrite {
 	var writes []statusWrite
 	for key, gs := range decided {
@@ -67,7 +69,7 @@ func plannedWrites(groups map[string]*groupView, decided map[string]GroupStatus,
 // PodGroup changed meanwhile is left to the next cycle. (ringfire's
 // PodGroup CRD has no status subresource, so the write is an Update.) It
 // returns how many it wrote.
-func (s *shift) writeStatuses(v *view, result Result) int {
+func (s *shift) writeStatuses(v *view, result core.Result) int {
 	c := s.c
 	s.history.prune(v.groups)
 	q := quiet{message: c.cfg.MessageQuiet, pods: c.cfg.PodsQuiet, podsAtMost: podsAtMost * c.cfg.PodsQuiet}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // groupView is what the status writer needs of a PodGroup beyond the
@@ -25,7 +27,7 @@ type groupView struct {
 // view is a cycle's view of the cluster: the Snapshot Allocate decides on,
 // and what acting on its Result needs.
 type view struct {
-	snap    Snapshot
+	snap    core.Snapshot
 	groups  map[string]*groupView // by namespace/name
 	pending map[string]*podEntry  // the pods of snap's pending tasks, by namespace/name
 }
@@ -46,13 +48,13 @@ func (s *shift) view(in inputs, now time.Time) *view {
 func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *view {
 	pods.startCycle()
 	defer pods.sweep()
-	var snap Snapshot
+	var snap core.Snapshot
 	usage := map[string]*nodeUsage{}
 	for _, n := range in.nodes {
 		if !nodeReady(n) {
 			continue // kube-scheduler leaves them out too (a NotReady taint)
 		}
-		snap.Nodes = append(snap.Nodes, Node{
+		snap.Nodes = append(snap.Nodes, core.Node{
 			Name: n.Name, Allocatable: n.Status.Allocatable, Labels: n.Labels,
 			Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable,
 		})
@@ -66,7 +68,7 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		}
 	}
 	for _, q := range in.queues {
-		snap.Queues = append(snap.Queues, Queue{
+		snap.Queues = append(snap.Queues, core.Queue{
 			Name: q.Name, Weight: q.Spec.Weight, Capability: q.Spec.Capability, State: q.Status.State,
 		})
 	}
@@ -76,14 +78,14 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 	jobs := make(map[name]int, len(in.podGroups)) // → index in snap.Jobs and views
 	views := make([]groupView, len(in.podGroups))
 	groups := make(map[string]*groupView, len(in.podGroups))
-	snap.Jobs = make([]Job, 0, len(in.podGroups))
+	snap.Jobs = make([]core.Job, 0, len(in.podGroups))
 	for i, pg := range in.podGroups {
 		jobs[name{pg.Namespace, pg.Name}] = i
 		views[i].pg = pg
 		groups[pg.Namespace+"/"+pg.Name] = &views[i]
 		snap.Jobs = append(snap.Jobs, jobOf(pg, priorities))
 	}
-	groupOf := func(pod *corev1.Pod) (*Job, *groupView) {
+	groupOf := func(pod *corev1.Pod) (*core.Job, *groupView) {
 		group := pod.Annotations[vcv1beta1.KubeGroupNameAnnotationKey]
 		if group == "" {
 			return nil, nil
@@ -99,7 +101,7 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 	// those that have one (whose terms may select the pods to place).
 	allPods := slices.ContainsFunc(in.unbound, podAffinityOf)
 	if allPods {
-		snap.Pods = make([]PlacedPod, 0, len(in.bound))
+		snap.Pods = make([]core.PlacedPod, 0, len(in.bound))
 	}
 
 	// Bound pods: node usage, and the placed pods of each PodGroup.
@@ -154,7 +156,7 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		if job.Pending == nil { // room for a gang's pods at once: most come together
 			// A hint only, capped: minMember is what the PodGroup says, not pods that exist,
 			// and a PodGroup of minMember 2147483647 must not cost 2^31 slots.
-			job.Pending = make([]Task, 0, min(max(job.MinMember, 1), maxPendingHint))
+			job.Pending = make([]core.Task, 0, min(max(job.MinMember, 1), maxPendingHint))
 		}
 		job.Pending = append(job.Pending, *e.task)
 		pending[key] = e
@@ -176,7 +178,7 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 			if g := groups[a.group]; g != nil {
 				job := &snap.Jobs[jobs[name{g.pg.Namespace, g.pg.Name}]]
 				job.Bound[a.task]++
-				addList(job.Allocated, a.requests)
+				core.AddList(job.Allocated, a.requests)
 				g.scheduled++
 			}
 		}
@@ -193,12 +195,12 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 // podAffinityOf reports whether a pod has a pod (anti-)affinity term.
 func podAffinityOf(pod *corev1.Pod) bool {
 	a := pod.Spec.Affinity
-	return a != nil && hasPodAffinity(a.PodAffinity, a.PodAntiAffinity)
+	return a != nil && core.HasPodAffinity(a.PodAffinity, a.PodAntiAffinity)
 }
 
 // placedPod is a pod on node as inter-pod affinity sees it.
-func placedPod(pod *corev1.Pod, node string) PlacedPod {
-	p := PlacedPod{Namespace: pod.Namespace, Node: node, Labels: pod.Labels}
+func placedPod(pod *corev1.Pod, node string) core.PlacedPod {
+	p := core.PlacedPod{Namespace: pod.Namespace, Node: node, Labels: pod.Labels}
 	if a := pod.Spec.Affinity; a != nil {
 		p.PodAffinity, p.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
 	}
@@ -211,7 +213,7 @@ func placedPod(pod *corev1.Pod, node string) PlacedPod {
 const assumeTTL = 30 * time.Second
 
 // jobOf is the Job of a PodGroup, with no pods yet.
-func jobOf(pg *vcv1beta1.PodGroup, priorities *priorities) Job {
+func jobOf(pg *vcv1beta1.PodGroup, priorities *priorities) core.Job {
 	queue := pg.Spec.Queue
 	if queue == "" {
 		queue = "default"
@@ -223,7 +225,7 @@ func jobOf(pg *vcv1beta1.PodGroup, priorities *priorities) Job {
 		// phase from the pods every session.
 		phase = vcv1beta1.PodGroupRunning
 	}
-	j := Job{
+	j := core.Job{
 		Namespace: pg.Namespace, Name: pg.Name, Queue: queue,
 		Priority:      priorities.of(pg.Spec.PriorityClassName),
 		CreationTime:  pg.CreationTimestamp.Time,
@@ -242,14 +244,14 @@ func jobOf(pg *vcv1beta1.PodGroup, priorities *priorities) Job {
 // countBound counts a bound pod into its job and PodGroup view as Volcano
 // counts tasks: a pod being deleted is releasing (neither running nor
 // placed); a failed pod is scheduled but not ready.
-func countBound(job *Job, g *groupView, pod *corev1.Pod, requests corev1.ResourceList) {
+func countBound(job *core.Job, g *groupView, pod *corev1.Pod, requests corev1.ResourceList) {
 	deleting := pod.DeletionTimestamp != nil
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		g.succeeded++
 		g.scheduled++
 		g.completed++
-		job.Bound[pod.Annotations[taskSpecAnnotation]]++
+		job.Bound[pod.Annotations[core.TaskSpecAnnotation]]++
 	case corev1.PodFailed:
 		g.failed++
 		g.scheduled++
@@ -262,8 +264,8 @@ func countBound(job *Job, g *groupView, pod *corev1.Pod, requests corev1.Resourc
 			g.running++
 		}
 		g.scheduled++
-		job.Bound[pod.Annotations[taskSpecAnnotation]]++
-		addList(job.Allocated, requests)
+		job.Bound[pod.Annotations[core.TaskSpecAnnotation]]++
+		core.AddList(job.Allocated, requests)
 	}
 }
 
@@ -285,7 +287,7 @@ type nodeUsage struct {
 }
 
 func (u *nodeUsage) add(requests corev1.ResourceList) {
-	addList(u.list, requests)
+	core.AddList(u.list, requests)
 	u.pods++
 }
 
@@ -330,7 +332,7 @@ type podCache struct {
 
 type podEntry struct {
 	pod  *corev1.Pod
-	task *Task
+	task *core.Task
 	seen uint64
 }
 
@@ -341,7 +343,7 @@ func (c *podCache) startCycle() { c.cycle++ }
 func (c *podCache) get(pod *corev1.Pod) *podEntry {
 	e := c.entries[pod.UID]
 	if e == nil || e.pod != pod {
-		t := TaskFromPod(pod)
+		t := core.TaskFromPod(pod)
 		e = &podEntry{pod: pod, task: &t}
 		c.entries[pod.UID] = e
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 func cpuOf(l corev1.ResourceList) string {
@@ -66,7 +68,7 @@ func TestBuildViewCountsNodesAndGroups(t *testing.T) {
 	if len(v.snap.Nodes) != 2 {
 		t.Fatalf("nodes %v, want n1 and the cordoned one (NotReady left out)", v.snap.Nodes)
 	}
-	var n1 Node
+	var n1 core.Node
 	for _, n := range v.snap.Nodes {
 		if n.Name == "n1" {
 			n1 = n
@@ -106,7 +108,7 @@ func TestBuildViewAssumedPods(t *testing.T) {
 	gone := kubePod("ns", "a", "w", 3, "1")
 	recreated := kubePod("ns", "a", "w", 4, "1")
 	assume := func(p *corev1.Pod, at time.Time) *assumedPod {
-		return &assumedPod{uid: p.UID, node: "n1", group: "ns/a", task: "w", requests: PodRequests(p), at: at}
+		return &assumedPod{uid: p.UID, node: "n1", group: "ns/a", task: "w", requests: core.PodRequests(p), at: at}
 	}
 	assumed := assumedPods{
 		"ns/a-w-0": assume(p0, now),                   // the unbound informer still shows it
@@ -176,18 +178,18 @@ func TestPodCacheReusesUntilTheObjectChanges(t *testing.T) {
 func TestNextStatus(t *testing.T) {
 	now := metav1.Now().Rfc3339Copy()
 	earlier := metav1.NewTime(now.Add(-time.Minute))
-	unsched := &Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: "2/8 tasks in gang unschedulable"}
+	unsched := &core.Condition{Reason: vcv1beta1.NotEnoughResourcesReason, Message: "2/8 tasks in gang unschedulable"}
 	for _, tc := range []struct {
 		name       string
 		old        vcv1beta1.PodGroupStatus
 		view       groupView
-		gs         GroupStatus
+		gs         core.GroupStatus
 		wantPhase  vcv1beta1.PodGroupPhase
 		wantConds  map[vcv1beta1.PodGroupConditionType]string // type → reason
 		keepsTimes bool
 	}{
 		{
-			name: "waits", gs: GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: unsched},
+			name: "waits", gs: core.GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: unsched},
 			wantPhase: vcv1beta1.PodGroupPending,
 			wantConds: map[vcv1beta1.PodGroupConditionType]string{vcv1beta1.PodGroupUnschedulableType: vcv1beta1.NotEnoughResourcesReason},
 		},
@@ -197,7 +199,7 @@ func TestNextStatus(t *testing.T) {
 				Type: vcv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Reason: unsched.Reason,
 				Message: unsched.Message, LastTransitionTime: earlier, TransitionID: "before",
 			}}},
-			gs:        GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: unsched},
+			gs:        core.GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: unsched},
 			wantPhase: vcv1beta1.PodGroupPending, keepsTimes: true,
 			wantConds: map[vcv1beta1.PodGroupConditionType]string{vcv1beta1.PodGroupUnschedulableType: vcv1beta1.NotEnoughResourcesReason},
 		},
@@ -206,14 +208,14 @@ func TestNextStatus(t *testing.T) {
 			old: vcv1beta1.PodGroupStatus{Phase: vcv1beta1.PodGroupPending, Conditions: []vcv1beta1.PodGroupCondition{{
 				Type: vcv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Reason: unsched.Reason,
 			}}},
-			gs:        GroupStatus{Phase: vcv1beta1.PodGroupInqueue},
+			gs:        core.GroupStatus{Phase: vcv1beta1.PodGroupInqueue},
 			wantPhase: vcv1beta1.PodGroupInqueue, wantConds: map[vcv1beta1.PodGroupConditionType]string{},
 		},
 		{
 			name:      "placed: Scheduled",
 			old:       vcv1beta1.PodGroupStatus{Phase: vcv1beta1.PodGroupInqueue},
 			view:      groupView{scheduled: 0, pending: 0},
-			gs:        GroupStatus{Phase: vcv1beta1.PodGroupRunning, Bound: 8},
+			gs:        core.GroupStatus{Phase: vcv1beta1.PodGroupRunning, Bound: 8},
 			wantPhase: vcv1beta1.PodGroupRunning,
 			wantConds: map[vcv1beta1.PodGroupConditionType]string{vcv1beta1.PodGroupScheduled: scheduledReason},
 		},
@@ -221,7 +223,7 @@ func TestNextStatus(t *testing.T) {
 			name:      "every placed pod finished: Completed",
 			old:       vcv1beta1.PodGroupStatus{Phase: vcv1beta1.PodGroupRunning},
 			view:      groupView{scheduled: 4, completed: 4, succeeded: 3, failed: 1},
-			gs:        GroupStatus{Phase: vcv1beta1.PodGroupRunning},
+			gs:        core.GroupStatus{Phase: vcv1beta1.PodGroupRunning},
 			wantPhase: vcv1beta1.PodGroupCompleted,
 			wantConds: map[vcv1beta1.PodGroupConditionType]string{vcv1beta1.PodGroupScheduled: scheduledReason},
 		},
@@ -229,7 +231,7 @@ func TestNextStatus(t *testing.T) {
 			name:      "lost pods and cannot replace them while others run: Unknown",
 			old:       vcv1beta1.PodGroupStatus{Phase: vcv1beta1.PodGroupRunning},
 			view:      groupView{scheduled: 6, running: 6, pending: 2},
-			gs:        GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: unsched},
+			gs:        core.GroupStatus{Phase: vcv1beta1.PodGroupPending, Unschedulable: unsched},
 			wantPhase: vcv1beta1.PodGroupUnknown,
 			wantConds: map[vcv1beta1.PodGroupConditionType]string{vcv1beta1.PodGroupUnschedulableType: vcv1beta1.NotEnoughResourcesReason},
 		},
@@ -290,7 +292,7 @@ func TestBuildViewPodsForAffinity(t *testing.T) {
 	finished := holds(onNode(kubePod("ns", "b", "w", 2, "1"), "n1", corev1.PodSucceeded))
 	justBound := kubePod("ns", "b", "w", 3, "1")
 	assumed := func() assumedPods {
-		return assumedPods{"ns/b-w-3": {pod: justBound, uid: justBound.UID, node: "n1", group: "ns/b", task: "w", requests: PodRequests(justBound), at: now}}
+		return assumedPods{"ns/b-w-3": {pod: justBound, uid: justBound.UID, node: "n1", group: "ns/b", task: "w", requests: core.PodRequests(justBound), at: now}}
 	}
 	affine := kubePod("ns", "a", "w", 0, "1")
 	affine.Labels = map[string]string{"app": "web"}
@@ -351,7 +353,7 @@ func TestHugeMinMemberIsCheap(t *testing.T) {
 		return testing.AllocsPerRun(5, func() {
 			pods := newPodCache()
 			v := buildView(in(minMember), assumedPods{}, &pods, time.Now())
-			r := Allocate(v.snap, Options{})
+			r := core.Allocate(v.snap, core.Options{})
 			if len(r.Bindings) != 0 {
 				t.Fatalf("a gang of %d bound %d pods with one pending", minMember, len(r.Bindings))
 			}

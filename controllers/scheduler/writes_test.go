@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
 // gangLife plays one gang's life through the scheduler's pure parts, a
@@ -73,7 +75,7 @@ func (l *gangLife) cycle(d time.Duration) {
 		}
 	}
 	v := buildView(in, assumedPods{}, &l.cache, l.clock)
-	r := Allocate(v.snap, DefaultOptions())
+	r := core.Allocate(v.snap, core.DefaultOptions())
 	for _, b := range r.Bindings {
 		for i, p := range l.pods {
 			if p != nil && p.Namespace+"/"+p.Name == b.Pod {

@@ -13,7 +13,7 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/ringfire/ringfire/controllers/scheduler"
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/stack"
 )
@@ -75,7 +75,7 @@ func closedQueueAdmitsNothing(t *testing.T, s *stack.Stack) {
 			return false, "no PodGroup"
 		}
 		for _, c := range pg.Status.Conditions {
-			if c.Type == vcv1beta1.PodGroupUnschedulableType && c.Reason == scheduler.ReasonQueueNotOpen &&
+			if c.Type == vcv1beta1.PodGroupUnschedulableType && c.Reason == core.ReasonQueueNotOpen &&
 				strings.Contains(c.Message, "queue rf-closable is Closed") {
 				return pg.Status.Phase == vcv1beta1.PodGroupPending, string(pg.Status.Phase)
 			}

@@ -23,6 +23,7 @@ import (
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/controllers/scheduler"
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
@@ -65,7 +66,7 @@ func runScheduler(t *testing.T, s *stack.Stack) *scheduler.Controller {
 	var took []time.Duration
 	ctrl, err := scheduler.New(scheduler.Config{
 		Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, Logger: testLogger(t, "scheduler"),
-		Observe: func(start, end time.Time, _ scheduler.Result) {
+		Observe: func(start, end time.Time, _ core.Result) {
 			mu.Lock()
 			took = append(took, end.Sub(start))
 			mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/scheduler"
+	"github.com/ringfire/ringfire/controllers/scheduler/core"
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
@@ -111,7 +112,7 @@ func startMember(t *testing.T, s *stack.Stack, id string, log *cycleLog) *member
 	reg := prometheus.NewRegistry()
 	ctrl, err := scheduler.New(scheduler.Config{
 		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Logger: logger, Registerer: reg,
-		Observe: func(start, end time.Time, _ scheduler.Result) { log.add(cycle{member: id, start: start, end: end}) },
+		Observe: func(start, end time.Time, _ core.Result) { log.add(cycle{member: id, start: start, end: end}) },
 	})
 	if err != nil {
 		t.Fatal(err)

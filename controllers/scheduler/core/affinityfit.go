@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 // Checking and choosing nodes under inter-pod affinity. A node passes for
 // a pod when (kube-scheduler's order and messages):

@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 // A gang's placements are tentative until it is complete: they take node
 // resources and queue room at once (so the gang's later pods see them), and

@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"fmt"
@@ -76,7 +76,7 @@ func addTasks(j *Job, task string, n int, cpu, mem string) {
 func sumRequests(tasks []Task) corev1.ResourceList {
 	sum := corev1.ResourceList{}
 	for _, t := range tasks {
-		addList(sum, t.Requests)
+		AddList(sum, t.Requests)
 	}
 	return sum
 }
@@ -114,7 +114,7 @@ func apply(snap *Snapshot, r Result) {
 			if j.Allocated == nil {
 				j.Allocated = corev1.ResourceList{}
 			}
-			addList(j.Allocated, t.Requests)
+			AddList(j.Allocated, t.Requests)
 		}
 		j.Pending = kept
 	}
@@ -126,8 +126,8 @@ func addPod(used, req corev1.ResourceList) corev1.ResourceList {
 	if out == nil {
 		out = corev1.ResourceList{}
 	}
-	addList(out, req)
-	addList(out, corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
+	AddList(out, req)
+	AddList(out, corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
 	return out
 }
 

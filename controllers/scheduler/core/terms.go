@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"slices"
@@ -229,8 +229,8 @@ func namespaceLabels(known map[string]map[string]string, ns string) labels.Set {
 	return labels.Set{corev1.LabelMetadataName: ns}
 }
 
-// hasPodAffinity reports whether the pod affinity of a pod has any term.
-func hasPodAffinity(a *corev1.PodAffinity, anti *corev1.PodAntiAffinity) bool {
+// HasPodAffinity reports whether the pod affinity of a pod has any term.
+func HasPodAffinity(a *corev1.PodAffinity, anti *corev1.PodAntiAffinity) bool {
 	return (a != nil && (len(a.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(a.PreferredDuringSchedulingIgnoredDuringExecution) > 0)) ||
 		(anti != nil && (len(anti.RequiredDuringSchedulingIgnoredDuringExecution) > 0 || len(anti.PreferredDuringSchedulingIgnoredDuringExecution) > 0))
 }

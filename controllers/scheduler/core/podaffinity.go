@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"slices"
@@ -117,13 +117,13 @@ func newInterPod(snap *Snapshot, nodes *nodeSet) *interPod {
 
 func anyPodAffinity(snap *Snapshot) bool {
 	for i := range snap.Pods {
-		if hasPodAffinity(snap.Pods[i].PodAffinity, snap.Pods[i].PodAntiAffinity) {
+		if HasPodAffinity(snap.Pods[i].PodAffinity, snap.Pods[i].PodAntiAffinity) {
 			return true
 		}
 	}
 	for i := range snap.Jobs {
 		for k := range snap.Jobs[i].Pending {
-			if t := &snap.Jobs[i].Pending[k]; hasPodAffinity(t.PodAffinity, t.PodAntiAffinity) {
+			if t := &snap.Jobs[i].Pending[k]; HasPodAffinity(t.PodAffinity, t.PodAntiAffinity) {
 				return true
 			}
 		}
@@ -143,7 +143,7 @@ func (p *interPod) nsLabels(ns string) labels.Set {
 // addTask registers a pending pod's own terms: it returns nil for a pod
 // without any (join may still give it a part).
 func (p *interPod) addTask(t *Task, ns string) *taskAffinity {
-	if !hasPodAffinity(t.PodAffinity, t.PodAntiAffinity) {
+	if !HasPodAffinity(t.PodAffinity, t.PodAntiAffinity) {
 		return nil
 	}
 	a := &taskAffinity{required: -1}
@@ -187,7 +187,7 @@ func (p *interPod) placeSnapshotPods(pods []PlacedPod) {
 		for _, id := range p.buf {
 			p.counters[id].add(node, 1)
 		}
-		if hasPodAffinity(pod.PodAffinity, pod.PodAntiAffinity) {
+		if HasPodAffinity(pod.PodAffinity, pod.PodAntiAffinity) {
 			for _, id := range p.holdTerms(pod.Namespace, pod.Labels, pod.PodAffinity, pod.PodAntiAffinity) {
 				p.held[id].add(node, 1)
 			}

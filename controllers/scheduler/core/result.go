@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 

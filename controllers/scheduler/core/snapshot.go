@@ -1,4 +1,4 @@
-package scheduler
+package core
 
 import (
 	"time"
@@ -109,14 +109,14 @@ type Task struct {
 // JobKey is the namespace/name that names a job in a Result.
 func (j *Job) JobKey() string { return j.Namespace + "/" + j.Name }
 
-// taskSpecAnnotation names a pod's task within its Volcano Job.
-const taskSpecAnnotation = "volcano.sh/task-spec"
+// TaskSpecAnnotation names a pod's task within its Volcano Job.
+const TaskSpecAnnotation = "volcano.sh/task-spec"
 
 // TaskFromPod describes a pending pod as a Task.
 func TaskFromPod(pod *corev1.Pod) Task {
 	t := Task{
 		Key:          pod.Namespace + "/" + pod.Name,
-		Name:         pod.Annotations[taskSpecAnnotation],
+		Name:         pod.Annotations[TaskSpecAnnotation],
 		Requests:     PodRequests(pod),
 		NodeSelector: pod.Spec.NodeSelector,
 		Tolerations:  pod.Spec.Tolerations,
@@ -138,29 +138,29 @@ func TaskFromPod(pod *corev1.Pod) Task {
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for i := range pod.Spec.Containers {
-		addList(total, pod.Spec.Containers[i].Resources.Requests)
+		AddList(total, pod.Spec.Containers[i].Resources.Requests)
 	}
 	sidecars := corev1.ResourceList{}
 	initPeak := corev1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addList(sidecars, c.Resources.Requests)
+			AddList(sidecars, c.Resources.Requests)
 			maxList(initPeak, sidecars)
 			continue
 		}
 		step := sidecars.DeepCopy()
-		addList(step, c.Resources.Requests)
+		AddList(step, c.Resources.Requests)
 		maxList(initPeak, step)
 	}
-	addList(total, sidecars)
+	AddList(total, sidecars)
 	maxList(total, initPeak)
-	addList(total, pod.Spec.Overhead)
+	AddList(total, pod.Spec.Overhead)
 	return total
 }
 
-// addList adds b into a.
-func addList(a, b corev1.ResourceList) {
+// AddList adds b into a.
+func AddList(a, b corev1.ResourceList) {
 	for name, q := range b {
 		sum, ok := a[name]
 		if !ok {
