@@ -351,7 +351,7 @@ func indexByJob(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch.volcano.sh/") {
-		return []string{m.GetNamespace() + "/" + ref.Name}, nil
+		return []string{toolscache.NewObjectName(m.GetNamespace(), ref.Name).String()}, nil
 	}
 	return nil, nil
 }
@@ -363,7 +363,7 @@ func indexByBatchJob(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && ref.APIVersion == "batch/v1" {
-		return []string{m.GetNamespace() + "/" + ref.Name}, nil
+		return []string{toolscache.NewObjectName(m.GetNamespace(), ref.Name).String()}, nil
 	}
 	return nil, nil
 }
