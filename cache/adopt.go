@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
+	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/shard"
@@ -248,7 +249,7 @@ func (a *adopter) list(ctx context.Context, r Resource, gens map[int]uint64) ([]
 			if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, batch.GroupName+"/") {
 				continue
 			}
-			key := m.Namespace + "/" + ref.Name
+			key := toolscache.NewObjectName(m.Namespace, ref.Name).String()
 			slot := shard.SlotOf(key, n)
 			if _, ok := gens[slot]; !ok {
 				continue
@@ -287,12 +288,12 @@ func (a *adopter) label(ctx context.Context, r Resource, objs []found, gens map[
 				}
 				if err := a.patch(ctx, r, f); err != nil {
 					if !errors.Is(err, shard.ErrNotOwner) && ctx.Err() == nil {
-						a.log.Warn("cannot label an object to adopt", "resource", r, "object", f.namespace+"/"+f.name, "error", err)
+						a.log.Warn("cannot label an object to adopt", "resource", r, "object", toolscache.NewObjectName(f.namespace, f.name).String(), "error", err)
 					}
 					continue
 				}
 				mu.Lock()
-				out = append(out, labelled{r: r, key: f.namespace + "/" + f.name, slot: f.slot})
+				out = append(out, labelled{r: r, key: toolscache.NewObjectName(f.namespace, f.name).String(), slot: f.slot})
 				mu.Unlock()
 			}
 		}()

@@ -309,7 +309,7 @@ func (c *Cache) Creating(slot int, key string, r Resource, namespace, name strin
 	if !Watched(r) {
 		return 0, false // no cache of r: the expectation alone remembers the object
 	}
-	_, present, _ := c.owned[r].Indexer().GetByKey(namespace + "/" + name)
+	_, present, _ := c.owned[r].Indexer().GetByKey(toolscache.NewObjectName(namespace, name).String())
 	return 0, present
 }
 

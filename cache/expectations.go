@@ -137,9 +137,9 @@ func (e *Expectations) DropSlots(slots []int) {
 	}
 }
 
-// Len is how many expectations are held, lapsed ones included until their
+// len is how many expectations are held, lapsed ones included until their
 // slot is next touched.
-func (e *Expectations) Len() int {
+func (e *Expectations) len() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0

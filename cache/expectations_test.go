@@ -54,8 +54,8 @@ func TestExpectationsCreateSeen(t *testing.T) {
 	if _, ok := e.Creating(7, "ns/job", Pods, "ns", "job-w-0"); ok {
 		t.Fatal("a create the cache has seen is still pending")
 	}
-	if e.Len() != 0 {
-		t.Fatalf("%d expectations left, want 0", e.Len())
+	if e.len() != 0 {
+		t.Fatalf("%d expectations left, want 0", e.len())
 	}
 	e.ExpectCreate(7, "ns/job", Pods, "ns", "job-w-1")
 	e.CreateFailed(7, "ns/job", Pods, "ns", "job-w-1")
@@ -103,8 +103,8 @@ func TestExpectationsLapse(t *testing.T) {
 	if _, ok := e.Creating(1, "ns/job", Pods, "ns", "job-w-0"); ok {
 		t.Fatal("the expectation outlived its TTL")
 	}
-	if e.Len() != 0 {
-		t.Fatalf("a lapsed expectation is still held (%d)", e.Len())
+	if e.len() != 0 {
+		t.Fatalf("a lapsed expectation is still held (%d)", e.len())
 	}
 	if e.Lapsed() != 1 {
 		t.Fatalf("Lapsed() = %d after one lapse, want 1", e.Lapsed())
@@ -117,7 +117,7 @@ func TestExpectationsLapse(t *testing.T) {
 	for i := range 256 {
 		e.ExpectCreate(2, "ns/job", Pods, "ns", "q-"+strconv.Itoa(i))
 	}
-	if n := e.Len(); n > 256 {
+	if n := e.len(); n > 256 {
 		t.Fatalf("%d expectations held, the 300 lapsed ones were not pruned", n)
 	}
 	if e.Lapsed() != 301 {

@@ -87,7 +87,7 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 
 // OwnedBy returns the objects of resource r controlled by the Job at key
 // whose UID is uid; those of another Job of that name are left out.
-func (c *Cache) OwnedBy(r Resource, key string, uid types.UID) ([]interface{}, error) {
+func (c *Cache) OwnedBy(r Resource, key string, uid types.UID) ([]any, error) {
 	objs, err := c.owned[r].Indexer().ByIndex(ByJob, key)
 	if err != nil {
 		return nil, err
@@ -123,16 +123,16 @@ func (c *Cache) JobsInSlots(held []int, slots int) []string {
 }
 
 // JobKey is the key of the Job that controls obj, if any.
-func JobKey(obj interface{}) (string, bool) {
+func JobKey(obj any) (string, bool) {
 	return keyBy(obj, indexByJob)
 }
 
 // BatchJobKey is JobKey for an object a batch/v1 Job controls.
-func BatchJobKey(obj interface{}) (string, bool) {
+func BatchJobKey(obj any) (string, bool) {
 	return keyBy(obj, indexByBatchJob)
 }
 
-func keyBy(obj interface{}, index func(interface{}) ([]string, error)) (string, bool) {
+func keyBy(obj any, index func(any) ([]string, error)) (string, bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}

@@ -388,7 +388,7 @@ func (j *Jobs) list(ctx context.Context, want shard.SlotSet, s int) (map[string]
 		}
 		for i := range list.Items {
 			job := &list.Items[i]
-			if key := job.Namespace + "/" + job.Name; want.HasKey(key, s) {
+			if key := toolscache.MetaObjectToName(job).String(); want.HasKey(key, s) {
 				listed[key] = job
 			}
 		}
@@ -421,7 +421,7 @@ func (j *Jobs) lose(slots []int) {
 	lost, s := shard.NewSlotSet(slots), j.slots()
 	for _, obj := range j.indexer.List() {
 		job := obj.(*batch.Job)
-		key := job.Namespace + "/" + job.Name
+		key := toolscache.MetaObjectToName(job).String()
 		if _, summary := j.summary[key]; summary || !lost.HasKey(key, s) {
 			continue
 		}

@@ -217,7 +217,7 @@ type batchStore struct {
 
 // inScope reports whether obj belongs to a slot the batch holds, and the
 // batch is live. Callers hold s.gate shared.
-func (bs *batchStore) inScope(obj interface{}) bool {
+func (bs *batchStore) inScope(obj any) bool {
 	slot, ok := slotLabel(obj)
 	if !ok {
 		return false
@@ -227,15 +227,15 @@ func (bs *batchStore) inScope(obj interface{}) bool {
 	return bs.s.batches[bs.b] && bs.s.owned[slot] && bs.b.slots[slot]
 }
 
-func (bs *batchStore) Add(obj interface{}) error { return bs.Update(obj) }
+func (bs *batchStore) Add(obj any) error { return bs.Update(obj) }
 
-func (bs *batchStore) Update(obj interface{}) error {
+func (bs *batchStore) Update(obj any) error {
 	bs.s.gate.RLock()
 	defer bs.s.gate.RUnlock()
 	return bs.update(obj)
 }
 
-func (bs *batchStore) update(obj interface{}) error {
+func (bs *batchStore) update(obj any) error {
 	if !bs.inScope(obj) {
 		return nil
 	}
@@ -257,7 +257,7 @@ func (bs *batchStore) update(obj interface{}) error {
 	return nil
 }
 
-func (bs *batchStore) Delete(obj interface{}) error {
+func (bs *batchStore) Delete(obj any) error {
 	bs.s.gate.RLock()
 	defer bs.s.gate.RUnlock()
 	old, exists, err := bs.s.indexer.Get(obj)
@@ -278,7 +278,7 @@ func (bs *batchStore) Delete(obj interface{}) error {
 
 // Replace is a (re)list of the batch's slots: objects of those slots that
 // are not in the list are gone.
-func (bs *batchStore) Replace(list []interface{}, _ string) error {
+func (bs *batchStore) Replace(list []any, _ string) error {
 	bs.s.gate.RLock()
 	defer bs.s.gate.RUnlock()
 	bs.s.mu.Lock()
@@ -328,7 +328,7 @@ func (bs *batchStore) Replace(list []interface{}, _ string) error {
 func (bs *batchStore) Resync() error { return nil }
 
 // slotLabel reads an object's slot label.
-func slotLabel(obj interface{}) (int, bool) {
+func slotLabel(obj any) (int, bool) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return 0, false
@@ -337,7 +337,7 @@ func slotLabel(obj interface{}) (int, bool) {
 	return n, err == nil
 }
 
-func indexBySlot(obj interface{}) ([]string, error) {
+func indexBySlot(obj any) ([]string, error) {
 	if n, ok := slotLabel(obj); ok {
 		return []string{strconv.Itoa(n)}, nil
 	}
@@ -345,25 +345,25 @@ func indexBySlot(obj interface{}) ([]string, error) {
 }
 
 // indexByJob indexes by the controlling Job's key.
-func indexByJob(obj interface{}) ([]string, error) {
+func indexByJob(obj any) ([]string, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch.volcano.sh/") {
-		return []string{m.GetNamespace() + "/" + ref.Name}, nil
+		return []string{toolscache.NewObjectName(m.GetNamespace(), ref.Name).String()}, nil
 	}
 	return nil, nil
 }
 
 // indexByBatchJob indexes by the controlling batch/v1 Job's key.
-func indexByBatchJob(obj interface{}) ([]string, error) {
+func indexByBatchJob(obj any) ([]string, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Job" && ref.APIVersion == "batch/v1" {
-		return []string{m.GetNamespace() + "/" + ref.Name}, nil
+		return []string{toolscache.NewObjectName(m.GetNamespace(), ref.Name).String()}, nil
 	}
 	return nil, nil
 }

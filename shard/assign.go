@@ -104,9 +104,9 @@ func Assign(members []string, slots int) []string {
 	return table
 }
 
-// Moved returns how many slots have a different owner in after than in
+// moved returns how many slots have a different owner in after than in
 // before. Slots present in only one of the tables count as moved.
-func Moved(before, after []string) int {
+func moved(before, after []string) int {
 	n := max(len(before), len(after)) - min(len(before), len(after))
 	for i := range min(len(before), len(after)) {
 		if before[i] != after[i] {

@@ -68,7 +68,7 @@ func maxOverMean(table []string, members int) float64 {
 // movedOverIdeal is the slots moved between two tables over the ideal
 // S/max(before, after members).
 func movedOverIdeal(before, after []string, nBefore, nAfter int) float64 {
-	return float64(Moved(before, after)) * float64(max(nBefore, nAfter)) / float64(len(before))
+	return float64(moved(before, after)) * float64(max(nBefore, nAfter)) / float64(len(before))
 }
 
 func without(ids []string, i int) []string {
@@ -148,8 +148,8 @@ func TestAssignIgnoresOrderAndDuplicates(t *testing.T) {
 			want := Assign(ids[:n], 1024)
 			mixed := slices.Concat(ids[:n], ids[:n/2], []string{""})
 			r.Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
-			if got := Assign(mixed, 1024); Moved(want, got) != 0 {
-				t.Errorf("%s N=%d: shuffled input with duplicates moved %d slots", name, n, Moved(want, got))
+			if got := Assign(mixed, 1024); moved(want, got) != 0 {
+				t.Errorf("%s N=%d: shuffled input with duplicates moved %d slots", name, n, moved(want, got))
 			}
 		}
 	})
@@ -197,8 +197,8 @@ func TestAssignIsTheGreedyMatching(t *testing.T) {
 	for range 60 {
 		slots := 1 + r.IntN(300)
 		ids := memberNames(nameFamilies[r.IntN(len(nameFamilies))], r.Uint64(), 1+r.IntN(24))
-		if got, want := Assign(ids, slots), greedyAssign(ids, slots); Moved(got, want) != 0 {
-			t.Fatalf("N=%d S=%d: Assign differs from the greedy definition in %d slots", len(ids), slots, Moved(got, want))
+		if got, want := Assign(ids, slots), greedyAssign(ids, slots); moved(got, want) != 0 {
+			t.Fatalf("N=%d S=%d: Assign differs from the greedy definition in %d slots", len(ids), slots, moved(got, want))
 		}
 	}
 }
@@ -220,7 +220,7 @@ func TestAssignProperties(t *testing.T) {
 		if slices.Contains(table, "") {
 			t.Fatalf("N=%d S=%d: a slot has no owner", len(ids), slots)
 		}
-		if again := Assign(slices.Clone(ids), slots); Moved(table, again) != 0 {
+		if again := Assign(slices.Clone(ids), slots); moved(table, again) != 0 {
 			t.Fatalf("N=%d S=%d: two calls differ", len(ids), slots)
 		}
 	}
@@ -303,8 +303,8 @@ func TestMovedAndCounts(t *testing.T) {
 		{[]string{"a", "b"}, []string{"a"}, 1},
 		{[]string{"a"}, []string{"", "b", "c"}, 3},
 	} {
-		if got := Moved(tc.before, tc.after); got != tc.moved {
-			t.Errorf("Moved(%q, %q) = %d, want %d", tc.before, tc.after, got, tc.moved)
+		if got := moved(tc.before, tc.after); got != tc.moved {
+			t.Errorf("moved(%q, %q) = %d, want %d", tc.before, tc.after, got, tc.moved)
 		}
 	}
 	got := Counts([]string{"a", "", "b", "a"})

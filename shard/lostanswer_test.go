@@ -118,7 +118,7 @@ func TestManagerHoldsSlotsWhoseAcquireAnswerWasLost(t *testing.T) {
 		if clientv3.LeaseID(kv.Lease) != sess.Lease {
 			t.Errorf("slot %d's key is under lease %x, want the session's %x", s, kv.Lease, sess.Lease)
 		}
-		if epoch, held := m.Epoch(s); !held || epoch != kv.CreateRevision {
+		if epoch, held := m.epoch(s); !held || epoch != kv.CreateRevision {
 			t.Errorf("slot %d: epoch %d (held %v), want its key's create revision %d", s, epoch, held, kv.CreateRevision)
 		}
 		if _, ok := m.SlotContext(s); !ok {

@@ -188,9 +188,9 @@ func (m *Manager) SlotContext(slot int) (context.Context, bool) {
 	return h.ctx, true
 }
 
-// Epoch returns the create revision of a held slot's key, which tells this tenure of the slot
+// epoch returns the create revision of a held slot's key, which tells this tenure of the slot
 // from earlier and later ones. Writes are fenced by the lease deadline (Valid), not by it.
-func (m *Manager) Epoch(slot int) (int64, bool) {
+func (m *Manager) epoch(slot int) (int64, bool) {
 	if h := m.held(slot); h != nil {
 		return h.epoch, true
 	}

@@ -124,8 +124,11 @@ func (c *Controller) SlotsReady(slots []int) {
 	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
 	for _, obj := range c.jobInf.GetStore().List() {
 		job, ok := obj.(*batchv1.Job)
-		if ok && managed(job) && held.HasKey(job.Namespace+"/"+job.Name, n) {
-			c.Disp.Enqueue(job.Namespace+"/"+job.Name, request{})
+		if !ok || !managed(job) {
+			continue
+		}
+		if key := toolscache.MetaObjectToName(job).String(); held.HasKey(key, n) {
+			c.Disp.Enqueue(key, request{})
 		}
 	}
 }
@@ -163,7 +166,7 @@ func managed(job *batchv1.Job) bool {
 
 func (c *Controller) onJob(obj any) {
 	if job, ok := obj.(*batchv1.Job); ok && managed(job) {
-		c.Disp.Enqueue(job.Namespace+"/"+job.Name, request{})
+		c.Disp.Enqueue(toolscache.MetaObjectToName(job).String(), request{})
 	}
 }
 
@@ -172,7 +175,7 @@ func (c *Controller) onJobUpdate(old, cur any) {
 	o, ok1 := old.(*batchv1.Job)
 	n, ok2 := cur.(*batchv1.Job)
 	if ok1 && ok2 && managed(n) && kit.Changed(o, n) {
-		c.Disp.Release(n.Namespace + "/" + n.Name)
+		c.Disp.Release(toolscache.MetaObjectToName(n).String())
 	}
 	c.onJob(cur)
 }
@@ -185,7 +188,7 @@ func (c *Controller) onJobDelete(obj any) {
 	if !ok || !managed(job) {
 		return
 	}
-	key := job.Namespace + "/" + job.Name
+	key := toolscache.MetaObjectToName(job).String()
 	c.Disp.Release(key)
 	c.written.Forget(key)
 	c.mu.Lock()

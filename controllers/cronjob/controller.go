@@ -175,12 +175,12 @@ func (c *Controller) onCronJobUpdate(old, cur any) {
 		return
 	}
 	if kit.Changed(oldCJ, cj) {
-		c.Disp.Release(cj.Namespace + "/" + cj.Name)
+		c.Disp.Release(toolscache.MetaObjectToName(cj).String())
 	}
 	if oldCJ.Spec.Schedule != cj.Spec.Schedule || !ptr.Equal(oldCJ.Spec.TimeZone, cj.Spec.TimeZone) {
 		if s, _, err := ParseSchedule(cj.Spec); err == nil {
 			if wait, ok := untilNext(s, c.clock.Now()); ok {
-				c.Disp.EnqueueAfter(cj.Namespace+"/"+cj.Name, request{}, wait)
+				c.Disp.EnqueueAfter(toolscache.MetaObjectToName(cj).String(), request{}, wait)
 				return
 			}
 		}
@@ -193,7 +193,7 @@ func (c *Controller) onCronJobDelete(obj any) {
 		obj = d.Obj
 	}
 	if cj, ok := obj.(*batch.CronJob); ok {
-		key := cj.Namespace + "/" + cj.Name
+		key := toolscache.MetaObjectToName(cj).String()
 		c.Disp.Release(key)
 		c.written.Forget(key)
 		c.memory.forget(key)
@@ -237,7 +237,7 @@ func (c *Controller) enqueueOwner(job *batch.Job) {
 		return
 	}
 	if cj, err := c.cronJobs.CronJobs(job.Namespace).Get(name); err == nil && cj.UID == uid {
-		c.Disp.Enqueue(job.Namespace+"/"+name, request{})
+		c.Disp.Enqueue(toolscache.NewObjectName(job.Namespace, name).String(), request{})
 	}
 }
 

@@ -39,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("get cronjob %s: %w", key, err)
 	}
-	base := c.written.Latest(cached.Namespace+"/"+cached.Name, cached)
+	base := c.written.Latest(toolscache.MetaObjectToName(cached).String(), cached)
 	jobs, err := c.jobsOf(base)
 	if err != nil {
 		return 0, err
@@ -68,7 +68,7 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 	if cj.DeletionTimestamp != nil {
 		return 0, nil
 	}
-	key := cj.Namespace + "/" + cj.Name
+	key := toolscache.MetaObjectToName(cj).String()
 	sched, tzPrefix, err := ParseSchedule(cj.Spec)
 	if se := (*scheduleError)(nil); errors.As(err, &se) {
 		c.Log.Warn("cronjob not scheduled until it is fixed", "cronjob", key, "reason", se.reason, "error", se.msg)
@@ -265,7 +265,7 @@ func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned m
 			dropActive(&cj.Status, ref.UID)
 			c.Recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %s", ref.Name)
 		case err != nil:
-			c.Log.Warn("cannot tell whether an active job still exists; kept in status.active", "cronjob", cj.Namespace+"/"+cj.Name, "job", ref.Name, "error", err)
+			c.Log.Warn("cannot tell whether an active job still exists; kept in status.active", "cronjob", toolscache.MetaObjectToName(cj).String(), "job", ref.Name, "error", err)
 		}
 	}
 }
@@ -322,7 +322,7 @@ func (c *Controller) startJob(ctx context.Context, cj *batch.CronJob, scheduled 
 				want.Name, scheduled.UTC().Format(time.RFC3339))
 			return nil
 		}
-		c.Log.Debug("job already exists", "cronjob", cj.Namespace+"/"+cj.Name, "job", want.Name)
+		c.Log.Debug("job already exists", "cronjob", toolscache.MetaObjectToName(cj).String(), "job", want.Name)
 	case err != nil:
 		c.Recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job %s: %v", want.Name, err)
 		return fmt.Errorf("create job %s/%s: %w", cj.Namespace, want.Name, err)
@@ -330,7 +330,7 @@ func (c *Controller) startJob(ctx context.Context, cj *batch.CronJob, scheduled 
 		skew := c.clock.Since(scheduled)
 		c.metrics.created.Inc()
 		c.metrics.skew.Observe(skew.Seconds())
-		c.Log.Debug("created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", job.Name, "late_by", skew)
+		c.Log.Debug("created job", "cronjob", toolscache.MetaObjectToName(cj).String(), "job", job.Name, "late_by", skew)
 		c.Recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %s", job.Name)
 	}
 	if done, _ := finished(job); !done && !activeHas(&cj.Status, job.UID) {
@@ -358,6 +358,6 @@ func (c *Controller) writeStatus(ctx context.Context, base *batch.CronJob, statu
 	if err != nil {
 		return fmt.Errorf("update status of cronjob %s/%s: %w", base.Namespace, base.Name, err)
 	}
-	c.written.Remember(got.Namespace+"/"+got.Name, base.ResourceVersion, got)
+	c.written.Remember(toolscache.MetaObjectToName(got).String(), base.ResourceVersion, got)
 	return nil
 }

@@ -163,7 +163,7 @@ func (c *Flows) register() error {
 			if o, ok := old.(*flowv1.JobFlow); ok {
 				if n, ok := cur.(*flowv1.JobFlow); ok && o.ResourceVersion != n.ResourceVersion {
 					if kit.Changed(o, n) {
-						c.Disp.Release(n.Namespace + "/" + n.Name)
+						c.Disp.Release(toolscache.MetaObjectToName(n).String())
 					}
 					c.onFlow(n)
 				}
@@ -243,7 +243,7 @@ func (c *Flows) onJob(obj any, deleted bool) {
 		return
 	}
 	if deleted {
-		waiting, _ := c.flowInf.GetIndexer().ByIndex(byJobName, job.Namespace+"/"+job.Name)
+		waiting, _ := c.flowInf.GetIndexer().ByIndex(byJobName, toolscache.MetaObjectToName(job).String())
 		for _, f := range waiting {
 			c.onFlow(f)
 		}
@@ -252,7 +252,7 @@ func (c *Flows) onJob(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	key := job.Namespace + "/" + name
+	key := toolscache.NewObjectName(job.Namespace, name).String()
 	c.memory.seen(key, job.Name, deleted)
 	if jf, err := c.flows.JobFlows(job.Namespace).Get(name); err == nil && jf.UID == uid {
 		c.Disp.Enqueue(key, request{})
@@ -267,7 +267,7 @@ func jobNameIndex(obj any) ([]string, error) {
 	}
 	keys := make([]string, 0, len(jf.Spec.Flows))
 	for _, step := range jf.Spec.Flows {
-		keys = append(keys, jf.Namespace+"/"+JobName(jf.Name, step.Name))
+		keys = append(keys, toolscache.NewObjectName(jf.Namespace, JobName(jf.Name, step.Name)).String())
 	}
 	return keys, nil
 }
@@ -280,7 +280,7 @@ func stepIndex(obj any) ([]string, error) {
 	}
 	keys := make([]string, 0, len(jf.Spec.Flows))
 	for _, step := range jf.Spec.Flows {
-		keys = append(keys, jf.Namespace+"/"+step.Name)
+		keys = append(keys, toolscache.NewObjectName(jf.Namespace, step.Name).String())
 	}
 	return keys, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 )
@@ -37,7 +38,7 @@ func TemplateOf(ref string) (key string, ok bool) {
 	if !found || ns == "" || name == "" {
 		return "", false
 	}
-	return ns + "/" + name, true
+	return toolscache.NewObjectName(ns, name).String(), true
 }
 
 // FlowOf returns the name and UID of the JobFlow that controls job, if one does.

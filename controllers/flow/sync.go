@@ -175,7 +175,7 @@ func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, 
 // createJob creates a step's Job, once: the create is remembered until the informer shows
 // the Job, and a Job of that name found already is not made again.
 func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, job *batch.Job) error {
-	if other, ok, _ := c.jobInf.GetIndexer().GetByKey(job.Namespace + "/" + job.Name); ok {
+	if other, ok, _ := c.jobInf.GetIndexer().GetByKey(toolscache.MetaObjectToName(job).String()); ok {
 		// In the namespace, not controlled by this flow (ours are in jobs, by the index). Its
 		// delete wakes the flow (byJobName).
 		if o, ok := other.(*batch.Job); ok {

@@ -149,7 +149,7 @@ func (c *Controller) SlotsReady(slots []int) {
 	}
 	held := shard.NewSlotSet(slots)
 	for _, obj := range c.cfg.Cache.Commands().Informer().GetStore().List() {
-		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held.HasKey(cmd.Namespace+"/"+cmd.TargetObject.Name, c.cfg.Ownership.Slots()) {
+		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held.HasKey(toolscache.NewObjectName(cmd.Namespace, cmd.TargetObject.Name).String(), c.cfg.Ownership.Slots()) {
 			c.onCommand(cmd)
 		}
 	}
@@ -293,7 +293,7 @@ func (c *Controller) onCommand(obj any) {
 	if !ok || cmd.TargetObject == nil || cmd.TargetObject.Kind != "Job" {
 		return // Queue commands belong to the queue controller
 	}
-	key := cmd.Namespace + "/" + cmd.TargetObject.Name
+	key := toolscache.NewObjectName(cmd.Namespace, cmd.TargetObject.Name).String()
 	c.Disp.Enqueue(key, request{
 		Request: state.Request{Event: bus.CommandIssuedEvent, Action: bus.Action(cmd.Action)},
 		command: kit.RefOf(cmd),
@@ -314,7 +314,7 @@ func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
 	if err != nil {
 		return "", request{}, false
 	}
-	return pod.Namespace + "/" + job, request{Request: state.Request{
+	return toolscache.NewObjectName(pod.Namespace, job).String(), request{Request: state.Request{
 		Event: event, TaskName: pod.Annotations[batch.TaskSpecKey], PodName: pod.Name,
 		JobVersion: int32(version), JobUID: ref.UID,
 	}}, true
@@ -541,7 +541,7 @@ func describe(req request) string {
 	return "event " + string(req.Event)
 }
 
-func keyOf(job *batch.Job) string { return job.Namespace + "/" + job.Name }
+func keyOf(job *batch.Job) string { return toolscache.MetaObjectToName(job).String() }
 
 // jobObject is the cached Job of key, for an Event, or nil.
 func (c *Controller) jobObject(key string) runtime.Object {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
@@ -194,7 +195,7 @@ func (c *Controller) lookup(obj plugins.Object) (plugins.Object, bool) {
 	if err != nil || !cache.Watched(r) {
 		return nil, false
 	}
-	got, ok, _ := c.cfg.Cache.Owned(r).Indexer().GetByKey(obj.GetNamespace() + "/" + obj.GetName())
+	got, ok, _ := c.cfg.Cache.Owned(r).Indexer().GetByKey(toolscache.MetaObjectToName(obj).String())
 	if !ok {
 		return nil, false
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 )
@@ -26,7 +27,7 @@ func RefOf(cmd *bus.Command) *CommandRef {
 }
 
 // String is namespace/name.
-func (r CommandRef) String() string { return r.Namespace + "/" + r.Name }
+func (r CommandRef) String() string { return toolscache.NewObjectName(r.Namespace, r.Name).String() }
 
 // TakenMemory is how long a taken Command is remembered: longer than any
 // retry of the request that took it.

@@ -188,7 +188,7 @@ func (c *Controller) onPod(obj any) {
 	if !ok || Skip(pod, c.cfg.SchedulerNames) != "" {
 		return
 	}
-	c.Disp.Enqueue(pod.Namespace+"/"+pod.Name, request{})
+	c.Disp.Enqueue(toolscache.MetaObjectToName(pod).String(), request{})
 }
 
 // onPodDelete ends the quarantine of a pod's key, if any: a pod of that name
@@ -198,7 +198,7 @@ func (c *Controller) onPodDelete(obj any) {
 		obj = d.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		c.Disp.Release(pod.Namespace + "/" + pod.Name)
+		c.Disp.Release(toolscache.MetaObjectToName(pod).String())
 	}
 }
 

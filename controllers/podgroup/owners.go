@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // ownerReadTimeout bounds the read of one owner.
@@ -23,7 +24,7 @@ func (c *Controller) ownerAnnotations(ctx context.Context, pod *corev1.Pod) map[
 		annotations, err := c.readOwner(ctx, pod.Namespace, ref)
 		if err != nil {
 			c.Log.Warn("cannot read the pod's owner; its annotations are not inherited",
-				"pod", pod.Namespace+"/"+pod.Name, "owner", ref.Kind+"/"+ref.Name, "error", err)
+				"pod", toolscache.MetaObjectToName(pod).String(), "owner", ref.Kind+"/"+ref.Name, "error", err)
 			continue
 		}
 		for k, v := range annotations {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
@@ -73,10 +74,10 @@ func (s *shift) bindOne(pod *corev1.Pod, node string) bool {
 		return true
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		c.metrics.bindFailures.WithLabelValues(reasonOf(err)).Inc()
-		c.log.Debug("pod not bound: bound or deleted meanwhile", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+		c.log.Debug("pod not bound: bound or deleted meanwhile", "pod", toolscache.MetaObjectToName(pod).String(), "error", err)
 	case s.ctx.Err() == nil:
 		c.metrics.bindFailures.WithLabelValues(reasonOf(err)).Inc()
-		c.log.Warn("cannot bind pod; the next cycle tries again", "pod", pod.Namespace+"/"+pod.Name, "node", node, "error", err)
+		c.log.Warn("cannot bind pod; the next cycle tries again", "pod", toolscache.MetaObjectToName(pod).String(), "node", node, "error", err)
 	}
 	return false
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	toolscache "k8s.io/client-go/tools/cache"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
@@ -59,7 +60,7 @@ func plannedWrites(groups map[string]*groupView, decided map[string]core.GroupSt
 			}
 			return 1
 		}
-		return cmp.Compare(a.pg.Namespace+"/"+a.pg.Name, b.pg.Namespace+"/"+b.pg.Name)
+		return cmp.Compare(toolscache.MetaObjectToName(a.pg).String(), toolscache.MetaObjectToName(b.pg).String())
 	})
 	return writes
 }
@@ -93,8 +94,8 @@ func (s *shift) writeStatuses(v *view, result core.Result) int {
 			c.metrics.statusWrites.WithLabelValues(w.cause).Inc()
 			s.announce(w.from, got)
 			mu.Lock()
-			s.written.Remember(got.Namespace+"/"+got.Name, w.from.ResourceVersion, got)
-			s.history.written(got.Namespace+"/"+got.Name, time.Now())
+			s.written.Remember(toolscache.MetaObjectToName(got).String(), w.from.ResourceVersion, got)
+			s.history.written(toolscache.MetaObjectToName(got).String(), time.Now())
 			written++
 			mu.Unlock()
 		}()
@@ -112,7 +113,7 @@ func (s *shift) writeStatus(pg *vcv1beta1.PodGroup) (*vcv1beta1.PodGroup, error)
 	if err != nil {
 		c.metrics.statusFailures.WithLabelValues(reasonOf(err)).Inc()
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && s.ctx.Err() == nil {
-			c.log.Warn("cannot write podgroup status; the next cycle tries again", "podgroup", pg.Namespace+"/"+pg.Name, "error", err)
+			c.log.Warn("cannot write podgroup status; the next cycle tries again", "podgroup", toolscache.MetaObjectToName(pg).String(), "error", err)
 		}
 		return nil, fmt.Errorf("update podgroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
@@ -38,7 +39,7 @@ type view struct {
 // yet (assumed: on their node, not to be placed again).
 func (s *shift) view(in inputs, now time.Time) *view {
 	for i, pg := range in.podGroups {
-		in.podGroups[i] = s.written.Latest(pg.Namespace+"/"+pg.Name, pg)
+		in.podGroups[i] = s.written.Latest(toolscache.MetaObjectToName(pg).String(), pg)
 	}
 	return buildView(in, s.assumed, &s.pods, now)
 }
@@ -82,7 +83,7 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 	for i, pg := range in.podGroups {
 		jobs[name{pg.Namespace, pg.Name}] = i
 		views[i].pg = pg
-		groups[pg.Namespace+"/"+pg.Name] = &views[i]
+		groups[toolscache.MetaObjectToName(pg).String()] = &views[i]
 		snap.Jobs = append(snap.Jobs, jobOf(pg, priorities))
 	}
 	groupOf := func(pod *corev1.Pod) (*core.Job, *groupView) {
@@ -137,7 +138,7 @@ func buildView(in inputs, assumed assumedPods, pods *podCache, now time.Time) *v
 		if pod.Spec.NodeName != "" || !served[pod.Spec.SchedulerName] || boundUIDs[pod.UID] {
 			continue
 		}
-		key := pod.Namespace + "/" + pod.Name
+		key := toolscache.MetaObjectToName(pod).String()
 		if a, ok := assumed[key]; ok {
 			if a.uid == pod.UID {
 				present[key] = true

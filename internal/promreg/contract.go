@@ -80,8 +80,8 @@ var Contract = []Metric{
 	{"process_resident_memory_bytes", "gauge", nil},
 }
 
-// ContractNames are the names of the Contract's metrics, in its order.
-func ContractNames() []string {
+// contractNames are the names of the Contract's metrics, in its order.
+func contractNames() []string {
 	names := make([]string, len(Contract))
 	for i, m := range Contract {
 		names[i] = m.Name

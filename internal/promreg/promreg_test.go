@@ -56,7 +56,7 @@ func TestContractIsWellFormed(t *testing.T) {
 			t.Errorf("counter %s does not end in _total", m.Name)
 		}
 	}
-	if len(ContractNames()) != len(Contract) {
-		t.Error("ContractNames and Contract differ in length")
+	if len(contractNames()) != len(Contract) {
+		t.Error("contractNames and Contract differ in length")
 	}
 }

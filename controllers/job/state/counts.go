@@ -21,8 +21,8 @@ type Counts struct {
 	TaskSucceeded map[string]int32
 }
 
-// CountsOf reads the counts a Volcano-shaped JobStatus carries.
-func CountsOf(status batch.JobStatus) Counts {
+// countsOf reads the counts a Volcano-shaped JobStatus carries.
+func countsOf(status batch.JobStatus) Counts {
 	c := Counts{
 		Pending:     status.Pending,
 		Running:     status.Running,

@@ -34,10 +34,10 @@ type Decision struct {
 	RetryCount int32
 }
 
-// Decide runs Plan and then settles the phase from in.Counts, taken as the counts after the Step.
+// decide runs Plan and then settles the phase from in.Counts, taken as the counts after the Step.
 // A controller that must act between the two calls Plan, acts, then calls Step.Then.Settle with the
-// counts its kill or sync produced; Decide is the same two calls when those counts are known.
-func Decide(in Input) Decision {
+// counts its kill or sync produced; decide is the same two calls when those counts are known.
+func decide(in Input) Decision {
 	step := Plan(in)
 	retry := in.RetryCount
 	if step.BumpRetry {

@@ -51,7 +51,7 @@ func TestDecideWholeTransitions(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			d := Decide(row.in)
+			d := decide(row.in)
 			if d.Kill != row.wantKill || d.Sync != row.wantSync {
 				t.Errorf("kill %s, sync %v; want kill %s, sync %v", d.Kill, d.Sync, row.wantKill, row.wantSync)
 			}
@@ -85,7 +85,7 @@ func TestDecideRestartsUntilMaxRetryThenFails(t *testing.T) {
 			t.Fatalf("unexpected phase %s", phase)
 		}
 		in.Spec, in.RetryCount = spec, retry
-		d := Decide(in)
+		d := decide(in)
 		if d.Kill.Full() {
 			kills = append(kills, d.Kill)
 		}
@@ -114,8 +114,8 @@ func TestKillDeletes(t *testing.T) {
 		}
 	}
 	for _, k := range []Kill{KillTask, KillPod, KillPartition} {
-		if k.Full() || !k.Targeted() {
-			t.Errorf("%s: full %v, targeted %v; want a targeted kill", k, k.Full(), k.Targeted())
+		if k.Full() || !k.targeted() {
+			t.Errorf("%s: full %v, targeted %v; want a targeted kill", k, k.Full(), k.targeted())
 		}
 	}
 }
@@ -137,8 +137,8 @@ func TestCountsAndSpecOfAJob(t *testing.T) {
 	}
 	wantCounts := Counts{Pending: 1, Running: 2, Succeeded: 3, Failed: 4, Unknown: 5, Terminating: 6,
 		TaskSucceeded: map[string]int32{"master": 1, "worker": 0}}
-	if got := CountsOf(job.Status); !reflect.DeepEqual(got, wantCounts) {
-		t.Errorf("CountsOf = %+v, want %+v", got, wantCounts)
+	if got := countsOf(job.Status); !reflect.DeepEqual(got, wantCounts) {
+		t.Errorf("countsOf = %+v, want %+v", got, wantCounts)
 	}
 	spec := SpecOf(job)
 	if spec.MinAvailable != 3 || *spec.MinSuccess != 2 || spec.MaxRetry != 4 || len(spec.Tasks) != 2 {

@@ -18,8 +18,9 @@
 //     terminating.
 //  4. Step.Then.Settle gives the next phase from those counts.
 //
-// Decide is Plan followed by Settle, for when the counts after the act are known (tests, dry
-// runs). Defaults is the mutating webhook Volcano runs on create, which ringfire does not have.
+// The unexported decide is Plan followed by Settle, for when the counts after the act are
+// known (the tests). Defaults is the mutating webhook Volcano runs on create, which ringfire
+// does not have.
 // TaskFailed is the rule by which a pod's change raises the TaskFailed event: the restarts of
 // the task's live pods, added up, reach its maxRetry.
 // TooLarge says why a Job asks for more replicas than ringfire runs (limits.go); the controller

@@ -27,8 +27,8 @@ const (
 // status.version and deletes the PodGroup; a targeted kill does neither.
 func (k Kill) Full() bool { return k == KillSoft || k == KillAll }
 
-// Targeted reports whether k deletes the pods of one task, pod or partition (Volcano's killTarget).
-func (k Kill) Targeted() bool { return k == KillTask || k == KillPod || k == KillPartition }
+// targeted reports whether k deletes the pods of one task, pod or partition (Volcano's killTarget).
+func (k Kill) targeted() bool { return k == KillTask || k == KillPod || k == KillPartition }
 
 // Deletes reports whether a full kill deletes a pod in the given phase. A pod that already has a
 // deletion timestamp is never deleted again; it counts as terminating. Targeted kills delete every

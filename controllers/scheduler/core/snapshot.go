@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
@@ -107,7 +108,7 @@ type Task struct {
 }
 
 // JobKey is the namespace/name that names a job in a Result.
-func (j *Job) JobKey() string { return j.Namespace + "/" + j.Name }
+func (j *Job) JobKey() string { return toolscache.NewObjectName(j.Namespace, j.Name).String() }
 
 // TaskSpecAnnotation names a pod's task within its Volcano Job.
 const TaskSpecAnnotation = "volcano.sh/task-spec"
@@ -115,7 +116,7 @@ const TaskSpecAnnotation = "volcano.sh/task-spec"
 // TaskFromPod describes a pending pod as a Task.
 func TaskFromPod(pod *corev1.Pod) Task {
 	t := Task{
-		Key:          pod.Namespace + "/" + pod.Name,
+		Key:          toolscache.MetaObjectToName(pod).String(),
 		Name:         pod.Annotations[TaskSpecAnnotation],
 		Requests:     PodRequests(pod),
 		NodeSelector: pod.Spec.NodeSelector,
