@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,13 +111,20 @@ type Cache struct {
 	// gen counts the gains of each slot, so that a sweep for one gain
 	// cannot answer for a later one.
 	gen map[int]uint64
-	// gainedAt is when each slot not ready yet was gained, for the log of
-	// how long its lists took.
-	gainedAt map[int]time.Time
+	// gainedAt is when each slot not ready yet was gained and how long each
+	// part of its gain took so far, for the log of how long its lists took.
+	gainedAt map[int]*gainTimes
 	// held is the slots gained and not lost since. The ring marks a slot held
 	// (and the dispatcher runs its work) a moment before the cache hears of the
 	// gain: Listed says no for such a slot.
 	held map[int]bool
+}
+
+// gainTimes is when a slot was gained and, per bit of unlisted, how long
+// after that the part listed (zero while it has not).
+type gainTimes struct {
+	at    time.Time
+	parts [32]time.Duration
 }
 
 // jobsBit is the bit of unlisted that stands for the Jobs; adoptBit the one
@@ -146,7 +154,7 @@ func New(cfg Config) *Cache {
 	c.unlisted = map[int]uint32{}
 	c.held = map[int]bool{}
 	c.gen = map[int]uint64{}
-	c.gainedAt = map[int]time.Time{}
+	c.gainedAt = map[int]*gainTimes{}
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
 	}
@@ -385,7 +393,7 @@ func (c *Cache) gainLocked(ctx context.Context, slots []int) {
 	gens := make(map[int]uint64, len(slots))
 	now := time.Now()
 	for _, n := range slots {
-		c.gainedAt[n] = now
+		c.gainedAt[n] = &gainTimes{at: now}
 		c.unlisted[n] = mask
 		c.gen[n]++
 		gens[n] = c.gen[n]
@@ -501,8 +509,8 @@ func (c *Cache) remindWhileListing(ctx context.Context) {
 func (c *Cache) listed(i int, slots []int) {
 	c.mu.Lock()
 	if len(slots) > 0 {
-		if at, ok := c.gainedAt[slots[0]]; ok {
-			c.log.Debug("gained slots listed", "part", partName(i), "slots", len(slots), "took", time.Since(at).Round(time.Millisecond))
+		if g, ok := c.gainedAt[slots[0]]; ok {
+			c.log.Debug("gained slots listed", "part", partName(i), "slots", len(slots), "took", time.Since(g.at).Round(time.Millisecond))
 		}
 	}
 	ready := c.clearLocked(i, slots)
@@ -529,13 +537,15 @@ func partName(i int) string {
 
 // clearLocked clears bit i of slots in unlisted and returns the slots that
 // are ready now; c.mu is held. It logs how long the ready slots took from
-// their gain, and which part of the gain came last.
+// their gain, which part of the gain came last, and how long each part took
+// (the slowest slot's), the one place to look when a failover is slow.
 func (c *Cache) clearLocked(i int, slots []int) []int {
 	var ready []int
 	var took time.Duration
+	var parts [32]time.Duration
 	defer func() {
 		if len(ready) > 0 {
-			c.log.Info("gained slots ready", "slots", len(ready), "took", took.Round(time.Millisecond), "last", partName(i))
+			c.log.Info("gained slots ready", "slots", len(ready), "took", took.Round(time.Millisecond), "last", partName(i), "parts", partTimes(parts[:adoptBit+1]))
 		}
 	}()
 	for _, n := range slots {
@@ -543,11 +553,18 @@ func (c *Cache) clearLocked(i int, slots []int) []int {
 		if !ok {
 			continue
 		}
+		g := c.gainedAt[n]
+		if g != nil {
+			g.parts[i] = time.Since(g.at)
+		}
 		if left &^= 1 << i; left == 0 {
 			delete(c.unlisted, n)
 			ready = append(ready, n)
-			if at, ok := c.gainedAt[n]; ok {
-				took = max(took, time.Since(at))
+			if g != nil {
+				took = max(took, time.Since(g.at))
+				for p, d := range g.parts {
+					parts[p] = max(parts[p], d)
+				}
 				delete(c.gainedAt, n)
 			}
 		} else {
@@ -555,6 +572,24 @@ func (c *Cache) clearLocked(i int, slots []int) []int {
 		}
 	}
 	return ready
+}
+
+// partTimes words how long each part of a gain took, as "pods=1.2s
+// jobs=40ms ...", leaving out the parts that were not waited for.
+func partTimes(parts []time.Duration) string {
+	var b strings.Builder
+	for i, d := range parts {
+		if d == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(partName(i))
+		b.WriteByte('=')
+		b.WriteString(d.Round(time.Millisecond).String())
+	}
+	return b.String()
 }
 
 // tellReady passes ready slots to SlotsReady, which must not block.
