@@ -59,13 +59,18 @@ type Dispatcher[R any] struct {
 	// wake tells the timer goroutine that the earliest timer changed.
 	wake chan struct{}
 
-	mu       sync.Mutex
-	work     *sync.Cond // signalled when a key becomes ready, or on close
-	started  bool       // Run was called
-	closed   bool       // Run's context is done: take no more work
-	boxes    map[string]*mailbox[R]
-	spare    []*mailbox[R] // emptied mailboxes, for reuse
-	ready    readyList[R]
+	mu      sync.Mutex
+	work    *sync.Cond // signalled when a key becomes ready, or on close
+	started bool       // Run was called
+	closed  bool       // Run's context is done: take no more work
+	boxes   map[string]*mailbox[R]
+	spare   []*mailbox[R] // emptied mailboxes, for reuse
+	ready   readyList[R]
+	// low is the second lane of ready keys (EnqueueLow), taken from when
+	// ready is empty or every lowEvery-th take; sinceLow counts the takes
+	// from ready since the last from low.
+	low      fifoOf[lowEntry[R]]
+	sinceLow int
 	timers   timerHeap[R]
 	queued   int   // requests in mailboxes, less the ones being handled
 	added    int64 // requests ever put in a mailbox (workqueue_adds_total)
@@ -262,6 +267,49 @@ type mailbox[R any] struct {
 	waits    int    // consecutive transient failures of the front request
 	backoffs uint64 // times in backoff, to tell a stale retry timer; kept on reuse
 	next     *mailbox[R]
+	// low: the key is ready in the low lane, entered as lowGen (kept on
+	// reuse, to tell a stale entry of the lane).
+	low    bool
+	lowGen uint64
+}
+
+// lowEntry is a key in the low lane, valid while its mailbox is still low
+// and of the same generation: an Enqueue moves the key to the first lane and
+// leaves the entry behind.
+type lowEntry[R any] struct {
+	box *mailbox[R]
+	gen uint64
+}
+
+func (e lowEntry[R]) valid() bool {
+	return e.box.low && e.box.lowGen == e.gen && e.box.state == keyReady
+}
+
+// lowEvery is how many keys are taken from the first lane, while both have
+// keys, for one from the low lane: a steady stream of events slows the
+// low-priority keys down but never stops them.
+const lowEvery = 4
+
+// fifoOf is a plain queue in a slice.
+type fifoOf[T any] struct {
+	buf  []T
+	head int
+}
+
+func (q *fifoOf[T]) len() int { return len(q.buf) - q.head }
+func (q *fifoOf[T]) front() T { return q.buf[q.head] }
+func (q *fifoOf[T]) push(t T) { q.buf = append(q.buf, t) }
+func (q *fifoOf[T]) popFront() {
+	var zero T
+	q.buf[q.head] = zero
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	} else if q.head > 1024 && q.head*2 > len(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
 }
 
 // popFront removes the front request; the next one has not failed yet.
@@ -362,6 +410,43 @@ func (d *Dispatcher[R]) Enqueue(key string, req R) {
 	d.enqueueLocked(key, slot, r)
 }
 
+// EnqueueLow is Enqueue for a request no event asked for, such as the look a
+// replica takes at every key of a slot it has just gained: a key with
+// requests already gets req in its mailbox as Enqueue would; a key without
+// waits in a second lane, behind every key Enqueue makes ready, until an
+// Enqueue of it moves it up. Workers take one key of that lane for every
+// lowEvery of the first while both have keys, so that the thousands of keys
+// a start or a gain looks at do not stand in front of a new Job for
+// minutes, and are still all looked at under a steady stream of events.
+func (d *Dispatcher[R]) EnqueueLow(key string, req R) {
+	slot, term, ok := d.accept(key)
+	if !ok {
+		return
+	}
+	r := request[R]{req: req, term: term}
+	if d.timed {
+		r.queuedAt = time.Now()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		d.metrics.dropped(dropStopped, 1)
+		return
+	}
+	if d.boxes[key] != nil {
+		d.enqueueLocked(key, slot, r)
+		return
+	}
+	b := d.newMailboxLocked(key, slot)
+	b.reqs.push(r)
+	d.queued++
+	d.added++
+	b.state, b.low = keyReady, true
+	b.lowGen++
+	d.low.push(lowEntry[R]{box: b, gen: b.lowGen})
+	d.work.Signal()
+}
+
 // EnqueueAfter enqueues req for key once delay has passed. Like Enqueue it
 // drops req if the key's slot is not held, now or when the delay is over.
 // Delayed requests are not merged with each other; Coalesce applies when
@@ -417,6 +502,10 @@ func (d *Dispatcher[R]) enqueueLocked(key string, slot int, r request[R]) {
 	switch {
 	case b.state == keyIdle:
 		d.readyLocked(b)
+	case b.state == keyReady && b.low:
+		// Waiting in the low lane: an event moves it up; its entry there goes stale.
+		b.low = false
+		d.ready.push(b)
 	case b.state == keyBackoff && b.reqs.front().ended():
 		// The failing request is of an ended term and will be dropped: the
 		// new term's requests need not wait out its backoff.
@@ -466,7 +555,7 @@ func (d *Dispatcher[R]) newMailboxLocked(key string, slot int) *mailbox[R] {
 func (d *Dispatcher[R]) freeMailboxLocked(b *mailbox[R]) {
 	delete(d.boxes, b.key)
 	if len(d.spare) < maxSpare && cap(b.reqs.buf) <= maxSpareCap {
-		*b = mailbox[R]{reqs: fifo[R]{buf: b.reqs.buf[:0]}, backoffs: b.backoffs}
+		*b = mailbox[R]{reqs: fifo[R]{buf: b.reqs.buf[:0]}, backoffs: b.backoffs, lowGen: b.lowGen}
 		d.spare = append(d.spare, b)
 	}
 }
@@ -540,6 +629,7 @@ func (d *Dispatcher[R]) dropAll() {
 	clear(d.boxes)
 	d.spare = nil
 	d.ready = readyList[R]{}
+	d.low = fifoOf[lowEntry[R]]{}
 	d.timers = nil
 	d.queued = 0
 }
@@ -551,7 +641,7 @@ func (d *Dispatcher[R]) runWorker(worker int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for {
-		for d.ready.head == nil && !d.closed {
+		for d.ready.head == nil && !d.lowReadyLocked() && !d.closed {
 			d.work.Wait()
 		}
 		if d.closed {
@@ -573,9 +663,28 @@ type task[R any] struct {
 	failures int  // failures of this request so far
 }
 
-// takeLocked takes the next ready key.
+// lowReadyLocked drops the stale entries at the front of the low lane and
+// reports whether a key waits there.
+func (d *Dispatcher[R]) lowReadyLocked() bool {
+	for d.low.len() > 0 && !d.low.front().valid() {
+		d.low.popFront()
+	}
+	return d.low.len() > 0
+}
+
+// takeLocked takes the next ready key: from the first lane, but from the
+// low one when the first is empty or has had lowEvery turns in a row.
 func (d *Dispatcher[R]) takeLocked() task[R] {
-	b := d.ready.pop()
+	var b *mailbox[R]
+	if (d.ready.head == nil || d.sinceLow >= lowEvery) && d.lowReadyLocked() {
+		b = d.low.front().box
+		d.low.popFront()
+		b.low = false
+		d.sinceLow = 0
+	} else {
+		b = d.ready.pop()
+		d.sinceLow++
+	}
 	b.state = keyRunning
 	d.queued--
 	// Count the key in flight before its slot is checked, so that a Drain

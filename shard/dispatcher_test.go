@@ -1130,3 +1130,79 @@ func TestDispatcherCountsOnlyPermanentFailuresTowardMaxRetries(t *testing.T) {
 		return len(d.boxes) == 0
 	})
 }
+
+// TestDispatcherLowLaneWaitsBehindEventsButIsNeverStarved checks EnqueueLow:
+// keys of the low lane run after the keys Enqueue made ready, one of them for
+// every lowEvery of the others while both wait; an Enqueue moves a low key up
+// and leaves its old entry behind, stale, which never runs the key twice,
+// not even once its mailbox is reused for another key.
+func TestDispatcherLowLaneWaitsBehindEventsButIsNeverStarved(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	cfg := dispatcherTestConfig(newToggleOwnership(16), func(_ context.Context, key string, _ int) error {
+		if key == "ns/gate" {
+			<-release
+		}
+		mu.Lock()
+		order = append(order, strings.TrimPrefix(key, "ns/"))
+		mu.Unlock()
+		return nil
+	})
+	cfg.Workers = 1
+	d := startDispatcher(t, cfg)
+	d.Enqueue("ns/gate", 0)
+	awaitCondition(t, "the gate to run", func() bool { return d.inFlight() == 1 })
+	for i := range 10 {
+		d.EnqueueLow(fmt.Sprintf("ns/l%d", i), 0)
+	}
+	for i := range 10 {
+		d.Enqueue(fmt.Sprintf("ns/h%d", i), 0)
+	}
+	d.Enqueue("ns/l5", 0) // an event for a low key: it moves up, behind h9
+	close(release)
+	// l5 has two requests (nothing coalesces here): its second follows in the first lane.
+	want := "gate h0 h1 h2 l0 h3 h4 h5 h6 l1 h7 h8 h9 l5 l2 l5 l3 l4 l6 l7 l8 l9"
+	awaitCondition(t, "every key to run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) >= len(strings.Fields(want))
+	})
+	mu.Lock()
+	got := strings.Join(order, " ")
+	order = nil
+	mu.Unlock()
+	if got != want {
+		t.Fatalf("order:\n got %s\nwant %s", got, want)
+	}
+
+	// A stale entry ahead of a reused mailbox's new one.
+	release = make(chan struct{})
+	d.Enqueue("ns/gate", 0)
+	awaitCondition(t, "the gate to run", func() bool { return d.inFlight() == 1 })
+	d.EnqueueLow("ns/a", 0)
+	d.Enqueue("ns/a", 0)
+	close(release)
+	awaitCondition(t, "a to run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 3
+	})
+	d.EnqueueLow("ns/b", 0)
+	d.EnqueueLow("ns/c", 0)
+	awaitCondition(t, "b and c to run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 5
+	})
+	time.Sleep(20 * time.Millisecond) // a key run twice would show up by now
+	mu.Lock()
+	got = strings.Join(order, " ")
+	mu.Unlock()
+	if want := "gate a a b c"; got != want {
+		t.Fatalf("order: got %s, want %s", got, want)
+	}
+	if n := d.Len(); n != 0 {
+		t.Fatalf("Len = %d after every key ran, want 0", n)
+	}
+}

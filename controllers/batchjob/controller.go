@@ -127,8 +127,14 @@ func (c *Controller) SlotsReady(slots []int) {
 		if !ok || !managed(job) {
 			continue
 		}
-		if key := toolscache.MetaObjectToName(job).String(); held.HasKey(key, n) {
-			c.Disp.Enqueue(key, request{})
+		key := toolscache.MetaObjectToName(job).String()
+		switch {
+		case !held.HasKey(key, n):
+		case job.Status.StartTime == nil:
+			c.Disp.Enqueue(key, request{}) // new: its pods come first
+		default:
+			// Started or finished: its look can wait behind new work (shard.Dispatcher.EnqueueLow).
+			c.Disp.EnqueueLow(key, request{})
 		}
 	}
 }

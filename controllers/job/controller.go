@@ -139,13 +139,24 @@ func New(cfg Config) (*Controller, error) {
 // SlotsReady enqueues every Job of slots whose objects the cache has just
 // listed: this replica now owns them and must look at each.
 // Commands still waiting for those Jobs are taken up again too.
+//
+// A start or a gain looks at thousands of Jobs, most of them settled. A
+// settled Job (Running, or finished) waits in the dispatcher's low lane, so
+// that the Jobs mid-way through something (new, Pending, restarting, ending)
+// and the events that arrive meanwhile come first; a missed pod failure is an
+// event and comes first too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
 		c.woken(key, true) // a look due from an earlier tenure went with the slot
 		for _, req := range c.missedFailures(key) {
 			c.Disp.Enqueue(key, req)
 		}
-		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+		sync := request{Request: state.Request{Event: bus.OutOfSyncEvent}}
+		if job, ok, err := c.cfg.Cache.Job(key); err == nil && ok && settled(job.Status.State.Phase) {
+			c.Disp.EnqueueLow(key, sync)
+		} else {
+			c.Disp.Enqueue(key, sync)
+		}
 	}
 	held := shard.NewSlotSet(slots)
 	for _, obj := range c.cfg.Cache.Commands().Informer().GetStore().List() {
@@ -153,6 +164,16 @@ func (c *Controller) SlotsReady(slots []int) {
 			c.onCommand(cmd)
 		}
 	}
+}
+
+// settled reports whether a Job in phase is at rest: Running, or finished.
+// Its look after a gain can wait behind the Jobs that are not.
+func settled(phase batch.JobPhase) bool {
+	switch phase {
+	case batch.Running, batch.Completed, batch.Failed, batch.Terminated, batch.Aborted:
+		return true
+	}
+	return false
 }
 
 // missedFailures are the PodFailed requests of the Job at key that no
