@@ -38,6 +38,16 @@ import (
 // then enter the slot's reflectors; the slot becomes ready only once they
 // are in the index, so the Job controller never acts on a partial view.
 // Gains that arrive while a sweep runs are swept together next.
+//
+// A sweep lists the whole cluster's unlabelled objects, whatever their slot,
+// and on a large cluster that list is the slowest part of a gain: the API
+// server scans every pod to answer it. Once one sweep finds no unlabelled
+// object of any Volcano Job anywhere, there is nothing left to adopt: every
+// object ringfire makes carries the label, and vc-controller-manager's Job
+// controllers do not run beside ringfire (docs/migration.md). From then on
+// the replica skips the sweep of its gains, until it restarts; a replica
+// started after Volcano ran again sweeps afresh. This is the migration's
+// `--adopt=false` step, taken by itself.
 
 // AdoptPageSize is how many objects one list page of a sweep asks for.
 const AdoptPageSize = 500
@@ -81,6 +91,8 @@ type AdoptStats struct {
 	Listed  uint64 // unlabelled objects listed
 	Patches uint64 // label patches sent
 	Adopted uint64 // objects labelled
+	Skipped uint64 // gains not swept: an earlier sweep found nothing left to adopt
+	Clean   bool   // a sweep found no unlabelled object of a Volcano Job in the cluster
 }
 
 // adopter runs the sweeps of a cache.
@@ -94,7 +106,10 @@ type adopter struct {
 	pending map[int]uint64 // slot → generation of the gain to sweep for
 	wake    chan struct{}
 
-	sweeps, lists, listed, patches, adopted atomic.Uint64
+	sweeps, lists, listed, patches, adopted, skipped atomic.Uint64
+	// clean: a sweep found nothing to adopt in the whole cluster; the
+	// later gains skip theirs.
+	clean atomic.Bool
 }
 
 func newAdopter(c *Cache, md metadata.Interface, valid func() error, log hclog.Logger) *adopter {
@@ -104,7 +119,7 @@ func newAdopter(c *Cache, md metadata.Interface, valid func() error, log hclog.L
 
 func (a *adopter) stats() AdoptStats {
 	return AdoptStats{Sweeps: a.sweeps.Load(), Lists: a.lists.Load(), Listed: a.listed.Load(),
-		Patches: a.patches.Load(), Adopted: a.adopted.Load()}
+		Patches: a.patches.Load(), Adopted: a.adopted.Load(), Skipped: a.skipped.Load(), Clean: a.clean.Load()}
 }
 
 // gain asks for a sweep of slots, each for the gain of the generation given.
@@ -133,6 +148,11 @@ func (a *adopter) run(ctx context.Context) {
 		a.pending = map[int]uint64{}
 		a.mu.Unlock()
 		if len(gens) == 0 {
+			continue
+		}
+		if a.clean.Load() {
+			a.skipped.Add(1)
+			a.c.adoptedSlots(gens)
 			continue
 		}
 		// The sweep keeps an object only if its Job, with that UID, is in the cache: at
@@ -183,12 +203,17 @@ func (a *adopter) sweep(ctx context.Context, gens map[int]uint64) []labelled {
 	a.sweeps.Add(1)
 	start := time.Now()
 	var out []labelled
+	clean := true // nothing unlabelled of a Volcano Job anywhere, so far
 	for _, r := range Owned {
 		var found []found
+		var volcanos int
 		backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: 10 * time.Second}
 		for {
 			var err error
-			found, err = a.list(ctx, r, gens)
+			found, volcanos, err = a.list(ctx, r, gens)
+			if err != nil || volcanos > 0 {
+				clean = false
+			}
 			if err == nil || ctx.Err() != nil || !a.anyCurrent(gens) {
 				break
 			}
@@ -208,6 +233,9 @@ func (a *adopter) sweep(ctx context.Context, gens map[int]uint64) []labelled {
 	}
 	if len(out) > 0 {
 		a.log.Info("adopted objects made before ringfire", "slots", len(gens), "objects", len(out), "took", time.Since(start).Round(time.Millisecond))
+	}
+	if clean && ctx.Err() == nil && !a.clean.Swap(true) {
+		a.log.Info("nothing left to adopt in the cluster: the next gains are not swept", "took", time.Since(start).Round(time.Millisecond))
 	}
 	return out
 }
@@ -231,16 +259,18 @@ type found struct {
 }
 
 // list returns the unlabelled objects of r whose controller is a Volcano Job
-// of a slot in gens, with the UID of the Job the cache holds.
-func (a *adopter) list(ctx context.Context, r Resource, gens map[int]uint64) ([]found, error) {
+// of a slot in gens, with the UID of the Job the cache holds, and how many
+// unlabelled objects of Volcano Jobs it saw in all (any slot, any UID).
+func (a *adopter) list(ctx context.Context, r Resource, gens map[int]uint64) ([]found, int, error) {
 	n := a.c.slotCount()
 	var out []found
+	volcanos := 0
 	opts := metav1.ListOptions{LabelSelector: AdoptSelector(r), Limit: AdoptPageSize}
 	for {
 		a.lists.Add(1)
 		page, err := a.md.Resource(adoptGVR[r]).Namespace(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list unlabelled %s: %w", r, err)
+			return nil, volcanos, fmt.Errorf("list unlabelled %s: %w", r, err)
 		}
 		a.listed.Add(uint64(len(page.Items)))
 		for i := range page.Items {
@@ -249,6 +279,7 @@ func (a *adopter) list(ctx context.Context, r Resource, gens map[int]uint64) ([]
 			if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, batch.GroupName+"/") {
 				continue
 			}
+			volcanos++
 			key := toolscache.NewObjectName(m.Namespace, ref.Name).String()
 			slot := shard.SlotOf(key, n)
 			if _, ok := gens[slot]; !ok {
@@ -260,7 +291,7 @@ func (a *adopter) list(ctx context.Context, r Resource, gens map[int]uint64) ([]
 			out = append(out, found{namespace: m.Namespace, name: m.Name, uid: m.UID, slot: slot})
 		}
 		if page.Continue == "" {
-			return out, nil
+			return out, volcanos, nil
 		}
 		opts.Continue = page.Continue
 	}

@@ -418,3 +418,66 @@ func TestListedOnlyForReadySlotsTheCacheHolds(t *testing.T) {
 		t.Fatal("a cache without a slot count holds every key, but said this one is not listed")
 	}
 }
+
+// Once a sweep finds no unlabelled object of any Volcano Job in the whole
+// cluster, the later gains go ready without one; an unlabelled object of a
+// Volcano Job anywhere, even of a slot not gained, keeps the sweeps on.
+func TestAdoptStopsSweepingOnceNothingIsLeft(t *testing.T) {
+	held1, _, other := jobsIn(t)
+	slot := slotOfJob(held1)
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	newCache := func(objs ...runtime.Object) (*Cache, *metadatafake.FakeMetadataClient, chan []int) {
+		md := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+		ready := make(chan []int, 8)
+		c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(), Metadata: md,
+			Slots: func() int { return testSlots }, SlotsReady: func(slots []int) { ready <- slots }})
+		return c, md, ready
+	}
+
+	// An unlabelled pod of another slot's Volcano Job: nothing to adopt here, but not clean.
+	c, _, _ := newCache(objMeta("v1", "Pod", other+"-worker-0", other, map[string]string{batch.JobNameKey: other}))
+	c.unlisted[slot], c.gen[slot] = 1<<adoptBit, 1
+	c.adopt.sweep(context.Background(), map[int]uint64{slot: 1})
+	if c.AdoptStats().Clean {
+		t.Fatal("clean with an unlabelled pod of a Volcano Job in the cluster")
+	}
+
+	// Only labelled objects and objects of no Job: clean, and the next gain is not swept.
+	c, md, ready := newCache(
+		objMeta("v1", "Pod", held1+"-worker-0", held1, map[string]string{batch.JobNameKey: held1, shard.SlotLabel: fmt.Sprint(slot)}),
+		objMeta("v1", "ConfigMap", "kube-root-ca.crt", "", nil),
+		objMeta("v1", "Pod", "bare", "", nil))
+	c.unlisted[slot], c.gen[slot] = 1<<adoptBit, 1
+	c.adopt.sweep(context.Background(), map[int]uint64{slot: 1})
+	if !c.AdoptStats().Clean {
+		t.Fatal("not clean with nothing left to adopt")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	go c.adopt.run(ctx)
+	md.ClearActions()
+	c.SlotsGained([]int{slot}) // generation 2
+	for i := 0; i <= jobsBit; i++ {
+		c.listed(i, []int{slot})
+	}
+	select {
+	case got := <-ready:
+		if !slices.Equal(got, []int{slot}) {
+			t.Fatalf("ready %v, want [%d]", got, slot)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gain did not go ready without its sweep")
+	}
+	if n := len(md.Actions()); n != 0 {
+		t.Errorf("the gain after a clean sweep made %d requests, want none", n)
+	}
+	if s := c.AdoptStats(); s.Skipped != 1 || s.Sweeps != 1 {
+		t.Errorf("stats %+v, want 1 sweep and 1 skipped", s)
+	}
+}
