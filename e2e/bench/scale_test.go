@@ -92,6 +92,7 @@ type scaleConfig struct {
 	probes     int           // RINGFIRE_SCALE_PROBES: Jobs created at a start or on the slots a fault moves (10)
 	nodes      int           // RINGFIRE_SCALE_NODES: KWOK nodes (50)
 	nodePods   int           // RINGFIRE_SCALE_NODE_PODS: pods a node takes (2500)
+	kwokPar    int           // RINGFIRE_SCALE_KWOK_PARALLELISM: pod stages KWOK plays at once (16; KWOK's own default is 4)
 	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
 	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
 	soak       time.Duration // RINGFIRE_SCALE_SOAK: for the systems named ringfire-N+soak, the steady load this long more after the faults (30m)
@@ -113,6 +114,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		probes:     envInts(b, "RINGFIRE_SCALE_PROBES", "10")[0],
 		nodes:      envInts(b, "RINGFIRE_SCALE_NODES", "50")[0],
 		nodePods:   envInts(b, "RINGFIRE_SCALE_NODE_PODS", "2500")[0],
+		kwokPar:    envInts(b, "RINGFIRE_SCALE_KWOK_PARALLELISM", "16")[0],
 		waitLimit:  envDuration(b, "RINGFIRE_SCALE_WAIT", 30*time.Minute),
 		replicaArg: strings.Fields(os.Getenv("RINGFIRE_SCALE_REPLICA_ARGS")),
 		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 30*time.Minute),
@@ -142,8 +144,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 }
 
 func (sc scaleConfig) String() string {
-	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods; ringfire at %s",
-		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.revision)
+	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods, KWOK playing %d pod stages at once; ringfire at %s",
+		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.kwokPar, sc.revision)
 }
 
 func envOr(name, def string) string {
@@ -190,7 +192,7 @@ func startScaleWorld(b *testing.B, sc scaleConfig) *scaleWorld {
 	logDir, clusterDir := dirs(b, config{logDir: sc.logDir})
 	cl := cluster.StartForTest(b, cluster.Options{
 		Nodes: sc.nodes, NodePods: strconv.Itoa(sc.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
-		StartTimeout: 5 * time.Minute,
+		StartTimeout: 5 * time.Minute, KWOKPodParallelism: sc.kwokPar,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)

@@ -156,7 +156,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(files.stages, renderStages(c.opts.DefaultPodDuration), 0o644); err != nil {
+	if err := os.WriteFile(files.stages, renderStages(c.opts.DefaultPodDuration, c.opts.KWOKPodParallelism), 0o644); err != nil {
 		return err
 	}
 

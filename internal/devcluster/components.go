@@ -278,11 +278,16 @@ func (c *Cluster) kwokArgs(f credentialFiles) []string {
 }
 
 // renderStages fills the default pod duration and the command player
-// (play.jq) into the embedded stage file.
-func renderStages(defaultDuration time.Duration) []byte {
+// (play.jq) into the embedded stage file, and adds KWOK's own configuration
+// when podParallelism is set.
+func renderStages(defaultDuration time.Duration, podParallelism int) []byte {
 	ms := strconv.FormatInt(defaultDuration.Milliseconds(), 10)
 	out := strings.ReplaceAll(stagesYAML, "__DEFAULT_DURATION_MS__", ms)
-	return []byte(strings.ReplaceAll(out, "__PLAY__", "("+playProgram()+")"))
+	out = strings.ReplaceAll(out, "__PLAY__", "("+playProgram()+")")
+	if podParallelism > 0 {
+		out += fmt.Sprintf("---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %d\n", podParallelism)
+	}
+	return []byte(out)
 }
 
 // playProgram is play.jq on one line, its comments dropped: it goes into

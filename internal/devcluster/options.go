@@ -38,6 +38,12 @@ type Options struct {
 	// Default 1s.
 	DefaultPodDuration time.Duration
 
+	// KWOKPodParallelism is how many pod stages KWOK plays at once (its
+	// podPlayStageParallelism). 0 keeps KWOK's default, 4: enough for the
+	// suites; a benchmark that makes 100,000 pods Running raises it, or KWOK,
+	// not the API server, sets the pace (about 20 pods/s at 4 on a busy one).
+	KWOKPodParallelism int
+
 	// StartTimeout bounds Start as a whole. Default 2 minutes.
 	StartTimeout time.Duration
 

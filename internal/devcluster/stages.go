@@ -21,4 +21,4 @@ var playJQ string
 // and their pods (stages.yaml, with defaultDuration for pods that do not say
 // how long they run), for a kwok that runs elsewhere: e2e/kind applies them
 // to the kwok controller it installs in a kind cluster.
-func KWOKStages(defaultDuration time.Duration) []byte { return renderStages(defaultDuration) }
+func KWOKStages(defaultDuration time.Duration) []byte { return renderStages(defaultDuration, 0) }

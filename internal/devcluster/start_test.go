@@ -73,7 +73,7 @@ func TestStartWithoutTools(t *testing.T) {
 }
 
 func TestStageFileGetsDefaultDuration(t *testing.T) {
-	stages := string(renderStages(2500 * time.Millisecond))
+	stages := string(renderStages(2500*time.Millisecond, 0))
 	if strings.Contains(stages, "__DEFAULT_DURATION_MS__") {
 		t.Error("placeholder left in the stage file")
 	}
