@@ -285,7 +285,22 @@ func renderStages(defaultDuration time.Duration, podParallelism int) []byte {
 	out := strings.ReplaceAll(stagesYAML, "__DEFAULT_DURATION_MS__", ms)
 	out = strings.ReplaceAll(out, "__PLAY__", "("+playProgram()+")")
 	if podParallelism > 0 {
-		out += fmt.Sprintf("---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %d\n", podParallelism)
+		// KWOK defaults none of the options of a configuration it is given:
+		// each is spelled out with KWOK's default but the one changed.
+		out += fmt.Sprintf(`---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+  enableDebuggingHandlers: true
+  enableProfilingHandler: true
+  enableContentionProfiling: false
+`, podParallelism)
 	}
 	return []byte(out)
 }
