@@ -82,6 +82,22 @@ func TestStageFileGetsDefaultDuration(t *testing.T) {
 	}
 }
 
+// KWOK's configuration is added only when the parallelism is raised, with
+// every option KWOK would otherwise default (it defaults none of a
+// configuration it is given, and refuses a parallelism of 0).
+func TestStageFileSetsKWOKParallelism(t *testing.T) {
+	if stages := string(renderStages(time.Second, 0)); strings.Contains(stages, "KwokConfiguration") {
+		t.Error("KWOK configuration written though the parallelism is KWOK's own")
+	}
+	stages := string(renderStages(time.Second, 16))
+	for _, want := range []string{"kind: KwokConfiguration", "podPlayStageParallelism: 16", "nodePlayStageParallelism: 4",
+		"nodeLeaseParallelism: 4", "podsOnNodeSyncParallelism: 1"} {
+		if !strings.Contains(stages, want) {
+			t.Errorf("stage file lacks %q", want)
+		}
+	}
+}
+
 func TestStopDirStopsLeftoversOnly(t *testing.T) {
 	dir := t.TempDir()
 	// No exec: the shell keeps the command line that names dir, as the real
