@@ -80,7 +80,7 @@ func TestConfigValidate(t *testing.T) {
 		"no etcd":                func(c *Config) { c.Etcd = nil },
 		"no workers":             func(c *Config) { c.Workers = 0 },
 		"max requeue below -1":   func(c *Config) { c.MaxRequeue = -2 },
-		"lease TTL under 1s":     func(c *Config) { c.LeaseTTL = 0 },
+		"no lease TTL":           func(c *Config) { c.LeaseTTL = 0 },
 		"no drain timeout":       func(c *Config) { c.DrainTimeout = 0 },
 		"no content type":        func(c *Config) { c.KubeContentType = "" },
 		"no scheduler name":      func(c *Config) { c.SchedulerName = "" },
@@ -89,6 +89,7 @@ func TestConfigValidate(t *testing.T) {
 		"unknown controller":     func(c *Config) { c.Controllers = append(c.Controllers, "hypernode") },
 		"no logger":              func(c *Config) { c.Logger = nil },
 		"negative slots":         func(c *Config) { c.Slots = -1 },
+		"valid (short lease)":    func(c *Config) { c.LeaseTTL = 500 * time.Millisecond },
 		"valid (ring of 64)":     func(c *Config) { c.Slots = 64 },
 		"valid (json, 1 worker)": func(c *Config) { c.KubeContentType, c.Workers = ContentTypeJSON, 1 },
 	} {

@@ -40,8 +40,11 @@ type Config struct {
 	Etcd   *clientv3.Client
 	Prefix string
 	// Slots of a new ring; 0 for the ring's own or shard.DefaultSlots.
-	Slots        int
-	LeaseTTL     time.Duration
+	Slots int
+	// LeaseTTL is the membership's lease, rounded to whole seconds, at least
+	// one (membership.Config.SetTTL).
+	LeaseTTL time.Duration
+	// DrainTimeout is shard.ManagerConfig.DrainTimeout.
 	DrainTimeout time.Duration
 	// Kube is the API server; nil runs the ring only, with no controllers.
 	Kube *rest.Config
@@ -115,8 +118,8 @@ func (c *Config) Validate() error {
 	if c.Slots < 0 {
 		errs = append(errs, fmt.Errorf("slots %d: must not be negative", c.Slots))
 	}
-	if c.LeaseTTL < time.Second {
-		errs = append(errs, fmt.Errorf("lease TTL %v: at least 1s", c.LeaseTTL))
+	if c.LeaseTTL <= 0 {
+		errs = append(errs, fmt.Errorf("lease TTL %v: must be positive (it is rounded to whole seconds, at least one)", c.LeaseTTL))
 	}
 	if c.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain timeout %v: must be positive", c.DrainTimeout))
