@@ -37,7 +37,7 @@ type Member struct {
 
 // New validates cfg and returns a Member that has not joined yet.
 func New(cfg Config) (*Member, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("membership config: %w", err)
 	}
 	metrics, err := newMetrics(cfg.Registerer)

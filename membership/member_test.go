@@ -21,7 +21,8 @@ const prefix = "/test"
 func startMember(t *testing.T, client *clientv3.Client, id string, ttl time.Duration, clock ...membership.Clock) (*membership.Member, context.CancelFunc, <-chan struct{}) {
 	t.Helper()
 	cfg := membership.DefaultConfig()
-	cfg.Client, cfg.Prefix, cfg.ID, cfg.TTL = client, prefix, id, ttl
+	cfg.Client, cfg.Prefix, cfg.ID = client, prefix, id
+	cfg.SetTTL(ttl)
 	cfg.FenceMargin = ttl / 2 // room for a loaded test machine between the fence and the check
 	if len(clock) > 0 {
 		cfg.Clock = clock[0]

@@ -49,12 +49,15 @@ func TestManagerHoldsSlotsWhoseAcquireAnswerWasLost(t *testing.T) {
 	etcd := localetcd.StartForTest(t)
 	client := localetcd.ClientForTest(t, etcd.Endpoint())
 	mcfg := membership.DefaultConfig()
-	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.TTL = client, prefix, "me", ttl
+	mcfg.Client, mcfg.Prefix, mcfg.ID = client, prefix, "me"
+	mcfg.SetTTL(ttl)
 	member, err := membership.New(mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewManager(ManagerConfig{Client: client, Member: member, Prefix: prefix, Slots: slots})
+	scfg := DefaultManagerConfig()
+	scfg.Client, scfg.Member, scfg.Prefix, scfg.Slots = client, member, prefix, slots
+	m, err := NewManager(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,7 @@ import (
 	"github.com/ringfire/ringfire/membership"
 )
 
-// ManagerConfig configures a Manager.
+// ManagerConfig configures a Manager. Start from DefaultManagerConfig.
 type ManagerConfig struct {
 	// Client reaches etcd; Member is this replica's membership over it.
 	Client *clientv3.Client
@@ -31,11 +32,44 @@ type ManagerConfig struct {
 	DrainTimeout time.Duration
 	// RequestTimeout bounds each etcd request. Default 5s.
 	RequestTimeout time.Duration
-	// Timings are the Manager's other waits; a zero field takes its
-	// default from DefaultTimings.
-	Timings    Timings
-	Logger     hclog.Logger
+	// Timings are the Manager's other waits. Default DefaultTimings.
+	Timings Timings
+	// Logger receives the Manager's logs. Default: a null logger.
+	Logger hclog.Logger
+	// Registerer, when set, receives the Manager's metrics.
 	Registerer prometheus.Registerer
+}
+
+// DefaultManagerConfig returns a ManagerConfig with every default filled
+// in; the caller adds Client, Member and Prefix.
+func DefaultManagerConfig() ManagerConfig {
+	return ManagerConfig{
+		DrainTimeout:   5 * time.Second,
+		RequestTimeout: 5 * time.Second,
+		Timings:        DefaultTimings(),
+		Logger:         hclog.NewNullLogger(),
+	}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing.
+func (c *ManagerConfig) Validate() error {
+	var errs []error
+	if c.Client == nil || c.Member == nil {
+		errs = append(errs, errors.New("an etcd client and a member are required"))
+	}
+	if c.Slots < 0 {
+		errs = append(errs, fmt.Errorf("slots %d: must not be negative (0 takes the ring's count)", c.Slots))
+	}
+	if c.DrainTimeout <= 0 || c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %v and request timeout %v must be positive", c.DrainTimeout, c.RequestTimeout))
+	}
+	if err := c.Timings.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Logger == nil {
+		errs = append(errs, errors.New("a logger is required"))
+	}
+	return errors.Join(errs...)
 }
 
 // Timings are the waits of the handover protocol besides DrainTimeout and
@@ -70,21 +104,20 @@ func DefaultTimings() Timings {
 	}
 }
 
-// orDefault returns t with each zero field taken from DefaultTimings.
-func (t Timings) orDefault() Timings {
-	def := DefaultTimings()
-	if t.Recheck <= 0 {
-		t.Recheck = def.Recheck
+// validate reports a wait of t that is not positive, or a backoff that shrinks.
+func (t Timings) validate() error {
+	if t.Recheck <= 0 || t.RetryDelay <= 0 || t.CancelGrace <= 0 {
+		return fmt.Errorf("timings: recheck %v, retry delay %v and cancel grace %v must be positive", t.Recheck, t.RetryDelay, t.CancelGrace)
 	}
-	if t.RetryDelay <= 0 {
-		t.RetryDelay = def.RetryDelay
+	for _, b := range []struct {
+		name string
+		b    etcdloop.Backoff
+	}{{"watch retry", t.WatchRetry}, {"ring retry", t.RingRetry}} {
+		if b.b.Min <= 0 || b.b.Max < b.b.Min {
+			return fmt.Errorf("timings: %s %v..%v must be positive and not shrink", b.name, b.b.Min, b.b.Max)
+		}
 	}
-	if t.CancelGrace <= 0 {
-		t.CancelGrace = def.CancelGrace
-	}
-	t.WatchRetry = t.WatchRetry.Or(def.WatchRetry)
-	t.RingRetry = t.RingRetry.Or(def.RingRetry)
-	return t
+	return nil
 }
 
 // Manager holds this replica's share of the ring: it follows the member set,
@@ -144,18 +177,8 @@ type Status struct {
 // NewManager validates cfg and returns a Manager; AddDrainer and AddListener
 // register its peers before Run.
 func NewManager(cfg ManagerConfig) (*Manager, error) {
-	if cfg.Client == nil || cfg.Member == nil {
-		return nil, errors.New("shard manager: an etcd client and a member are required")
-	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = 5 * time.Second
-	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 5 * time.Second
-	}
-	cfg.Timings = cfg.Timings.orDefault()
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("shard manager: %w", err)
 	}
 	log := cfg.Logger.Named("ring")
 	store := &etcdStore{client: cfg.Client, member: cfg.Member, prefix: cfg.Prefix,

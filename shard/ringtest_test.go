@@ -83,14 +83,17 @@ func (c *cluster) start(id, endpoint string) *node {
 		c.t.Fatal(err)
 	}
 	mcfg := membership.DefaultConfig()
-	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.TTL = client, testPrefix, id, testTTL
+	mcfg.Client, mcfg.Prefix, mcfg.ID = client, testPrefix, id
+	mcfg.SetTTL(testTTL)
 	mcfg.Logger = c.log.Named(id)
 	member, err := membership.New(mcfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	manager, err := shard.NewManager(shard.ManagerConfig{Client: client, Member: member, Prefix: testPrefix,
-		Slots: testSlots, DrainTimeout: 2 * time.Second, Logger: c.log.Named(id)})
+	scfg := shard.DefaultManagerConfig()
+	scfg.Client, scfg.Member, scfg.Prefix, scfg.Slots = client, member, testPrefix, testSlots
+	scfg.DrainTimeout, scfg.Logger = 2*time.Second, c.log.Named(id)
+	manager, err := shard.NewManager(scfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package shard
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ringfire/ringfire/internal/etcdloop"
+	"github.com/ringfire/ringfire/membership"
 )
 
 // fakeStore keeps slot keys in memory with the conditions ringStore
@@ -443,17 +446,46 @@ func heldSlots(t *tenure) []int {
 	return held
 }
 
-// A zero Timings takes the documented defaults (docs/design.md, timings).
-func TestManagerTimingsDefaults(t *testing.T) {
-	got := Timings{}.orDefault()
+// DefaultManagerConfig has the documented defaults (docs/design.md,
+// timings), and Validate refuses a zero wait instead of filling it in.
+func TestManagerConfigDefaults(t *testing.T) {
+	cfg := DefaultManagerConfig()
+	got := cfg.Timings
+	if cfg.DrainTimeout != 5*time.Second || cfg.RequestTimeout != 5*time.Second || cfg.Logger == nil {
+		t.Errorf("defaults %+v", cfg)
+	}
 	if got.Recheck != 500*time.Millisecond || got.RetryDelay != 250*time.Millisecond || got.CancelGrace != time.Second ||
 		got.WatchRetry.Min != 50*time.Millisecond || got.WatchRetry.Max != 2*time.Second ||
 		got.RingRetry.Min != 100*time.Millisecond || got.RingRetry.Max != 5*time.Second {
-		t.Errorf("defaults %+v", got)
+		t.Errorf("default timings %+v", got)
 	}
-	set := Timings{Recheck: time.Second, RingRetry: etcdloop.Backoff{Min: time.Second}}.orDefault()
-	if set.Recheck != time.Second || set.RingRetry.Min != time.Second || set.RingRetry.Max != 5*time.Second {
-		t.Errorf("a set field was not kept: %+v", set)
+	for name, change := range map[string]func(*ManagerConfig){
+		"no client":          func(c *ManagerConfig) { c.Client = nil },
+		"no drain timeout":   func(c *ManagerConfig) { c.DrainTimeout = 0 },
+		"no request timeout": func(c *ManagerConfig) { c.RequestTimeout = 0 },
+		"zero timings":       func(c *ManagerConfig) { c.Timings = Timings{} },
+		"shrinking backoff": func(c *ManagerConfig) {
+			c.Timings.RingRetry = etcdloop.Backoff{Min: time.Second, Max: time.Millisecond}
+		},
+		"negative slots":      func(c *ManagerConfig) { c.Slots = -1 },
+		"no logger":           func(c *ManagerConfig) { c.Logger = nil },
+		"valid (no change)":   func(*ManagerConfig) {},
+		"valid (more slots)":  func(c *ManagerConfig) { c.Slots = 64 },
+		"valid (long drains)": func(c *ManagerConfig) { c.DrainTimeout = time.Minute },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := DefaultManagerConfig()
+			cfg.Client, cfg.Member = &clientv3.Client{}, &membership.Member{}
+			change(&cfg)
+			before := cfg
+			err := cfg.Validate()
+			if valid := strings.HasPrefix(name, "valid"); (err == nil) != valid {
+				t.Errorf("Validate = %v, want valid %v", err, valid)
+			}
+			if !reflect.DeepEqual(before, cfg) {
+				t.Errorf("Validate changed the config: %+v, was %+v", cfg, before)
+			}
+		})
 	}
 }
 

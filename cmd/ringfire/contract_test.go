@@ -76,10 +76,10 @@ func TestReplicaRegistersTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	etcd := localetcd.StartForTest(t)
-	if _, err := replica.New(replica.Config{
-		ID: "r0", Etcd: localetcd.ClientForTest(t, etcd.Endpoint()), Prefix: "/contract", LeaseTTL: 2 * time.Second,
-		Kube: &rest.Config{Host: api.URL}, CronJobs: true, Registerer: rec,
-	}); err != nil {
+	cfg := replica.DefaultConfig()
+	cfg.ID, cfg.Etcd, cfg.Prefix, cfg.LeaseTTL = "r0", localetcd.ClientForTest(t, etcd.Endpoint()), "/contract", 2*time.Second
+	cfg.Kube, cfg.Registerer = &rest.Config{Host: api.URL}, rec
+	if _, err := replica.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string][][]string{}

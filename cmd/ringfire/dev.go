@@ -35,6 +35,7 @@ import (
 	"github.com/ringfire/ringfire/internal/devcluster"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/procs"
+	"github.com/ringfire/ringfire/internal/replica"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -59,8 +60,8 @@ func devCommand(args []string) error {
 	fs.IntVar(&f.replicas, "replicas", 3, "ringfire replicas to start")
 	fs.IntVar(&f.nodes, "nodes", 4, "KWOK fake nodes")
 	fs.BoolVar(&f.examples, "examples", true, "submit the sample jobs of deploy/examples")
-	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow,batchjob,scheduler",
-		"the replicas' --controllers; leave out scheduler to run them beside another scheduler (vc-scheduler)")
+	fs.StringVar(&f.controllers, "controllers", strings.Join(replica.KnownControllers(), ","),
+		"the replicas' --controllers (every controller by default); leave out scheduler to run them beside another scheduler (vc-scheduler)")
 	fs.BoolVar(&f.kubeScheduler, "kube-scheduler", true, "run kube-scheduler too, for pods of the default scheduler")
 	fs.BoolVar(&f.realNode, "real-node", false, "also run a real node on this machine: kubelet, containerd, kube-proxy and CoreDNS (root; `make node-tools` builds them; docs/node.md); pods that tolerate the taint ringfire.io/real-node run there")
 	fs.IntVar(&f.firstPort, "port", 18080, "metrics and status page port of the first replica, the next ones counting up from it; each replica's health probes are on its port + 100")
@@ -69,6 +70,10 @@ func devCommand(args []string) error {
 	}
 	if args[0] == "down" {
 		return devDown(f)
+	}
+	// The replicas would refuse a bad list only once the control plane is up.
+	if err := replica.ValidateControllers(replica.ParseControllers(f.controllers)); err != nil {
+		return fmt.Errorf("-controllers %q: %w", f.controllers, err)
 	}
 	if f.replicas > healthPortOffset {
 		return fmt.Errorf("-replicas %d: at most %d, so that metrics ports (-port and up) and health ports (-port+%d and up) do not overlap", f.replicas, healthPortOffset, healthPortOffset)

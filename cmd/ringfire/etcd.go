@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ringfire/ringfire/internal/certs"
+	"github.com/ringfire/ringfire/membership"
 )
 
 // etcdFlags are the flags that reach the ring's etcd.
@@ -32,7 +33,7 @@ type etcdFlags struct {
 
 func (f *etcdFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.endpoints, "etcd-endpoints", "", "comma-separated etcd client URLs of the ring; empty: the embedded etcd in --data-dir")
-	fs.StringVar(&f.prefix, "etcd-prefix", "/ringfire", "key prefix of the ring in etcd; rings under different prefixes share one etcd")
+	fs.StringVar(&f.prefix, "etcd-prefix", membership.DefaultConfig().Prefix, "key prefix of the ring in etcd; rings under different prefixes share one etcd")
 	fs.StringVar(&f.caFile, "etcd-ca", "", "CA bundle to verify etcd's serving certificate")
 	fs.StringVar(&f.certFile, "etcd-cert", "", "client certificate for etcd")
 	fs.StringVar(&f.keyFile, "etcd-key", "", "client key for etcd")

@@ -15,9 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
 
-	"github.com/ringfire/ringfire/controllers/job"
-	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/internal/certs"
 	"github.com/ringfire/ringfire/internal/kubemetrics"
 	"github.com/ringfire/ringfire/internal/localetcd"
@@ -25,9 +25,14 @@ import (
 	"github.com/ringfire/ringfire/internal/promreg"
 	"github.com/ringfire/ringfire/internal/replica"
 	"github.com/ringfire/ringfire/internal/version"
+	"github.com/ringfire/ringfire/membership"
+	"github.com/ringfire/ringfire/shard"
 )
 
-type runFlags struct {
+// runOptions are the options of `ringfire run`, one field a flag. Validate
+// checks them all before anything starts: no etcd, embedded or dialled, and
+// no client is made for options that cannot work.
+type runOptions struct {
 	etcd          etcdFlags
 	kube          kubeFlags
 	id            string
@@ -60,21 +65,25 @@ func defaultID() string {
 	return host
 }
 
-// runFlagSet is the flags of `ringfire run`, parsed into f.
-func runFlagSet(f *runFlags) *flag.FlagSet {
+// runFlagSet is the flags of `ringfire run`, parsed into f. Their defaults
+// are replica.DefaultConfig's.
+func runFlagSet(f *runOptions) *flag.FlagSet {
+	def := replica.DefaultConfig()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	f.etcd.register(fs)
 	f.kube.register(fs)
 	fs.StringVar(&f.id, "id", defaultID(), "member id in the ring: the pod name in a StatefulSet ($POD_NAME), else the hostname")
-	fs.IntVar(&f.slots, "slots", 0, "slot count of a new ring (0: 1024, or the existing ring's count); fixed once the ring exists")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", 5*time.Second, "membership lease TTL; a dead replica's slots move after at most this long")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 5*time.Second, "how long in-flight work of a handed-over slot may finish before it is cancelled")
-	fs.StringVar(&f.scheduler, "scheduler-name", kit.DefaultSchedulerName, "scheduler of Jobs that name none, and the one the gang scheduler serves")
-	fs.StringVar(&f.controllers, "controllers", "job,queue,podgroup,cronjob,jobflow,batchjob", "controllers to run; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); jobflow is the JobFlow and JobTemplate controllers; batchjob runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller; cronjob and jobflow turn themselves off on a cluster without their CRDs")
-	fs.BoolVar(&f.podEvents, "scheduler-pod-events", false, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
-	fs.IntVar(&f.workers, "workers", 8, "Jobs reconciled in parallel (one Job is never in two workers)")
-	fs.BoolVar(&f.adopt, "adopt", true, "label the objects of Volcano Jobs that lack the ringfire.io/slot label (made by vc-controller-manager before the switch) when slots are gained; turn off once no such object is left (docs/migration.md)")
-	fs.DurationVar(&f.coalesce, "status-coalesce", job.DefaultStatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); negative: every change is written")
+	fs.IntVar(&f.slots, "slots", def.Slots, fmt.Sprintf("slot count of a new ring (0: %d, or the existing ring's count); fixed once the ring exists", shard.DefaultSlots))
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", def.LeaseTTL, "membership lease TTL, rounded to whole seconds; a dead replica's slots move after at most this long")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", def.DrainTimeout, "how long in-flight work of a handed-over slot may finish before it is cancelled")
+	fs.StringVar(&f.scheduler, "scheduler-name", def.SchedulerName, "scheduler of Jobs that name none, and the one the gang scheduler serves")
+	fs.StringVar(&f.controllers, "controllers", strings.Join(def.Controllers, ","), "controllers to run, of "+strings.Join(replica.KnownControllers(), ", ")+
+		"; job, queue and podgroup cannot be left out; add scheduler for ringfire's gang scheduler (leave it out beside a real vc-scheduler); jobflow is the JobFlow and JobTemplate controllers; "+
+		"batchjob runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller; cronjob and jobflow turn themselves off on a cluster without their CRDs")
+	fs.BoolVar(&f.podEvents, "scheduler-pod-events", def.SchedulerPodEvents, "the gang scheduler records a Scheduled Event on every pod it binds, as kube-scheduler does (one more write per pod; the PodGroup gets its Scheduled Event either way)")
+	fs.IntVar(&f.workers, "workers", def.Workers, "Jobs reconciled in parallel (one Job is never in two workers); also the workers of the JobFlow, JobTemplate, CronJob and batch/v1 Job controllers")
+	fs.BoolVar(&f.adopt, "adopt", !def.NoAdopt, "label the objects of Volcano Jobs that lack the ringfire.io/slot label (made by vc-controller-manager before the switch) when slots are gained; turn off once no such object is left (docs/migration.md)")
+	fs.DurationVar(&f.coalesce, "status-coalesce", def.StatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); negative: every change is written")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address for /metrics, the status page (/) and /status.json; empty: none")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve the metrics address over HTTPS, only to callers whose bearer token the API server accepts (TokenReview) and who may get the path (SubjectAccessReview; the ClusterRole ringfire-metrics-reader); needs a cluster. The manifests of deploy/ turn it on; off, the address serves plain HTTP to anyone who reaches it")
 	fs.StringVar(&f.metricsCerts, "metrics-cert-dir", "", "with --metrics-secure: directory of the serving certificate, tls.crt and tls.key, reloaded when they change; empty: a self-signed certificate made at start")
@@ -86,9 +95,12 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 }
 
 func runCommand(args []string) error {
-	var f runFlags
+	var f runOptions
 	fs := runFlagSet(&f)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := f.Validate(); err != nil {
 		return err
 	}
 	log, err := newLogger(f.logFormat, f.logLevel)
@@ -112,11 +124,65 @@ func newLogger(format, level string) (hclog.Logger, error) {
 	return hclog.New(&hclog.LoggerOptions{Name: "ringfire", Level: lvl, JSONFormat: format == "json", Output: os.Stderr}), nil
 }
 
+// Validate reports every option that cannot work, before anything starts.
+// It changes nothing.
+func (f *runOptions) Validate() error {
+	var errs []error
+	if err := f.kube.checkContentType(); err != nil {
+		errs = append(errs, err)
+	}
+	if hclog.LevelFromString(f.logLevel) == hclog.NoLevel {
+		errs = append(errs, fmt.Errorf("--log-level %q: use trace, debug, info, warn or error", f.logLevel))
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format %q: use text or json", f.logFormat))
+	}
+	if f.id == "" || strings.Contains(f.id, "/") {
+		errs = append(errs, fmt.Errorf("--id %q: must be non-empty and contain no '/'", f.id))
+	}
+	if p := f.etcd.prefix; !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		errs = append(errs, fmt.Errorf("--etcd-prefix %q: must start with '/' and not end with one", p))
+	}
+	if f.slots < 0 {
+		errs = append(errs, fmt.Errorf("--slots %d: must not be negative", f.slots))
+	}
+	if f.leaseTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--lease-ttl %v: must be positive", f.leaseTTL))
+	}
+	if f.drainTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--drain-timeout %v: must be positive", f.drainTimeout))
+	}
+	if f.workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers %d: at least 1", f.workers))
+	}
+	if f.scheduler == "" {
+		errs = append(errs, errors.New("--scheduler-name is empty"))
+	}
+	if err := replica.ValidateControllers(replica.ParseControllers(f.controllers)); err != nil {
+		errs = append(errs, fmt.Errorf("--controllers %q: %w", f.controllers, err))
+	}
+	return errors.Join(errs...)
+}
+
+// replicaConfig is the replica the options describe, on the etcd client
+// and the API server run has reached.
+func (f *runOptions) replicaConfig(client *clientv3.Client, kube *rest.Config, clock membership.Clock, log hclog.Logger, reg prometheus.Registerer) replica.Config {
+	cfg := replica.DefaultConfig()
+	cfg.ID, cfg.Etcd, cfg.Prefix, cfg.Slots = f.id, client, f.etcd.prefix, f.slots
+	cfg.LeaseTTL, cfg.DrainTimeout = f.leaseTTL, f.drainTimeout
+	cfg.Kube, cfg.KubeContentType, cfg.NoAdopt = kube, f.kube.contentType, !f.adopt
+	cfg.Workers, cfg.StatusCoalesce, cfg.SchedulerName = f.workers, f.coalesce, f.scheduler
+	cfg.Controllers, cfg.SchedulerPodEvents = replica.ParseControllers(f.controllers), f.podEvents
+	cfg.Clock, cfg.Logger, cfg.Registerer = clock, log, reg
+	return cfg
+}
+
 // run wires a replica: etcd (embedded unless endpoints are given), the
 // membership, the slot manager and the ops server; it returns after a
-// graceful stop once ctx is done.
-func run(ctx context.Context, f runFlags, log hclog.Logger) error {
-	if err := f.kube.checkContentType(); err != nil {
+// graceful stop once ctx is done. The options are checked first, before
+// the embedded etcd starts.
+func run(ctx context.Context, f runOptions, log hclog.Logger) error {
+	if err := f.Validate(); err != nil {
 		return err
 	}
 	endpoints := []string{}
@@ -158,20 +224,11 @@ func run(ctx context.Context, f runFlags, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	controllers, err := parseControllers(f.controllers)
-	if err != nil {
-		return err
-	}
 	clock, err := testWallStep(ctx, log)
 	if err != nil {
 		return err
 	}
-	r, err := replica.New(replica.Config{
-		Scheduler: controllers.scheduler, SchedulerPodEvents: f.podEvents, CronJobs: controllers.cronjob, JobFlows: controllers.jobflow, BatchJobs: controllers.batchjob,
-		ID: f.id, Etcd: client, Prefix: f.etcd.prefix, Slots: f.slots, LeaseTTL: f.leaseTTL,
-		DrainTimeout: f.drainTimeout, Kube: kubeCfg, KubeContentType: f.kube.contentType, NoAdopt: !f.adopt, Workers: f.workers, StatusCoalesce: f.coalesce, SchedulerName: f.scheduler, Logger: log, Registerer: reg,
-		Clock: clock,
-	})
+	r, err := replica.New(f.replicaConfig(client, kubeCfg, clock, log, reg))
 	if err != nil {
 		return err
 	}
@@ -216,29 +273,4 @@ func registerProcessMetrics(reg prometheus.Registerer, expiry *certs.Expiry) err
 		return err
 	}
 	return kubemetrics.Register(reg)
-}
-
-// chosenControllers are the optional controllers --controllers asks for.
-type chosenControllers struct{ scheduler, cronjob, jobflow, batchjob bool }
-
-// parseControllers checks --controllers and reports which optional
-// controllers it asks for. The Job, Queue and PodGroup controllers always run.
-func parseControllers(list string) (chosenControllers, error) {
-	var c chosenControllers
-	for _, name := range strings.Split(list, ",") {
-		switch strings.TrimSpace(name) {
-		case "job", "queue", "podgroup", "":
-		case "cronjob":
-			c.cronjob = true
-		case "jobflow":
-			c.jobflow = true
-		case "batchjob":
-			c.batchjob = true
-		case "scheduler":
-			c.scheduler = true
-		default:
-			return chosenControllers{}, fmt.Errorf("--controllers: unknown controller %q (known: job, queue, podgroup, cronjob, jobflow, batchjob, scheduler)", name)
-		}
-	}
-	return c, nil
 }

@@ -36,16 +36,27 @@ type Config struct {
 	Cache *cache.Cache
 	// Clock tells the time deadlines and backoffs are measured against. Default: real.
 	Clock clock.PassiveClock
-	// Workers reconcile Jobs in parallel; one Job is never in two at once. Default 4.
+	// Workers reconcile Jobs in parallel; one Job is never in two at once. DefaultWorkers in
+	// DefaultConfig.
 	Workers int
 	// MaxRequeue bounds the retries of a reconcile failing for good before it is given up
 	// with a Warning event and tried again after giveUpRetry (or on the Job's next change).
-	// Default 15. Transient errors are retried for as long as they last.
+	// kit.DefaultMaxRequeue in DefaultConfig; 0 gives up at the first failure, kit.RetryForever
+	// never. Transient errors are retried for as long as they last.
 	MaxRequeue int
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
 	// Quarantine, when set, keeps poison Jobs from running (shard.Quarantine).
 	Quarantine *shard.Quarantine
+}
+
+// DefaultWorkers is the Workers of DefaultConfig: Jobs reconciled in parallel.
+const DefaultWorkers = 4
+
+// DefaultConfig returns a Config with the worker and retry defaults filled
+// in; the caller adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
 }
 
 // Controller runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller, for
@@ -88,7 +99,7 @@ func New(cfg Config) (*Controller, error) {
 		unfinalizing: map[string]map[types.UID]time.Time{}, creating: map[string][]string{}}
 	err := c.Init(kit.Settings[request]{
 		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 4, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
 		Coalesce:   func(request, request) bool { return true },
 		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.jobInf.GetStore() }),

@@ -42,15 +42,26 @@ type Config struct {
 	Jobs     JobSource
 	// Clock tells the time schedules are read against; tests set a fake one. Default: real.
 	Clock clock.PassiveClock
-	// Workers reconcile CronJobs in parallel; one CronJob is never in two at once. Default 2.
+	// Workers reconcile CronJobs in parallel; one CronJob is never in two at once. DefaultWorkers in
+	// DefaultConfig.
 	Workers int
 	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
-	// Warning event (Volcano's max-requeue-num). Default 15.
+	// Warning event (Volcano's max-requeue-num). kit.DefaultMaxRequeue
+	// in DefaultConfig; 0 gives up at the first failure, kit.RetryForever never.
 	MaxRequeue int
 	// Quarantine, when set, keeps poison CronJobs from running (shard.Quarantine).
 	Quarantine *shard.Quarantine
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// DefaultWorkers is the Workers of DefaultConfig: CronJobs reconciled in parallel.
+const DefaultWorkers = 2
+
+// DefaultConfig returns a Config with the worker and retry defaults filled
+// in; the caller adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
 }
 
 // JobSource is what the controller reads Jobs from: a shared informer, or the replica's
@@ -91,7 +102,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, clock: cfg.Clock, metrics: m}
 	err = c.Init(kit.Settings[request]{
 		Name: "cronjob", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
 		Coalesce:   func(request, request) bool { return true },
 		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.cronInf.GetStore() }),

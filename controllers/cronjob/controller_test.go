@@ -18,6 +18,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -46,7 +47,9 @@ func (o *someSlots) hold(slot int) {
 func run(ctx context.Context, t *testing.T, own shard.Ownership, maxRequeue int, vc *vcfake.Clientset) (*Controller, *kubefake.Clientset) {
 	t.Helper()
 	kube := kubefake.NewSimpleClientset()
-	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: own, MaxRequeue: maxRequeue})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership, cfg.MaxRequeue = kube, vc, own, maxRequeue
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +104,7 @@ func TestControllerOnHeldSlotsAndJobEvents(t *testing.T) {
 	defer cancel()
 	own := &someSlots{ctx: ctx, held: map[int]bool{shard.SlotOf(ns+"/held", 64): true}}
 	vc := vcfake.NewSimpleClientset(held, other)
-	c, _ := run(ctx, t, own, 0, vc)
+	c, _ := run(ctx, t, own, kit.DefaultMaxRequeue, vc)
 
 	var jobName string
 	eventually(t, "the held CronJob starts its Job", func() (bool, string) {

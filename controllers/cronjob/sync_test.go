@@ -52,10 +52,10 @@ const ns = "ns"
 func newFixture(t *testing.T, now time.Time) *fixture {
 	t.Helper()
 	f := &fixture{t: t, vc: vcfake.NewSimpleClientset(), clock: clocktesting.NewFakePassiveClock(now)}
-	c, err := New(Config{
-		Kube: kubefake.NewSimpleClientset(), Volcano: f.vc, Ownership: shard.HoldAll{S: 64},
-		Valid: func() error { return f.valid }, Clock: f.clock,
-	})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership = kubefake.NewSimpleClientset(), f.vc, shard.HoldAll{S: 64}
+	cfg.Valid, cfg.Clock = func() error { return f.valid }, f.clock
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

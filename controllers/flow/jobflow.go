@@ -45,10 +45,11 @@ type Config struct {
 	// Clock stamps the phase histories; tests set a fake one. Default: real.
 	Clock clock.PassiveClock
 	// Workers reconcile flows (and templates) in parallel; one key is never in two at once.
-	// Default 2.
+	// DefaultWorkers in DefaultConfig.
 	Workers int
 	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
-	// Warning event. Default 15.
+	// Warning event: kit.DefaultMaxRequeue in DefaultConfig; 0 gives up at the first
+	// failure, kit.RetryForever never.
 	MaxRequeue int
 	// StatusCoalesce merges a flow's status changes that move no phase over this window
 	// (DefaultStatusCoalesce when 0; negative writes each at once).
@@ -57,6 +58,15 @@ type Config struct {
 	Quarantine *shard.Quarantine
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// DefaultWorkers is the Workers of DefaultConfig: flows and templates reconciled in parallel.
+const DefaultWorkers = 2
+
+// DefaultConfig returns a Config with the worker and retry defaults filled
+// in; the caller adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
 }
 
 // Flows is the JobFlow controller: it makes each step's Job once the Jobs it depends on have
@@ -103,7 +113,7 @@ func NewFlows(cfg Config) (*Flows, error) {
 	c := &Flows{cfg: cfg, clock: cfg.Clock}
 	err := c.Init(kit.Settings[request]{
 		Name: "jobflow", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
 		Coalesce:   func(request, request) bool { return true },
 		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.flowInf.GetStore() }),

@@ -42,7 +42,7 @@ func NewTemplates(cfg Config) (*Templates, error) {
 	c := &Templates{cfg: cfg}
 	err := c.Init(kit.Settings[request]{
 		Name: "jobtemplate", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler:  c.reconcile,
 		Coalesce: func(request, request) bool { return true },
 	})

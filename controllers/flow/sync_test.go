@@ -48,12 +48,12 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, vc: vcfake.NewSimpleClientset(), clock: clocktesting.NewFakeClock(t0)}
 	inf := vcinformers.NewSharedInformerFactory(f.vc, 0)
-	c, err := NewFlows(Config{
-		Kube: kubefake.NewSimpleClientset(), Volcano: f.vc, Ownership: shard.HoldAll{S: 64},
-		Valid: func() error { return f.valid }, Clock: f.clock,
-		JobFlows: inf.Flow().V1alpha1().JobFlows(), JobTemplates: inf.Flow().V1alpha1().JobTemplates(),
-		Jobs: inf.Batch().V1alpha1().Jobs().Informer(),
-	})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership = kubefake.NewSimpleClientset(), f.vc, shard.HoldAll{S: 64}
+	cfg.Valid, cfg.Clock = func() error { return f.valid }, f.clock
+	cfg.JobFlows, cfg.JobTemplates = inf.Flow().V1alpha1().JobFlows(), inf.Flow().V1alpha1().JobTemplates()
+	cfg.Jobs = inf.Batch().V1alpha1().Jobs().Informer()
+	c, err := NewFlows(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,9 +41,11 @@ type Config struct {
 	// webhook sets "volcano").
 	SchedulerName string
 	// Workers reconcile Jobs in parallel; one Job is never in two at once.
+	// DefaultWorkers in DefaultConfig.
 	Workers int
 	// MaxRequeue is how often a failing request is retried before the Job
-	// is terminated (Volcano's max-requeue-num, 15).
+	// is terminated (Volcano's max-requeue-num): kit.DefaultMaxRequeue in DefaultConfig;
+	// 0 terminates at the first failure, kit.RetryForever never.
 	MaxRequeue int
 	// PodParallelism bounds the pod creations and deletions of one Job in
 	// flight at once.
@@ -60,6 +62,15 @@ type Config struct {
 	Observe    func(key string, start, end time.Time)
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// DefaultWorkers is the Workers of DefaultConfig: Jobs reconciled in parallel.
+const DefaultWorkers = 3
+
+// DefaultConfig returns a Config with the worker and retry defaults filled
+// in; the caller adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
 }
 
 // Controller reconciles Jobs.
@@ -124,7 +135,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	err = c.Init(kit.Settings[request]{
 		Name: "job", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 3, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: handler, OnGiveUp: c.giveUp, OnWait: c.onWait,
 		Coalesce:   func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
 		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,

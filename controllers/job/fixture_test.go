@@ -46,7 +46,8 @@ func newFixture(t *testing.T, tune func(*Config), jobs ...*batch.Job) *fixture {
 	}
 	kube, vc := kubefake.NewClientset(), vcfake.NewSimpleClientset(objs...)
 	cch := cache.New(cache.Config{Kube: kube, Volcano: vc})
-	cfg := Config{Kube: kube, Volcano: vc, Cache: cch, Ownership: shard.HoldAll{}, StatusCoalesce: -1}
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Cache, cfg.Ownership, cfg.StatusCoalesce = kube, vc, cch, shard.HoldAll{}, -1
 	if tune != nil {
 		tune(&cfg)
 	}

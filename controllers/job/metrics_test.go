@@ -36,10 +36,10 @@ func TestPhaseWritesAreTimedOnce(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	kube, vc := kubefake.NewClientset(), vcfake.NewSimpleClientset(job)
-	c, err := New(Config{
-		Kube: kube, Volcano: vc, Cache: cache.New(cache.Config{Kube: kube, Volcano: vc}),
-		Ownership: shard.HoldAll{}, StatusCoalesce: -1, Registerer: reg,
-	})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Cache = kube, vc, cache.New(cache.Config{Kube: kube, Volcano: vc})
+	cfg.Ownership, cfg.StatusCoalesce, cfg.Registerer = shard.HoldAll{}, -1, reg
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,10 +92,10 @@ func TestOnlyCountsDiffer(t *testing.T) {
 func statusWriter(t *testing.T, window time.Duration, job *batch.Job) (*Controller, *vcfake.Clientset) {
 	t.Helper()
 	kube, vc := kubefake.NewClientset(), vcfake.NewSimpleClientset(job)
-	c, err := New(Config{
-		Kube: kube, Volcano: vc, Cache: cache.New(cache.Config{Kube: kube, Volcano: vc}),
-		Ownership: shard.HoldAll{}, StatusCoalesce: window,
-	})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Cache = kube, vc, cache.New(cache.Config{Kube: kube, Volcano: vc})
+	cfg.Ownership, cfg.StatusCoalesce = shard.HoldAll{}, window
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,13 @@ import (
 )
 
 // DefaultMaxRequeue is how often a failing request is retried before it is
-// given up, as Volcano's max-requeue-num.
+// given up, as Volcano's max-requeue-num: the MaxRequeue of every
+// controller's DefaultConfig.
 const DefaultMaxRequeue = 15
+
+// RetryForever is the MaxRequeue that never gives a request up, the
+// dispatcher's MaxRetries of -1.
+const RetryForever = -1
 
 // Base is what every sharded controller has beside its own logic: a logger,
 // a dispatcher of per-key requests over the slots this replica holds, and an
@@ -48,12 +53,13 @@ type Settings[R any] struct {
 	Scheme *runtime.Scheme
 	// Ownership is the ring's view of held slots (the shard.Manager).
 	Ownership shard.Ownership
-	// Workers reconcile keys in parallel (DefaultWorkers when not positive);
-	// MaxRequeue bounds the retries of a failing request (DefaultMaxRequeue
-	// when 0; -1 retries for ever).
-	Workers, DefaultWorkers, MaxRequeue int
-	Logger                              hclog.Logger
-	Registerer                          prometheus.Registerer
+	// Workers reconcile keys in parallel, at least one. MaxRequeue bounds
+	// the retries of a failing request, as the dispatcher's MaxRetries: 0
+	// gives it up at the first failure, RetryForever never. Neither has a
+	// default here; the controllers' DefaultConfig have them.
+	Workers, MaxRequeue int
+	Logger              hclog.Logger
+	Registerer          prometheus.Registerer
 	// Handler, OnGiveUp and Coalesce are the dispatcher's
 	// (shard.DispatcherConfig). A Handler's error that Classify calls transient is retried
 	// for ever and never reaches OnGiveUp: MaxRequeue bounds only the permanent ones.
@@ -79,11 +85,11 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	if s.Logger == nil {
 		s.Logger = hclog.NewNullLogger()
 	}
-	if s.Workers <= 0 {
-		s.Workers = max(s.DefaultWorkers, 1)
+	if s.Workers < 1 {
+		return fmt.Errorf("%s controller: %d workers, want at least one", s.Name, s.Workers)
 	}
-	if s.MaxRequeue == 0 {
-		s.MaxRequeue = DefaultMaxRequeue
+	if s.MaxRequeue < RetryForever {
+		return fmt.Errorf("%s controller: MaxRequeue %d, want %d (retry for ever) or more", s.Name, s.MaxRequeue, RetryForever)
 	}
 	b.Log, b.kube, b.MaxRequeue = s.Logger.Named(s.Name), s.Kube, s.MaxRequeue
 	b.waits = newWaits(s.Name)

@@ -40,14 +40,25 @@ type Config struct {
 	// does: read the pod's owners (ReplicaSet, DaemonSet, StatefulSet, batch Job) for their
 	// volcano.sh/ annotations and group-min-member. Reading them needs RBAC get on those.
 	SkipOwnerAnnotations bool
-	// Workers handle pods in parallel; one pod is never in two at once. Default 2.
+	// Workers handle pods in parallel; one pod is never in two at once. DefaultWorkers in
+	// DefaultConfig.
 	Workers int
-	// MaxRequeue is how often a failing pod is retried before it is given up. Default 15.
+	// MaxRequeue is how often a failing pod is retried before it is given up. kit.DefaultMaxRequeue
+	// in DefaultConfig; 0 gives up at the first failure, kit.RetryForever never.
 	MaxRequeue int
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
 	// Quarantine, when set, keeps poison pods from running (shard.Quarantine).
 	Quarantine *shard.Quarantine
+}
+
+// DefaultWorkers is the Workers of DefaultConfig: pods reconciled in parallel.
+const DefaultWorkers = 2
+
+// DefaultConfig returns a Config with the worker and retry defaults filled
+// in; the caller adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
 }
 
 // Controller gives a PodGroup to every pending pod of a served scheduler that has none, on the
@@ -94,7 +105,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, metrics: m}
 	err = c.Init(kit.Settings[request]{
 		Name: "podgroup", Kube: cfg.Kube, Scheme: kubescheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler:    c.reconcile,
 		Coalesce:   func(request, request) bool { return true },
 		Quarantine: cfg.Quarantine, ObjectOf: func(key string) runtime.Object {

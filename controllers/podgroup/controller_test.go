@@ -27,7 +27,9 @@ func TestControllerGivesBarePodsAPodGroup(t *testing.T) {
 	kube := kubefake.NewSimpleClientset(rs, bare, ofRS, grouped)
 	vc := vcfake.NewSimpleClientset()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership = kube, vc, shard.HoldAll{Ctx: ctx, S: 64}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ import (
 func TestOwnerAnnotationsOnlyOfTheOwnersUID(t *testing.T) {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", UID: "owner-rs-again",
 		Annotations: map[string]string{scheduling.VolcanoGroupMinMemberAnnotationKey: "5"}}}
-	c, err := New(Config{Kube: kubefake.NewSimpleClientset(rs), Volcano: vcfake.NewSimpleClientset(), Ownership: shard.HoldAll{S: 64}})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership = kubefake.NewSimpleClientset(rs), vcfake.NewSimpleClientset(), shard.HoldAll{S: 64}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,12 @@ type Config struct {
 	// whether this replica's membership is still valid right now, checked before every write.
 	Ownership shard.Ownership
 	Valid     func() error
-	// Workers reconcile queues in parallel; one queue is never in two at once. Default 2.
+	// Workers reconcile queues in parallel; one queue is never in two at once. DefaultWorkers in
+	// DefaultConfig.
 	Workers int
 	// MaxRequeue is how often a failing request is retried before it is given up with a
-	// Warning event on the queue (Volcano's max-requeue-num). Default 15.
+	// Warning event on the queue (Volcano's max-requeue-num). kit.DefaultMaxRequeue
+	// in DefaultConfig; 0 gives up at the first failure, kit.RetryForever never.
 	MaxRequeue int
 	// StatusInterval is the least time between two status writes of one queue that only
 	// refresh its PodGroup counts; state changes are written at once. Default 1s.
@@ -48,6 +50,15 @@ type Config struct {
 	Shared     *Informers
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// DefaultWorkers is the Workers of DefaultConfig: queues reconciled in parallel.
+const DefaultWorkers = 2
+
+// DefaultConfig returns a Config with the worker and retry defaults filled
+// in; the caller adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
 }
 
 // Informers are what the controller watches.
@@ -104,7 +115,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, metrics: m, pace: newPacer(cfg.StatusInterval)}
 	err = c.Init(kit.Settings[request]{
 		Name: "queue", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
 		Coalesce: func(queued, incoming request) bool { return queued == request{} && incoming == request{} },
 	})

@@ -71,7 +71,9 @@ func startWith(t *testing.T, setup func(*vcfake.Clientset), objs ...any) (*vcfak
 	}
 	kube := kubefake.NewSimpleClientset()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(Config{Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, StatusInterval: 50 * time.Millisecond})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership, cfg.StatusInterval = kube, vc, shard.HoldAll{Ctx: ctx, S: 64}, 50*time.Millisecond
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

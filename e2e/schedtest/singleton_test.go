@@ -97,14 +97,16 @@ func startMember(t *testing.T, s *stack.Stack, id string, log *cycleLog) *member
 	}
 	logger := testLogger(t, id)
 	mcfg := membership.DefaultConfig()
-	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.TTL, mcfg.Logger = client, schedPrefix, id, schedTTL, logger
+	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.Logger = client, schedPrefix, id, logger
+	mcfg.SetTTL(schedTTL)
 	mem, err := membership.New(mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	manager, err := shard.NewManager(shard.ManagerConfig{
-		Client: client, Member: mem, Prefix: schedPrefix, Slots: schedSlots, DrainTimeout: 5 * time.Second, Logger: logger,
-	})
+	scfg := shard.DefaultManagerConfig()
+	scfg.Client, scfg.Member, scfg.Prefix, scfg.Slots = client, mem, schedPrefix, schedSlots
+	scfg.DrainTimeout, scfg.Logger = 5*time.Second, logger
+	manager, err := shard.NewManager(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,13 +195,21 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 		s.t.Fatal(err)
 	}
 	cfg := s.ReplicaConfig()
-	r, err := replica.New(replica.Config{
-		ID: id, Etcd: client, Prefix: "/ringfire", Slots: Slots, LeaseTTL: s.opts.LeaseTTL, DrainTimeout: 5 * time.Second,
-		Kube: cfg, CronJobs: true, JobFlows: true, BatchJobs: s.opts.BatchJobs, Workers: s.opts.Workers, MaxRequeue: s.opts.MaxRequeue, Logger: s.log.Named(id),
-		Observe: func(key string, start, end time.Time) {
-			s.Runs.Add(runlog.Run{Key: key, Replica: id, Start: start, End: end})
-		},
-	})
+	rcfg := replica.DefaultConfig()
+	rcfg.ID, rcfg.Etcd, rcfg.Prefix, rcfg.Slots = id, client, "/ringfire", Slots
+	rcfg.LeaseTTL, rcfg.DrainTimeout, rcfg.Kube = s.opts.LeaseTTL, 5*time.Second, cfg
+	rcfg.Controllers = []string{replica.JobController, replica.QueueController, replica.PodGroupController, replica.CronJobController, replica.JobFlowController}
+	if s.opts.BatchJobs {
+		rcfg.Controllers = append(rcfg.Controllers, replica.BatchJobController)
+	}
+	rcfg.Workers, rcfg.Logger = s.opts.Workers, s.log.Named(id)
+	if s.opts.MaxRequeue != 0 {
+		rcfg.MaxRequeue = s.opts.MaxRequeue
+	}
+	rcfg.Observe = func(key string, start, end time.Time) {
+		s.Runs.Add(runlog.Run{Key: key, Replica: id, Start: start, End: end})
+	}
+	r, err := replica.New(rcfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -50,13 +50,15 @@ func startMember(t *testing.T, endpoint, id string, drainer shard.Drainer) *shar
 		t.Fatal(err)
 	}
 	mcfg := membership.DefaultConfig()
-	mcfg.Client, mcfg.Prefix, mcfg.ID, mcfg.TTL = client, "/pagetest", id, 2*time.Second
+	mcfg.Client, mcfg.Prefix, mcfg.ID = client, "/pagetest", id
+	mcfg.SetTTL(2 * time.Second)
 	member, err := membership.New(mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := shard.NewManager(shard.ManagerConfig{Client: client, Member: member, Prefix: "/pagetest",
-		Slots: ringTestSlots, DrainTimeout: time.Minute})
+	scfg := shard.DefaultManagerConfig()
+	scfg.Client, scfg.Member, scfg.Prefix, scfg.Slots, scfg.DrainTimeout = client, member, "/pagetest", ringTestSlots, time.Minute
+	m, err := shard.NewManager(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 func TestReadyMetricFollowsReadiness(t *testing.T) {
 	etcd := localetcd.StartForTest(t)
 	reg := prometheus.NewRegistry()
-	r, err := New(Config{
-		ID: "r0", Etcd: localetcd.ClientForTest(t, etcd.Endpoint()), Prefix: "/metrics-test",
-		Slots: 16, LeaseTTL: 2 * time.Second, Registerer: reg,
-	})
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Etcd, cfg.Prefix = "r0", localetcd.ClientForTest(t, etcd.Endpoint()), "/metrics-test"
+	cfg.Slots, cfg.LeaseTTL, cfg.Registerer = 16, 2*time.Second, reg
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-	flowv1alpha1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/batchjob"
@@ -34,57 +33,116 @@ import (
 	"github.com/ringfire/ringfire/shard"
 )
 
-// Config configures a replica.
+// Config configures a replica. Start from DefaultConfig: its zero value
+// is not a working configuration, and Validate says what is missing.
 type Config struct {
 	ID     string
 	Etcd   *clientv3.Client
 	Prefix string
-	// Slots of a new ring; 0 for the ring's own or the default.
-	Slots        int
-	LeaseTTL     time.Duration
+	// Slots of a new ring; 0 for the ring's own or shard.DefaultSlots.
+	Slots int
+	// LeaseTTL is the membership's lease, rounded to whole seconds, at least
+	// one (membership.Config.SetTTL).
+	LeaseTTL time.Duration
+	// DrainTimeout is shard.ManagerConfig.DrainTimeout.
 	DrainTimeout time.Duration
 	// Kube is the API server; nil runs the ring only, with no controllers.
 	Kube *rest.Config
 	// KubeContentType is the wire format of the clients of Kubernetes'
 	// built-in kinds (pods, Events, batch/v1 Jobs, ...): ContentTypeProtobuf
-	// or ContentTypeJSON; "" for DefaultKubeContentType. The clients of the
-	// Volcano kinds, CRDs, speak JSON whatever it says.
+	// or ContentTypeJSON. The clients of the Volcano kinds, CRDs, speak
+	// JSON whatever it says.
 	KubeContentType string
-	Workers         int
+	// Workers of each controller that takes a count: the Job, JobFlow,
+	// JobTemplate, CronJob and batch/v1 Job controllers.
+	Workers int
 	// StatusCoalesce spaces a Job's count-only status writes (job.Config).
 	StatusCoalesce time.Duration
 	// SchedulerName of Jobs that name none, and the one the gang scheduler
-	// and the PodGroup controller serve; "" for kit.DefaultSchedulerName.
+	// and the PodGroup controller serve.
 	SchedulerName string
-	// Scheduler runs the gang scheduler, a ring singleton: off unless asked
-	// for, so that it never fights a real vc-scheduler.
-	Scheduler bool
 	// SchedulerPodEvents records a Scheduled Event on every pod the gang
 	// scheduler binds (scheduler.Config.PodEvents).
 	SchedulerPodEvents bool
-	// CronJobs runs the CronJob controller (`--controllers` with cronjob). It
-	// is left out, with a warning, on a cluster without the CronJob CRD: its
-	// informer would never list, and the replica's cache would wait for it
-	// for ever.
-	CronJobs bool
-	// JobFlows runs the JobFlow and JobTemplate controllers (`--controllers` with jobflow),
-	// left out with a warning on a cluster without their CRDs, as CronJobs.
-	JobFlows bool
-	// BatchJobs runs the controller of batch/v1 Jobs whose spec.managedBy is
-	// ringfire.io/job-controller (`--controllers` with batchjob).
-	BatchJobs bool
+	// Controllers are the names of the controllers to run (KnownControllers;
+	// `--controllers`). The required ones must be there (ValidateControllers);
+	// those that need CRDs turn themselves off, with a warning, on a cluster
+	// without them.
+	Controllers []string
 	// NoAdopt turns off adoption (cache.Config.Metadata): the objects of
 	// Volcano Jobs that lack the slot label stay invisible.
 	NoAdopt bool
-	// MaxRequeue of failing Job requests before TerminateJob; 0 for 15.
+	// MaxRequeue is the retries of a request failing for good before it is
+	// given up (for a Job: TerminateJob); 0 gives up at the first failure,
+	// -1 retries for ever.
 	MaxRequeue int
 	// Clock is the membership's clock (membership.Config.Clock); nil for
-	// time.Now. Tests step its wall reading.
+	// the system's. Tests step its wall reading.
 	Clock membership.Clock
 	// Observe is told of every Job reconcile (tests, tracing).
 	Observe    func(key string, start, end time.Time)
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
+}
+
+// DefaultWorkers is Config.Workers' default, `--workers`.
+const DefaultWorkers = 8
+
+// DefaultConfig returns a Config with every default filled in; the caller
+// adds what only it knows (ID, Etcd, Kube).
+func DefaultConfig() Config {
+	mcfg := membership.DefaultConfig()
+	return Config{
+		Prefix:          mcfg.Prefix,
+		LeaseTTL:        mcfg.TTL,
+		DrainTimeout:    shard.DefaultManagerConfig().DrainTimeout,
+		KubeContentType: DefaultKubeContentType,
+		Workers:         DefaultWorkers,
+		StatusCoalesce:  job.DefaultStatusCoalesce,
+		SchedulerName:   kit.DefaultSchedulerName,
+		Controllers:     DefaultControllers(),
+		MaxRequeue:      kit.DefaultMaxRequeue,
+		Logger:          hclog.NewNullLogger(),
+	}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("an ID is required"))
+	}
+	if c.Etcd == nil {
+		errs = append(errs, errors.New("an etcd client is required"))
+	}
+	if c.Slots < 0 {
+		errs = append(errs, fmt.Errorf("slots %d: must not be negative", c.Slots))
+	}
+	if c.LeaseTTL <= 0 {
+		errs = append(errs, fmt.Errorf("lease TTL %v: must be positive (it is rounded to whole seconds, at least one)", c.LeaseTTL))
+	}
+	if c.DrainTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("drain timeout %v: must be positive", c.DrainTimeout))
+	}
+	if c.KubeContentType != ContentTypeProtobuf && c.KubeContentType != ContentTypeJSON {
+		errs = append(errs, fmt.Errorf("kube content type %q: use %q or %q", c.KubeContentType, ContentTypeProtobuf, ContentTypeJSON))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("workers %d: at least 1", c.Workers))
+	}
+	if c.MaxRequeue < -1 {
+		errs = append(errs, fmt.Errorf("max requeue %d: -1 retries for ever, 0 or more bounds the retries", c.MaxRequeue))
+	}
+	if c.SchedulerName == "" {
+		errs = append(errs, errors.New("a scheduler name is required"))
+	}
+	if err := ValidateControllers(c.Controllers); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Logger == nil {
+		errs = append(errs, errors.New("a logger is required"))
+	}
+	return errors.Join(errs...)
 }
 
 // Replica is one running member of the ring with its controllers.
@@ -97,11 +155,17 @@ type Replica struct {
 	// Queues keeps Queue state and counts; PodGroups gives bare pods a PodGroup.
 	Queues    *queue.Controller
 	PodGroups *podgroup.Controller
-	CronJobs  *cronjob.Controller   // nil unless Config.CronJobs
-	JobFlows  *flow.Flows           // nil unless Config.JobFlows
-	Templates *flow.Templates       // nil unless Config.JobFlows
-	Scheduler *scheduler.Controller // nil unless Config.Scheduler
-	BatchJobs *batchjob.Controller  // nil unless Config.BatchJobs
+	CronJobs  *cronjob.Controller   // nil unless the cronjob controller runs
+	JobFlows  *flow.Flows           // nil unless the jobflow controller runs
+	Templates *flow.Templates       // nil unless the jobflow controller runs
+	Scheduler *scheduler.Controller // nil unless the scheduler runs
+	BatchJobs *batchjob.Controller  // nil unless the batchjob controller runs
+
+	// Running are the names of the controllers New built, in the table's
+	// order: Config.Controllers less those whose CRDs the cluster lacks.
+	Running []string
+	// run are the controllers' goroutines, started by Run.
+	run []func(context.Context)
 
 	api apiHealth // the API server probe's last answer (ready.go)
 	// quarantine keeps the controllers' poison keys from running; nil
@@ -109,25 +173,26 @@ type Replica struct {
 	quarantine *shard.Quarantine
 }
 
-// New builds a replica; Run runs it.
+// New validates cfg and builds a replica; Run runs it.
 func New(cfg Config) (*Replica, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("replica config: %w", err)
 	}
 	mcfg := membership.DefaultConfig()
 	mcfg.Client, mcfg.Prefix, mcfg.ID = cfg.Etcd, cfg.Prefix, cfg.ID
-	if cfg.LeaseTTL > 0 {
-		mcfg.TTL = cfg.LeaseTTL
+	mcfg.SetTTL(cfg.LeaseTTL)
+	mcfg.Logger, mcfg.Registerer = cfg.Logger, cfg.Registerer
+	if cfg.Clock != nil {
+		mcfg.Clock = cfg.Clock
 	}
-	mcfg.Logger, mcfg.Registerer, mcfg.Clock = cfg.Logger, cfg.Registerer, cfg.Clock
 	member, err := membership.New(mcfg)
 	if err != nil {
 		return nil, err
 	}
-	manager, err := shard.NewManager(shard.ManagerConfig{
-		Client: cfg.Etcd, Member: member, Prefix: cfg.Prefix, Slots: cfg.Slots,
-		DrainTimeout: cfg.DrainTimeout, Logger: cfg.Logger, Registerer: cfg.Registerer,
-	})
+	scfg := shard.DefaultManagerConfig()
+	scfg.Client, scfg.Member, scfg.Prefix, scfg.Slots = cfg.Etcd, member, cfg.Prefix, cfg.Slots
+	scfg.DrainTimeout, scfg.Logger, scfg.Registerer = cfg.DrainTimeout, cfg.Logger, cfg.Registerer
+	manager, err := shard.NewManager(scfg)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +212,20 @@ func New(cfg Config) (*Replica, error) {
 	if cfg.Kube == nil {
 		return r, nil
 	}
+	api, err := r.connect(manager)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.buildCache(api, manager); err != nil {
+		return nil, err
+	}
+	return r, r.buildControllers(api, manager)
+}
+
+// connect points the replica's clients at the API server, with every
+// write fenced by the membership.
+func (r *Replica) connect(manager *shard.Manager) (clients, error) {
+	cfg := &r.cfg
 	// Every request names the replica, so the API server's audit log and
 	// its metrics tell the replicas apart.
 	cfg.Kube = rest.CopyConfig(cfg.Kube)
@@ -159,7 +238,7 @@ func New(cfg Config) (*Replica, error) {
 	})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(fencedWrites); err != nil {
-			return nil, fmt.Errorf("register metrics: %w", err)
+			return clients{}, fmt.Errorf("register metrics: %w", err)
 		}
 	}
 	cfg.Kube.Wrap(shard.FenceWrites(func() error {
@@ -169,20 +248,21 @@ func New(cfg Config) (*Replica, error) {
 		}
 		return err
 	}))
-	r.cfg.Kube = cfg.Kube
-	api, err := newClients(cfg.Kube, cfg.KubeContentType, !cfg.NoAdopt)
-	if err != nil {
-		return nil, err
-	}
-	kube, vc, md := api.kube, api.vc, api.md
+	return newClients(cfg.Kube, cfg.KubeContentType, !cfg.NoAdopt)
+}
+
+// buildCache builds the quarantine and the sharded cache the controllers share.
+func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
+	cfg := r.cfg
+	var err error
 	r.quarantine, err = shard.NewQuarantine(shard.QuarantineConfig{
 		Client: cfg.Etcd, Prefix: cfg.Prefix, Member: cfg.ID, Logger: cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Cache = cache.New(cache.Config{
-		Kube: kube, Volcano: vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: md, Valid: manager.Valid,
+		Kube: api.kube, Volcano: api.vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: api.md, Valid: manager.Valid,
 		SlotsReady: func(slots []int) {
 			r.Jobs.SlotsReady(slots)
 			if r.BatchJobs != nil {
@@ -190,119 +270,56 @@ func New(cfg Config) (*Replica, error) {
 			}
 		},
 	})
-	if cfg.Registerer != nil {
-		expect := r.Cache.Expectations()
-		lapsed := prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "ringfire_expectations_lapsed_total",
-			Help: "Creates and deletes of owned objects whose event the cache had not seen when their expectation lapsed; the Job may issue them again.",
-		}, func() float64 { return float64(expect.Lapsed()) })
-		jobs := r.Cache.Jobs()
-		summaries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ringfire_cache_job_summaries",
-			Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
-		}, func() float64 { return float64(jobs.Summaries()) })
-		packedBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ringfire_cache_job_packed_bytes",
-			Help: "Bytes of the whole Jobs kept packed (deflated JSON) behind the summaries, from which a gained slot's Jobs are filled without a list.",
-		}, func() float64 { return float64(jobs.PackedBytes()) })
-		if err := promreg.Register(cfg.Registerer, lapsed, summaries, packedBytes, r.Cache.WorkloadCollector(), r.Cache.ObjectsCollector()); err != nil {
-			return nil, fmt.Errorf("cache metrics: %w", err)
+	if cfg.Registerer == nil {
+		return nil
+	}
+	expect := r.Cache.Expectations()
+	lapsed := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ringfire_expectations_lapsed_total",
+		Help: "Creates and deletes of owned objects whose event the cache had not seen when their expectation lapsed; the Job may issue them again.",
+	}, func() float64 { return float64(expect.Lapsed()) })
+	jobs := r.Cache.Jobs()
+	summaries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ringfire_cache_job_summaries",
+		Help: "Jobs of slots this replica does not hold, kept in its cache as summaries (metadata and status.state) rather than in full.",
+	}, func() float64 { return float64(jobs.Summaries()) })
+	packedBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ringfire_cache_job_packed_bytes",
+		Help: "Bytes of the whole Jobs kept packed (deflated JSON) behind the summaries, from which a gained slot's Jobs are filled without a list.",
+	}, func() float64 { return float64(jobs.PackedBytes()) })
+	if err := promreg.Register(cfg.Registerer, lapsed, summaries, packedBytes, r.Cache.WorkloadCollector(), r.Cache.ObjectsCollector()); err != nil {
+		return fmt.Errorf("cache metrics: %w", err)
+	}
+	return nil
+}
+
+// buildControllers builds the controllers of the table that Config.Controllers
+// names, leaving out, with a warning, those whose CRDs the cluster lacks, and
+// registers them with the slot manager. The cache is the first listener: it
+// gains a slot's objects before any controller hears of the slot.
+func (r *Replica) buildControllers(api clients, manager *shard.Manager) error {
+	d := deps{cfg: r.cfg, api: api, manager: manager, schedulers: []string{r.cfg.SchedulerName}}
+	manager.AddListener(r.Cache)
+	for _, c := range enabled(r.cfg.Controllers) {
+		if missing := c.missingCRDs(r); len(missing) > 0 {
+			r.cfg.Logger.Warn("the API server lacks the CRDs of the "+c.name+" controller: it is off; install "+
+				strings.Join(missing, " and ")+" and restart the replica to run it", "controller", c.name)
+			continue
 		}
-	}
-	r.Jobs, err = job.New(job.Config{
-		Kube: kube, Volcano: vc, Cache: r.Cache, Ownership: manager, Valid: manager.Valid,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Observe: cfg.Observe, SchedulerName: cfg.SchedulerName,
-		StatusCoalesce: cfg.StatusCoalesce, Quarantine: r.quarantine,
-		Logger: cfg.Logger, Registerer: cfg.Registerer,
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.Queues, err = queue.New(queue.Config{
-		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
-		Shared:     &queue.Informers{Queues: r.Cache.Queues(), Commands: r.Cache.Commands(), PodGroups: r.Cache.QueuePodGroups()},
-		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-	})
-	if err != nil {
-		return nil, err
-	}
-	schedulers := []string{kit.DefaultSchedulerName}
-	if cfg.SchedulerName != "" {
-		schedulers = []string{cfg.SchedulerName}
-	}
-	r.PodGroups, err = podgroup.New(podgroup.Config{
-		Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
-		MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer, Quarantine: r.quarantine,
-	})
-	if err != nil {
-		return nil, err
-	}
-	drainers := []shard.Drainer{r.Jobs.Drainer(), r.Queues.Drainer(), r.PodGroups.Drainer()}
-	listeners := []shard.Listener{r.Cache, r.Queues, r.PodGroups}
-	if cfg.CronJobs && !serves(cfg.Kube, cfg.Logger, batchv1alpha1.SchemeGroupVersion.String(), "cronjobs") {
-		cfg.Logger.Warn("the API server has no CronJob CRD (cronjobs." + batchv1alpha1.SchemeGroupVersion.Group + "): the CronJob controller is off; " +
-			"install deploy/crds/batch.volcano.sh_cronjobs.yaml and restart the replica to run it")
-		cfg.CronJobs = false
-	}
-	if cfg.JobFlows && !serves(cfg.Kube, cfg.Logger, flowv1alpha1.SchemeGroupVersion.String(), "jobflows", "jobtemplates") {
-		cfg.Logger.Warn("the API server has no JobFlow or JobTemplate CRD (" + flowv1alpha1.SchemeGroupVersion.Group + "): the JobFlow controllers are off; " +
-			"install deploy/crds/flow.volcano.sh_jobflows.yaml and flow.volcano.sh_jobtemplates.yaml and restart the replica to run them")
-		cfg.JobFlows = false
-	}
-	if cfg.JobFlows {
-		fcfg := flow.Config{
-			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
-			JobFlows: r.Cache.JobFlows(), JobTemplates: r.Cache.JobTemplates(), Jobs: r.Cache.Jobs(),
-			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, StatusCoalesce: cfg.StatusCoalesce, Logger: cfg.Logger, Registerer: cfg.Registerer,
-			Quarantine: r.quarantine,
-		}
-		if r.JobFlows, err = flow.NewFlows(fcfg); err != nil {
-			return nil, err
-		}
-		if r.Templates, err = flow.NewTemplates(fcfg); err != nil {
-			return nil, err
-		}
-		drainers = append(drainers, r.JobFlows.Drainer(), r.Templates.Drainer())
-		listeners = append(listeners, r.JobFlows, r.Templates)
-	}
-	if cfg.CronJobs {
-		r.CronJobs, err = cronjob.New(cronjob.Config{
-			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid,
-			CronJobs: r.Cache.CronJobs(), Jobs: r.Cache.Jobs(), Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-			Quarantine: r.quarantine,
-		})
+		p, err := c.build(r, d)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		drainers, listeners = append(drainers, r.CronJobs.Drainer()), append(listeners, r.CronJobs)
-	}
-	if cfg.BatchJobs {
-		r.BatchJobs, err = batchjob.New(batchjob.Config{
-			Kube: kube, Ownership: manager, Valid: manager.Valid, Cache: r.Cache, Quarantine: r.quarantine,
-			Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-		})
-		if err != nil {
-			return nil, err
+		for _, dr := range p.drainers {
+			manager.AddDrainer(dr)
 		}
-		drainers, listeners = append(drainers, r.BatchJobs.Drainer()), append(listeners, r.BatchJobs)
-	}
-	if cfg.Scheduler {
-		r.Scheduler, err = scheduler.New(scheduler.Config{
-			Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, SchedulerNames: schedulers,
-			PodEvents: cfg.SchedulerPodEvents, Logger: cfg.Logger, Registerer: cfg.Registerer,
-		})
-		if err != nil {
-			return nil, err
+		for _, l := range p.listeners {
+			manager.AddListener(l)
 		}
-		drainers, listeners = append(drainers, r.Scheduler), append(listeners, r.Scheduler)
+		r.run = append(r.run, p.run...)
+		r.Running = append(r.Running, c.name)
 	}
-	for _, d := range drainers {
-		manager.AddDrainer(d)
-	}
-	for _, l := range listeners {
-		manager.AddListener(l)
-	}
-	return r, nil
+	return nil
 }
 
 // Run runs the replica until ctx is done, then hands its slots over and
@@ -317,24 +334,11 @@ func (r *Replica) Run(ctx context.Context) error {
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Jobs.Run(work) })
-	wg.Go(func() { r.Queues.Run(work) })
-	wg.Go(func() { r.PodGroups.Run(work) })
+	for _, run := range r.run {
+		wg.Go(func() { run(work) })
+	}
 	wg.Go(func() { r.probeAPIServer(work) })
 	wg.Go(func() { r.quarantine.Run(work) })
-	if r.CronJobs != nil {
-		wg.Go(func() { r.CronJobs.Run(work) })
-	}
-	if r.JobFlows != nil {
-		wg.Go(func() { r.JobFlows.Run(work) })
-		wg.Go(func() { r.Templates.Run(work) })
-	}
-	if r.Scheduler != nil {
-		wg.Go(func() { r.Scheduler.Run(work) })
-	}
-	if r.BatchJobs != nil {
-		wg.Go(func() { r.BatchJobs.Run(work) })
-	}
 	defer wg.Wait()
 	cacheErr := make(chan error, 1)
 	go func() { cacheErr <- r.Cache.Start(work) }()
@@ -349,7 +353,7 @@ func (r *Replica) Run(ctx context.Context) error {
 // serves reports whether the API server serves every one of resources in the group version
 // gv. A cluster with an older Volcano has Jobs but no CronJob or JobFlow CRDs, and their
 // informers would never list, nor would the cache they share: the controllers are left out
-// then, with a warning that says how to get them. When the API server cannot be asked, the
+// then, with a warning that says how to get them (controller.crds). When the API server cannot be asked, the
 // controllers stay (the cache's reminders say what it waits for).
 func serves(kube *rest.Config, log hclog.Logger, gv string, resources ...string) bool {
 	cfg := rest.CopyConfig(kube)
