@@ -54,6 +54,7 @@ type Config struct {
 // pods of the slots this replica holds.
 type Controller struct {
 	kit.Base[request]
+	kit.Fence
 	cfg       Config
 	factories factories
 	pods      []toolscache.SharedIndexInformer // one per scheduler name
@@ -91,7 +92,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("podgroup controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, metrics: m}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m}
 	err = c.Init(kit.Settings[request]{
 		Name: "podgroup", Kube: cfg.Kube, Scheme: kubescheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, DefaultWorkers: 2, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -213,6 +214,3 @@ func (c *Controller) pod(key string) *corev1.Pod {
 	}
 	return nil
 }
-
-// guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }
