@@ -63,6 +63,7 @@ func DefaultConfig() Config {
 // the slots this replica holds.
 type Controller struct {
 	kit.Base[request]
+	kit.Fence
 	cfg    Config
 	clock  clock.PassiveClock
 	jobs   batchv1listers.JobLister
@@ -95,7 +96,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	c := &Controller{cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
 		unfinalizing: map[string]map[types.UID]time.Time{}, creating: map[string][]string{}}
 	err := c.Init(kit.Settings[request]{
 		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
@@ -251,5 +252,3 @@ func (c *Controller) waiting(key, reason string, err error) {
 		c.Recorder.Event(job, corev1.EventTypeWarning, kit.EventWaiting, kit.WaitMessage(reason, err))
 	}
 }
-
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

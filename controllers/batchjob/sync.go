@@ -197,7 +197,7 @@ func (c *Controller) pendingPodWrites(slot int, key string, job *batchv1.Job) (t
 // writeStatus updates the Job's status from the version it was decided on; a conflict is
 // retried by the dispatcher on the newer version the informer brings.
 func (c *Controller) writeStatus(ctx context.Context, key string, job *batchv1.Job, status *batchv1.JobStatus) error {
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	next := job.DeepCopy()
@@ -227,7 +227,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 			break
 		}
 		n++
-		if err := c.guard(ctx); err != nil {
+		if err := c.Guard(ctx); err != nil {
 			return err
 		}
 		patch := fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q],"uid":%q}}`, state.TrackingFinalizer, p.UID)
@@ -277,18 +277,23 @@ func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *
 			c.Disp.EnqueueAfter(key, request{}, time.Second)
 			break
 		}
-		if err := c.guard(ctx); err != nil {
+		x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+		var gone bool // deleted by this call, not found gone: only those are told in the Event
+		sent, err := kit.Delete(ctx, c.Guard, x, func(ctx context.Context) error {
+			err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			gone = err == nil
 			return err
-		}
-		expect.ExpectDelete(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
-		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		})
 		switch {
-		case err == nil:
+		case !sent:
+			return err
+		case gone:
 			deleted = append(deleted, p.Name)
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
+		case err == nil, apierrors.IsConflict(err):
+			// Gone already (NotFound), or another pod of the same name (Conflict): nothing
+			// of this one left to delete. kit.Delete forgot the expectation of a Conflict and
+			// keeps that of a NotFound for the cache to see the pod go.
 		default:
-			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
 			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err))
 		}
 	}
@@ -307,9 +312,6 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 		n := min(batch, len(indexes))
 		var errs []error
 		for _, index := range indexes[:n] {
-			if err := c.guard(ctx); err != nil {
-				return err
-			}
 			pod := d.PodFor(job, index) // with its index's failure counts (backoffLimitPerIndex)
 			// The expectation is keyed by namespace and name: both as the cache will see them.
 			pod.Namespace, pod.Name = job.Namespace, generatedName(pod.GenerateName)
@@ -318,15 +320,22 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 				pod.Labels = map[string]string{}
 			}
 			pod.Labels[shard.SlotLabel] = strconv.Itoa(slot)
-			expect.ExpectCreate(slot, key, cache.Pods, pod.Namespace, pod.Name)
-			c.mu.Lock()
-			c.creating[key] = append(c.creating[key], pod.Name)
-			c.mu.Unlock()
-			got, err := c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: pod.Namespace, Name: pod.Name}
+			var got *corev1.Pod
+			sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) (err error) {
+				c.mu.Lock()
+				c.creating[key] = append(c.creating[key], pod.Name)
+				c.mu.Unlock()
+				got, err = c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+				return err
+			})
+			if !sent {
+				return err
+			}
 			if err != nil {
-				expect.CreateFailed(slot, key, cache.Pods, pod.Namespace, pod.Name)
-				// A name taken: the next reconcile picks another. A transient error is told once
-				// per wait (kit.Settings.OnWait), not per retry.
+				// A name taken (kit.Create forgot its expectation): the next reconcile picks
+				// another. A transient error is told once per wait (kit.Settings.OnWait), not
+				// per retry.
 				if !apierrors.IsAlreadyExists(err) && !kit.IsTransient(err) {
 					c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				}

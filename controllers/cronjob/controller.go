@@ -71,6 +71,7 @@ type JobSource = kit.JobSource
 // Controller starts the Jobs of the CronJobs whose slots this replica holds.
 type Controller struct {
 	kit.Base[request]
+	kit.Fence
 	cfg      Config
 	clock    clock.PassiveClock
 	factory  vcinformers.SharedInformerFactory // the controller's own, without Config.CronJobs: Run starts it
@@ -99,7 +100,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cronjob controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, clock: cfg.Clock, metrics: m}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, metrics: m}
 	err = c.Init(kit.Settings[request]{
 		Name: "cronjob", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -298,6 +299,3 @@ func (c *Controller) giveUp(key string, _ request, err error) {
 		}
 	}
 }
-
-// guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

@@ -275,7 +275,7 @@ func (c *Controller) dropMissing(ctx context.Context, cj *batch.CronJob, owned m
 // same name; with a resourceVersion (history) also only as it was seen, so a stale owner's
 // view deletes nothing that changed since. A Job already gone counts as deleted.
 func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name string, uid types.UID, rv string) error {
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	pre := &metav1.Preconditions{UID: &uid}
@@ -306,7 +306,7 @@ func (c *Controller) deleteJob(ctx context.Context, cj *batch.CronJob, name stri
 // name that already exists was made by an earlier try or an earlier owner of the slot: that is
 // success, and it is recorded as if made now.
 func (c *Controller) startJob(ctx context.Context, cj *batch.CronJob, scheduled time.Time, loc *time.Location) error {
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	want := JobFor(cj, scheduled, loc)
@@ -346,7 +346,7 @@ func (c *Controller) writeStatus(ctx context.Context, base *batch.CronJob, statu
 	if equality.Semantic.DeepEqual(base.Status, status) {
 		return nil
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	updated := base.DeepCopy()

@@ -74,6 +74,7 @@ func DefaultConfig() Config {
 // policy is delete has Succeeded.
 type Flows struct {
 	kit.Base[request]
+	kit.Fence
 	cfg       Config
 	clock     clock.PassiveClock
 	flows     flowlisters.JobFlowLister
@@ -110,7 +111,7 @@ func NewFlows(cfg Config) (*Flows, error) {
 	if cfg.StatusCoalesce == 0 {
 		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
-	c := &Flows{cfg: cfg, clock: cfg.Clock}
+	c := &Flows{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock}
 	err := c.Init(kit.Settings[request]{
 		Name: "jobflow", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -315,6 +316,3 @@ func (c *Flows) giveUp(key string, _ request, err error) {
 			"gave up after %d failed tries: %v; the JobFlow is tried again when it or one of its Jobs changes, or in %v", tries, err, giveUpRetry)
 	}
 }
-
-// guard is checked right before every write.
-func (c *Flows) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

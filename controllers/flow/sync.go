@@ -183,7 +183,7 @@ func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, j
 		}
 		return nil
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	c.memory.expect(key, job.Name, false, c.clock.Now())
@@ -215,7 +215,7 @@ func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, 
 		if job.DeletionTimestamp != nil || c.memory.pending(key, job.Name, true, now) {
 			continue
 		}
-		if err := c.guard(ctx); err != nil {
+		if err := c.Guard(ctx); err != nil {
 			return err
 		}
 		c.memory.expect(key, job.Name, true, now)
@@ -253,7 +253,7 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 			return nil
 		}
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	updated := base.DeepCopy()

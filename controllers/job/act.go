@@ -134,22 +134,19 @@ func (c *Controller) kill(ctx context.Context, key string, job *batch.Job, info 
 // deletePodGroup deletes the Job's PodGroup, unless a delete of it is already
 // on its way to the cache.
 func (c *Controller) deletePodGroup(ctx context.Context, key string, pg *scheduling.PodGroup) (issued bool, err error) {
-	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
-	if _, pending := expect.Deleting(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID); pending {
+	x := c.expected(c.slotOf(key), key, cache.PodGroups, pg)
+	if _, pending := x.Deleting(); pending {
 		return false, nil
 	}
-	if err := c.guard(ctx); err != nil {
-		return false, err
-	}
-	expect.ExpectDelete(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID)
-	err = c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &pg.UID},
+	sent, err := kit.Delete(ctx, c.Guard, x, func(ctx context.Context) error {
+		return c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &pg.UID},
+		})
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		expect.DeleteFailed(slot, key, cache.PodGroups, pg.Namespace, pg.Name, pg.UID)
-		return true, fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
+	if err != nil && sent {
+		err = fmt.Errorf("delete podgroup %s: %w", pg.Name, err)
 	}
-	return true, nil
+	return sent, err
 }
 
 // targets reports whether the kill deletes pod p of task.
@@ -178,33 +175,37 @@ func partitionOf(info *cache.JobInfo, req state.Request) string {
 // delete. A pod whose delete was issued before and that the cache still shows
 // is not deleted again.
 func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (int32, bool, error) {
-	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
+	slot := c.slotOf(key)
 	var mu sync.Mutex
 	var gone int32
 	var issued bool
 	errs := c.parallel(len(pods), func(i int) error {
 		p := pods[i]
-		if _, pending := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); pending {
+		x := c.expected(slot, key, cache.Pods, p)
+		if _, pending := x.Deleting(); pending {
 			mu.Lock()
 			gone++
 			mu.Unlock()
 			return nil // the cache will see it go
 		}
-		if err := c.guard(ctx); err != nil {
+		sent, err := kit.Delete(ctx, c.Guard, x, func(ctx context.Context) error {
+			err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
+			})
+			if apierrors.IsConflict(err) && c.goingAnyway(ctx, p) {
+				err = nil // evicted or deleted by another hand meanwhile: what the kill wanted
+			}
 			return err
-		}
-		expect.ExpectDelete(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
-		mu.Lock()
-		issued = true
-		mu.Unlock()
-		err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
 		})
-		if apierrors.IsConflict(err) && c.goingAnyway(ctx, p) {
-			err = nil // evicted or deleted by another hand meanwhile: what the kill wanted
+		if sent {
+			mu.Lock()
+			issued = true
+			mu.Unlock()
 		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			expect.DeleteFailed(slot, key, cache.Pods, p.Namespace, p.Name, p.UID)
+		if err != nil {
+			if !sent {
+				return err
+			}
 			return fmt.Errorf("delete pod %s: %w", p.Name, err)
 		}
 		c.metrics.podsDeleted.Inc()
@@ -382,30 +383,35 @@ func dependenciesReady(job *batch.Job, task *batch.TaskSpec, info *cache.JobInfo
 // again before the cache has seen the pod. It returns the pods that exist now.
 func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (created []*corev1.Pod, taken []holder, err error) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
+	slot := c.slotOf(key)
 	var mu sync.Mutex
 	errs := c.parallel(len(pods), func(i int) error {
 		p := pods[i]
-		if err := c.guard(ctx); err != nil {
+		x := c.expected(slot, key, cache.Pods, p)
+		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
+			_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 			return err
-		}
-		expect.ExpectCreate(slot, key, cache.Pods, p.Namespace, p.Name)
-		_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			expect.CreateFailed(slot, key, cache.Pods, p.Namespace, p.Name)
-			return fmt.Errorf("create pod %s: %w", p.Name, err)
-		}
-		if err == nil {
+		})
+		switch {
+		case err == nil:
 			c.metrics.podsCreated.Inc()
-		} else {
+		case !sent:
+			return err
+		case !apierrors.IsAlreadyExists(err):
+			return fmt.Errorf("create pod %s: %w", p.Name, err)
+		default:
 			c.metrics.createsRefused.Inc()
 			if h, other := c.podHolder(ctx, p, job.UID); other {
-				expect.CreateFailed(slot, key, cache.Pods, p.Namespace, p.Name) // nothing of this Job's is coming
-				mu.Lock()
+				mu.Lock() // nothing of this Job's is coming
 				taken = append(taken, h)
 				mu.Unlock()
 				return nil
 			}
+			// The pod is this Job's (the names are deterministic), made before and not in
+			// the cache yet: it is expected again, as if this create had made it, so that
+			// no reconcile creates it again before the cache shows it (the job
+			// controller's behaviour before kit.Create's policy).
+			x.ExpectCreate()
 		}
 		mu.Lock()
 		created = append(created, p)
@@ -442,21 +448,28 @@ func (c *Controller) syncPodGroup(ctx context.Context, key string, job *batch.Jo
 			}
 			return false, nil
 		}
-		if err := c.guard(ctx); err != nil {
+		x := c.expected(slot, key, cache.PodGroups, desired)
+		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
+			_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Create(ctx, desired, metav1.CreateOptions{})
+			return err
+		})
+		switch {
+		case err == nil:
+		case !sent:
 			return false, err
-		}
-		expect.ExpectCreate(slot, key, cache.PodGroups, desired.Namespace, desired.Name)
-		_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Create(ctx, desired, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
+		case apierrors.IsAlreadyExists(err):
 			c.metrics.createsRefused.Inc()
-		} else if err != nil {
-			expect.CreateFailed(slot, key, cache.PodGroups, desired.Namespace, desired.Name)
+			// Its name is the Job's: it is expected again, as if this create had made it, so
+			// that the Job waits for the cache to show it rather than creating it again (the
+			// job controller's behaviour before kit.Create's policy).
+			x.ExpectCreate()
+		default:
 			return false, fmt.Errorf("create podgroup %s: %w", desired.Name, err)
 		}
 		return false, nil // its phase arrives with the informer
 	}
 	if updated, changed := build.UpdatePodGroup(existing, desired); changed {
-		if err := c.guard(ctx); err != nil {
+		if err := c.Guard(ctx); err != nil {
 			return false, err
 		}
 		if _, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -486,7 +499,6 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 	for _, o := range owned {
 		have[o.(*corev1.PersistentVolumeClaim).Name] = true
 	}
-	expect := c.cfg.Cache.Expectations()
 	for i := range job.Spec.Volumes {
 		name := build.ClaimName(job, i)
 		// A volume that names its claim is only mounted, as in Volcano: that includes the
@@ -499,13 +511,21 @@ func (c *Controller) syncPVCs(ctx context.Context, key string, job *batch.Job, s
 		if _, pending := c.cfg.Cache.Creating(slot, key, cache.PVCs, job.Namespace, name); pending {
 			continue
 		}
-		if err := c.guard(ctx); err != nil {
+		x := c.expected(slot, key, cache.PVCs, pvc)
+		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
+			_, err := c.cfg.Kube.CoreV1().PersistentVolumeClaims(job.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 			return err
-		}
-		expect.ExpectCreate(slot, key, cache.PVCs, pvc.Namespace, pvc.Name)
-		_, err := c.cfg.Kube.CoreV1().PersistentVolumeClaims(job.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			expect.CreateFailed(slot, key, cache.PVCs, pvc.Namespace, pvc.Name)
+		})
+		switch {
+		case err == nil:
+		case !sent:
+			return err
+		case apierrors.IsAlreadyExists(err):
+			// Its name is the Job's: it is expected again, as if this create had made it, so
+			// that no reconcile creates it again before the cache shows it (the job
+			// controller's behaviour before kit.Create's policy).
+			x.ExpectCreate()
+		default:
 			return fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 		}
 	}
@@ -537,4 +557,11 @@ func (c *Controller) parallel(n int, fn func(i int) error) []error {
 func ofVersion(pod *corev1.Pod, version int32) bool {
 	v, err := strconv.Atoi(pod.Annotations[batch.JobVersion])
 	return err == nil && int32(v) == version
+}
+
+// expected names the create or delete by the Job at key (of slot) of obj, a
+// resource r, for kit.Create and kit.Delete.
+func (c *Controller) expected(slot int, key string, r cache.Resource, obj metav1.Object) kit.Expected {
+	return kit.Expected{Expectations: c.cfg.Cache.Expectations(), Slot: slot, Key: key, Resource: r,
+		Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
 }

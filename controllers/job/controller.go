@@ -76,6 +76,7 @@ func DefaultConfig() Config {
 // Controller reconciles Jobs.
 type Controller struct {
 	kit.Base[request]
+	kit.Fence
 	cfg     Config
 	metrics *metrics
 	written cache.Written[*batch.Job]
@@ -123,7 +124,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, metrics: m}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m}
 	c.pacer.window = max(cfg.StatusCoalesce, 0)
 	handler := c.reconcile
 	if cfg.Observe != nil {
@@ -582,6 +583,3 @@ func (c *Controller) jobObject(key string) runtime.Object {
 	}
 	return nil
 }
-
-// guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/plugins"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -220,34 +221,39 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object,
 	if err != nil {
 		return holder{}, false, err
 	}
-	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
+	slot := c.slotOf(key)
 	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.CreateOptions{}
 	if _, pending := c.cfg.Cache.Creating(slot, key, r, ns, name); pending {
 		return holder{}, false, nil
 	}
-	if err := c.guard(ctx); err != nil {
-		return holder{}, false, err
-	}
-	expect.ExpectCreate(slot, key, r, ns, name)
-	switch o := obj.(type) {
-	case *corev1.Service:
-		_, err = c.cfg.Kube.CoreV1().Services(ns).Create(ctx, o, opts)
-	case *corev1.ConfigMap:
-		_, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Create(ctx, o, opts)
-	case *corev1.Secret:
-		_, err = c.cfg.Kube.CoreV1().Secrets(ns).Create(ctx, o, opts)
-	case *networkingv1.NetworkPolicy:
-		_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, opts)
-	}
-	if apierrors.IsAlreadyExists(err) {
-		if h, taken := c.pluginHolder(ctx, obj, uid); taken {
-			expect.CreateFailed(slot, key, r, ns, name) // nothing of this Job's is coming
-			return h, true, nil
+	x := c.expected(slot, key, r, obj)
+	sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) (err error) {
+		switch o := obj.(type) {
+		case *corev1.Service:
+			_, err = c.cfg.Kube.CoreV1().Services(ns).Create(ctx, o, opts)
+		case *corev1.ConfigMap:
+			_, err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Create(ctx, o, opts)
+		case *corev1.Secret:
+			_, err = c.cfg.Kube.CoreV1().Secrets(ns).Create(ctx, o, opts)
+		case *networkingv1.NetworkPolicy:
+			_, err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, o, opts)
 		}
-		return holder{}, false, nil
-	}
-	if err != nil {
-		expect.CreateFailed(slot, key, r, ns, name)
+		return err
+	})
+	switch {
+	case err == nil:
+	case !sent:
+		return holder{}, false, err
+	case apierrors.IsAlreadyExists(err):
+		if h, taken := c.pluginHolder(ctx, obj, uid); taken {
+			return h, true, nil // nothing of this Job's is coming
+		}
+		// The object is this Job's, made before: it is expected again, as if this create
+		// had made it, so that no reconcile creates it again before the cache shows it (for
+		// a Secret, which no cache shows, the expectation is all that remembers it: the job
+		// controller's behaviour before kit.Create's policy).
+		x.ExpectCreate()
+	default:
 		return holder{}, false, fmt.Errorf("create %T %s: %w", obj, name, err)
 	}
 	return holder{}, false, nil
@@ -260,7 +266,7 @@ func (c *Controller) update(ctx context.Context, obj plugins.Object) error {
 	if !ok {
 		return fmt.Errorf("update %s %s: only ConfigMaps are applied", kindOf(obj), obj.GetName())
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	if _, err := c.cfg.Kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
@@ -276,34 +282,29 @@ func (c *Controller) remove(ctx context.Context, key string, obj plugins.Object)
 	if err != nil {
 		return err
 	}
-	slot, expect := c.slotOf(key), c.cfg.Cache.Expectations()
 	uid, ns, name := obj.GetUID(), obj.GetNamespace(), obj.GetName()
-	watched := cache.Watched(r) // else no cache will see the delete: find read the object just now
-	if _, pending := expect.Deleting(slot, key, r, ns, name, uid); watched && pending {
+	// A kind no cache watches is never pending, nor expected: no cache would see the
+	// delete, and find read the object just now.
+	x := c.expected(c.slotOf(key), key, r, obj)
+	if _, pending := x.Deleting(); pending {
 		return nil
 	}
-	if err := c.guard(ctx); err != nil {
-		return err
-	}
-	if watched {
-		expect.ExpectDelete(slot, key, r, ns, name, uid)
-	}
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	switch obj.(type) {
-	case *corev1.Service:
-		err = c.cfg.Kube.CoreV1().Services(ns).Delete(ctx, obj.GetName(), opts)
-	case *corev1.ConfigMap:
-		err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, obj.GetName(), opts)
-	case *corev1.Secret:
-		err = c.cfg.Kube.CoreV1().Secrets(ns).Delete(ctx, obj.GetName(), opts)
-	case *networkingv1.NetworkPolicy:
-		err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, obj.GetName(), opts)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		if watched {
-			expect.DeleteFailed(slot, key, r, ns, name, uid)
+	sent, err := kit.Delete(ctx, c.Guard, x, func(ctx context.Context) (err error) {
+		switch obj.(type) {
+		case *corev1.Service:
+			err = c.cfg.Kube.CoreV1().Services(ns).Delete(ctx, obj.GetName(), opts)
+		case *corev1.ConfigMap:
+			err = c.cfg.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, obj.GetName(), opts)
+		case *corev1.Secret:
+			err = c.cfg.Kube.CoreV1().Secrets(ns).Delete(ctx, obj.GetName(), opts)
+		case *networkingv1.NetworkPolicy:
+			err = c.cfg.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, obj.GetName(), opts)
 		}
+		return err
+	})
+	if err != nil && sent {
 		return fmt.Errorf("delete %T %s: %w", obj, name, err)
 	}
-	return nil
+	return err
 }

@@ -145,7 +145,7 @@ func (c *Controller) endNow(ctx context.Context, key string, job *batch.Job, inf
 // not applied twice.
 func (c *Controller) takeCommand(ctx context.Context, key string, req request) (bool, error) {
 	cmd := req.command
-	run, took, err := c.taken.Take(ctx, c.cfg.Volcano, *cmd, c.guard)
+	run, took, err := c.taken.Take(ctx, c.cfg.Volcano, *cmd, c.Guard)
 	if err != nil || !took {
 		return run, err
 	}
@@ -249,7 +249,7 @@ func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) err
 		c.Disp.EnqueueAfter(key, request{ttl: true}, left)
 		return nil
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	policy := metav1.DeletePropagationForeground // as Volcano: the Job stays, being deleted, until its pods are gone
@@ -417,7 +417,7 @@ func runningSince(st *batch.JobStatus) *metav1.Time {
 
 // updateStatus writes updated's status over job's resourceVersion.
 func (c *Controller) updateStatus(ctx context.Context, key string, job, updated *batch.Job) error {
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	written, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})

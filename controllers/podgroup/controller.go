@@ -65,6 +65,7 @@ func DefaultConfig() Config {
 // pods of the slots this replica holds.
 type Controller struct {
 	kit.Base[request]
+	kit.Fence
 	cfg       Config
 	factories factories
 	pods      []toolscache.SharedIndexInformer // one per scheduler name
@@ -102,7 +103,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("podgroup controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, metrics: m}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m}
 	err = c.Init(kit.Settings[request]{
 		Name: "podgroup", Kube: cfg.Kube, Scheme: kubescheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -224,6 +225,3 @@ func (c *Controller) pod(key string) *corev1.Pod {
 	}
 	return nil
 }
-
-// guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

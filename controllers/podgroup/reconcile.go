@@ -35,7 +35,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		return nil
 	}
 	pg := Build(pod, shard.SlotOf(key, c.cfg.Ownership.Slots()), owners)
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pod.Namespace).Create(ctx, pg, metav1.CreateOptions{})
@@ -70,7 +70,7 @@ func (c *Controller) annotate(ctx context.Context, pod *corev1.Pod, group string
 	if err != nil {
 		return fmt.Errorf("annotate pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	_, err = c.cfg.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})

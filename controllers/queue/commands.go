@@ -69,7 +69,7 @@ func (c *Controller) commandTarget(ctx context.Context, name string, target type
 // when another owner took the Command before.
 func (c *Controller) takeCommand(ctx context.Context, name string, req request, queue *scheduling.Queue, stale bool) (bool, error) {
 	cmd := req.command
-	run, took, err := c.taken.Take(ctx, c.cfg.Volcano, *cmd, c.guard)
+	run, took, err := c.taken.Take(ctx, c.cfg.Volcano, *cmd, c.Guard)
 	if err != nil || !took {
 		return run, err
 	}

@@ -74,6 +74,7 @@ type Informers struct {
 // and runs the OpenQueue and CloseQueue Commands that target them.
 type Controller struct {
 	kit.Base[request]
+	kit.Fence
 	cfg      Config
 	factory  vcinformers.SharedInformerFactory // the controller's own, without Config.Shared: Run starts it
 	queues   schedulinglisters.QueueLister
@@ -112,7 +113,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue controller: %w", err)
 	}
-	c := &Controller{cfg: cfg, metrics: m, pace: newPacer(cfg.StatusInterval)}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m, pace: newPacer(cfg.StatusInterval)}
 	err = c.Init(kit.Settings[request]{
 		Name: "queue", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -323,6 +324,3 @@ func (c *Controller) giveUp(name string, req request, err error) {
 		c.Recorder.Eventf(q, corev1.EventTypeWarning, string(action), "%s queue failed for %v", action, err)
 	}
 }
-
-// guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

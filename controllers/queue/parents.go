@@ -124,7 +124,7 @@ func (c *Controller) writeMarks(ctx context.Context, queue *scheduling.Queue, ma
 	if patch == nil {
 		return queue, nil
 	}
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return nil, err
 	}
 	got, err := c.cfg.Volcano.SchedulingV1beta1().Queues().Patch(ctx, queue.Name, types.MergePatchType, patch, metav1.PatchOptions{})

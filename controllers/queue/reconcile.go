@@ -85,7 +85,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 // writeStatus writes status over the queue as read: the update carries the resourceVersion it
 // was computed from, so a write from a stale view, or a stale owner, fails and is retried.
 func (c *Controller) writeStatus(ctx context.Context, queue *scheduling.Queue, status scheduling.QueueStatus, action bus.Action) error {
-	if err := c.guard(ctx); err != nil {
+	if err := c.Guard(ctx); err != nil {
 		return err
 	}
 	updated := queue.DeepCopy()

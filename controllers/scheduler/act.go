@@ -59,7 +59,7 @@ func (s *shift) bind(v *view, bindings []core.Binding) int {
 // (Conflict) or deleted (NotFound) is not an error: the next cycle sees it.
 func (s *shift) bindOne(pod *corev1.Pod, node string) bool {
 	c := s.c
-	if err := c.guard(s.ctx); err != nil {
+	if err := c.Guard(s.ctx); err != nil {
 		return false
 	}
 	err := c.cfg.Kube.CoreV1().Pods(pod.Namespace).Bind(s.ctx, &corev1.Binding{

@@ -85,6 +85,7 @@ type Config struct {
 // stops when it loses it) and shard.Drainer (a handover waits for the cycle
 // in flight). Run must be running for it to do anything.
 type Controller struct {
+	kit.Fence
 	cfg     Config
 	log     hclog.Logger
 	metrics *metrics
@@ -139,6 +140,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{
+		Fence:     kit.Fence{Valid: cfg.Valid},
 		cfg:       cfg,
 		log:       cfg.Logger.Named("scheduler"),
 		metrics:   m,
@@ -244,6 +246,3 @@ func (c *Controller) reap(stop bool) {
 	c.shift = nil
 	c.mu.Unlock()
 }
-
-// guard is checked right before every write.
-func (c *Controller) guard(ctx context.Context) error { return shard.CheckOwner(ctx, c.cfg.Valid) }

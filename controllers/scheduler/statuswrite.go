@@ -106,7 +106,7 @@ func (s *shift) writeStatuses(v *view, result core.Result) int {
 
 func (s *shift) writeStatus(pg *vcv1beta1.PodGroup) (*vcv1beta1.PodGroup, error) {
 	c := s.c
-	if err := c.guard(s.ctx); err != nil {
+	if err := c.Guard(s.ctx); err != nil {
 		return nil, err
 	}
 	got, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(pg.Namespace).Update(s.ctx, pg, metav1.UpdateOptions{})
