@@ -392,23 +392,7 @@ func (l *readyList[R]) pop() *mailbox[R] {
 
 // Enqueue appends req to the mailbox of key. It drops req if the key's slot
 // is not held: the slot's next owner enqueues every key of the slot.
-func (d *Dispatcher[R]) Enqueue(key string, req R) {
-	slot, term, ok := d.accept(key)
-	if !ok {
-		return
-	}
-	r := request[R]{req: req, term: term}
-	if d.timed {
-		r.queuedAt = time.Now()
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		d.metrics.dropped(dropStopped, 1)
-		return
-	}
-	d.enqueueLocked(key, slot, r)
-}
+func (d *Dispatcher[R]) Enqueue(key string, req R) { d.enqueue(key, req, false) }
 
 // EnqueueLow is Enqueue for a request no event asked for, such as the look a
 // replica takes at every key of a slot it has just gained: a key with
@@ -418,7 +402,10 @@ func (d *Dispatcher[R]) Enqueue(key string, req R) {
 // lowEvery of the first while both have keys, so that the thousands of keys
 // a start or a gain looks at do not stand in front of a new Job for
 // minutes, and are still all looked at under a steady stream of events.
-func (d *Dispatcher[R]) EnqueueLow(key string, req R) {
+func (d *Dispatcher[R]) EnqueueLow(key string, req R) { d.enqueue(key, req, true) }
+
+// enqueue is Enqueue, or EnqueueLow when low is set.
+func (d *Dispatcher[R]) enqueue(key string, req R, low bool) {
 	slot, term, ok := d.accept(key)
 	if !ok {
 		return
@@ -433,7 +420,7 @@ func (d *Dispatcher[R]) EnqueueLow(key string, req R) {
 		d.metrics.dropped(dropStopped, 1)
 		return
 	}
-	if d.boxes[key] != nil {
+	if !low || d.boxes[key] != nil {
 		d.enqueueLocked(key, slot, r)
 		return
 	}
