@@ -33,6 +33,9 @@ type load struct {
 	podRun    time.Duration // each pod's run time on its KWOK node
 	limit     time.Duration // bound on first create → all pods
 	log       func(format string, args ...any)
+	// ttl, if set, is each Job's ttlSecondsAfterFinished: a long load then
+	// keeps the cluster's object count level instead of piling up.
+	ttl *int32
 }
 
 // loadResult is what a load measured. Durations count from start, just
@@ -235,6 +238,7 @@ feed:
 
 func (l load) createJob(ctx context.Context, name string) error {
 	job := benchJob(l.namespace, name, l.taskPods, l.podRun)
+	job.Spec.TTLSecondsAfterFinished = l.ttl
 	var err error
 	for attempt := range 5 {
 		if attempt > 0 {

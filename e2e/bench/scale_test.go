@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -905,7 +906,10 @@ func (e *scaleEnv) runSoak(ctx context.Context, b *testing.B, ns, probeNS string
 	var loadErr error
 	go func() {
 		l := load{kube: e.kube, volcano: e.volcano, namespace: ns, jobs: res.jobs, taskPods: sc.steadyPods,
-			rate: sc.steadyRate, podRun: time.Second, limit: sc.soak + sc.waitLimit, log: progress}
+			rate: sc.steadyRate, podRun: time.Second, limit: sc.soak + sc.waitLimit, log: progress,
+			// Finished Jobs go after a minute: the cluster's objects stay level, so a slope of
+			// RSS is the replicas' own, not the soak's Jobs piling up (as it was at c31b576).
+			ttl: ptr.To[int32](60)}
 		r, err := l.run(ctx)
 		loadErr = err
 		loadDone <- r
