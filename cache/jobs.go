@@ -165,14 +165,14 @@ func (j *Jobs) Summaries() int {
 
 // run lists and watches the Jobs until ctx ends.
 func (j *Jobs) run(ctx context.Context) {
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	lw := newListFirst(
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return j.vc.BatchV1alpha1().Jobs("").List(ctx, opts)
 		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return j.vc.BatchV1alpha1().Jobs("").Watch(ctx, opts)
 		},
-	}
+	)
 	r := toolscache.NewReflectorWithOptions(lw, &batch.Job{}, jobsStore{j}, toolscache.ReflectorOptions{Name: "jobs"})
 	r.RunWithContext(ctx)
 }

@@ -136,16 +136,16 @@ func (s *Sharded) startBatch(ctx context.Context, slots []int) {
 	rctx, cancel := context.WithCancel(ctx)
 	b.cancel = cancel
 	selector := shard.SlotLabel + " in (" + joinInts(slots) + ")"
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	lw := newListFirst(
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
 			return s.lw.List(ctx, opts)
 		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = selector
 			return s.lw.Watch(ctx, opts)
 		},
-	}
+	)
 	r := toolscache.NewReflectorWithOptions(lw, s.newObj(), &batchStore{s: s, b: b}, toolscache.ReflectorOptions{
 		Name: fmt.Sprintf("%s[%d slots]", s.name, len(slots)),
 	})
