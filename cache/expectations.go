@@ -120,6 +120,39 @@ func (e *Expectations) Deleting(slot int, key string, r Resource, namespace, nam
 	return e.pending(slot, deleteOf(key, r, namespace, name, uid))
 }
 
+// CreatingAny reports whether any create of an object of r by the Job at key
+// is still unseen, and how long until the last of them lapses: what a
+// controller whose objects' names are generated waits on, without keeping the
+// names. (Deletes have no such form: one whose object the cache had dropped
+// before it was expected is never seen, and would hold the Job until it
+// lapsed; ask Deleting of the objects the cache still shows.)
+func (e *Expectations) CreatingAny(slot int, key string, r Resource) (time.Duration, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.slots[slot]
+	now := e.now()
+	var wait time.Duration
+	found := false
+	for x, lapses := range m {
+		if x.op != opCreate || x.job != key || x.res != r {
+			continue
+		}
+		left := lapses.Sub(now)
+		if left <= 0 {
+			if Watched(x.res) {
+				e.lapsed++
+			}
+			delete(m, x)
+			continue
+		}
+		wait, found = max(wait, left), true
+	}
+	if m != nil && len(m) == 0 {
+		delete(e.slots, slot)
+	}
+	return wait, found
+}
+
 func createOf(key string, r Resource, namespace, name string) expectation {
 	return expectation{op: opCreate, res: r, job: key, namespace: namespace, name: name}
 }

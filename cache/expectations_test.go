@@ -241,3 +241,40 @@ func TestCreatingCountsAPodThatArrivedAfterTheView(t *testing.T) {
 		t.Errorf("Creating = %v, %v for an expected pod; want its time left, true", left, pending)
 	}
 }
+
+// CreatingAny is pending while any create of the Job's objects of that
+// resource is unseen, for as long as the latest-lapsing of them; not for
+// deletes, other Jobs or other resources.
+func TestExpectationsCreatingAny(t *testing.T) {
+	e, clk := newTestExpectations(30 * time.Second)
+	obs := observer{r: Pods, e: e}
+	if _, ok := e.CreatingAny(7, "ns/job", Pods); ok {
+		t.Fatal("pending with nothing expected")
+	}
+	e.ExpectCreate(7, "ns/job", Pods, "ns", "job-w-0")
+	clk.t = clk.t.Add(10 * time.Second)
+	e.ExpectCreate(7, "ns/job", Pods, "ns", "job-w-1")
+	e.ExpectCreate(7, "ns/other", Pods, "ns", "other-w-0")
+	e.ExpectCreate(7, "ns/job", PodGroups, "ns", "job")
+	e.ExpectDelete(7, "ns/job", Pods, "ns", "job-w-9", "old")
+	if left, ok := e.CreatingAny(7, "ns/job", Pods); !ok || left != 30*time.Second {
+		t.Fatalf("two creates unseen: pending %v with %v left, want 30s (the later one)", ok, left)
+	}
+	obs.OnAdd(jobPod(7, "job-w-1", "a"), false)
+	if left, ok := e.CreatingAny(7, "ns/job", Pods); !ok || left != 20*time.Second {
+		t.Fatalf("one create unseen: pending %v with %v left, want 20s", ok, left)
+	}
+	obs.OnAdd(jobPod(7, "job-w-0", "b"), false)
+	if _, ok := e.CreatingAny(7, "ns/job", Pods); ok {
+		t.Fatal("pending after every create was seen (a delete, another Job's and another kind's are not its creates)")
+	}
+	e.ExpectCreate(7, "ns/job", Pods, "ns", "job-w-2")
+	clk.t = clk.t.Add(30 * time.Second)
+	lapsed := e.Lapsed()
+	if _, ok := e.CreatingAny(7, "ns/job", Pods); ok {
+		t.Fatal("a lapsed create is pending")
+	}
+	if e.Lapsed() != lapsed+1 {
+		t.Fatalf("Lapsed() = %d, want %d", e.Lapsed(), lapsed+1)
+	}
+}

@@ -79,9 +79,6 @@ type Controller struct {
 	// unfinalizing are, by Job key, the pods (by UID) whose tracking finalizer this replica
 	// asked to remove and the cache still shows, with when: the patch is not sent twice.
 	unfinalizing map[string]map[types.UID]time.Time
-	// creating are the names of the pods each Job's creates gave, until the cache shows them
-	// (cache.Expectations says whether one is still pending).
-	creating map[string][]string
 }
 
 // request is what the dispatcher carries for a Job key: look at the Job. Any two coalesce.
@@ -97,7 +94,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
-		unfinalizing: map[string]map[types.UID]time.Time{}, creating: map[string][]string{}}
+		unfinalizing: map[string]map[types.UID]time.Time{}}
 	err := c.Init(kit.Settings[request]{
 		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
 		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
@@ -167,11 +164,6 @@ func (c *Controller) SlotsLost(slots []int) {
 			delete(c.unfinalizing, key)
 		}
 	}
-	for key := range c.creating {
-		if held.HasKey(key, n) {
-			delete(c.creating, key)
-		}
-	}
 }
 
 // SlotsGained is a no-op: the Jobs of gained slots are enqueued once the cache has listed
@@ -211,7 +203,6 @@ func (c *Controller) onJobDelete(obj any) {
 	c.written.Forget(key)
 	c.mu.Lock()
 	delete(c.backoff, key)
-	delete(c.creating, key)
 	c.mu.Unlock()
 	// Its pods may still carry the tracking finalizer: the reconcile of the key frees them.
 	c.Disp.Enqueue(key, request{})

@@ -70,7 +70,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	job := c.written.Latest(key, cached)
 	// Expectations first, then the pods: a create seen between the two would otherwise be
 	// missing from the pods read and no longer pending, and be made again.
-	if wait, pending := c.pendingPodWrites(slot, key, job); pending {
+	if wait, pending := c.pendingPodWrites(slot, key); pending {
 		c.Disp.EnqueueAfter(key, request{}, wait)
 		return nil
 	}
@@ -163,9 +163,9 @@ func withFinalizer(pods []*corev1.Pod) []*corev1.Pod {
 
 // pendingPodWrites reports whether a create or delete of the Job's pods is not in the cache
 // yet, and how long to wait for it at most.
-func (c *Controller) pendingPodWrites(slot int, key string, job *batchv1.Job) (time.Duration, bool) {
+func (c *Controller) pendingPodWrites(slot int, key string) (time.Duration, bool) {
 	expect := c.cfg.Cache.Expectations()
-	wait, pending := time.Duration(0), false
+	wait, pending := expect.CreatingAny(slot, key, cache.Pods)
 	// The pods this reads may lag the ones read after it: a pod whose delete is pending is
 	// in both until the delete is seen (it leaves the index before its expectation goes).
 	pods, err := c.podsOf(key)
@@ -176,20 +176,6 @@ func (c *Controller) pendingPodWrites(slot int, key string, job *batchv1.Job) (t
 		if left, ok := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); ok {
 			wait, pending = max(wait, left), true
 		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	names := c.creating[key][:0]
-	for _, name := range c.creating[key] {
-		if left, ok := expect.Creating(slot, key, cache.Pods, job.Namespace, name); ok {
-			wait, pending = max(wait, left), true
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
-		delete(c.creating, key)
-	} else {
-		c.creating[key] = names
 	}
 	return wait, pending
 }
@@ -323,9 +309,6 @@ func (c *Controller) createPods(ctx context.Context, slot int, key string, job *
 			x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: pod.Namespace, Name: pod.Name}
 			var got *corev1.Pod
 			sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) (err error) {
-				c.mu.Lock()
-				c.creating[key] = append(c.creating[key], pod.Name)
-				c.mu.Unlock()
 				got, err = c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 				return err
 			})
