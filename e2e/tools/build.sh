@@ -91,7 +91,7 @@ ldflags_for() {
 	case "$1" in
 	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet | kube-proxy) kube_ldflags ;;
 	# Helm's release build stamps its full version; without it `helm version` says v4.3.
-	helm) echo "-s -w -X helm.sh/helm/v4/internal/version.version=$(cd helm && module_version helm.sh/helm/v4)" ;;
+	helm) echo "-s -w -X helm.sh/helm/v4/internal/version.version=$(cd "$here/helm" && module_version helm.sh/helm/v4)" ;;
 	*) echo "-s -w" ;;
 	esac
 }
