@@ -376,9 +376,9 @@ volcano: {admissionPolicies: false, queues: false}
 
 // The chart against a real API server (a control plane of its own: the objects stay for the
 // test's end, and other tests' CRDs and Queues must not be there): `helm install`, every
-// rendering of chartCases and TestChartValues accepted by server-side dry-run, `helm upgrade`
-// to other replicas and image tag, and `helm uninstall`, after which the CRDs, the Queues and a
-// Volcano Job are still there. No pod runs: the control plane has no node.
+// rendering of chartCases accepted by server-side dry-run, `helm upgrade` to other replicas and
+// image tag, `helm uninstall`, after which the CRDs, the Queues and a Volcano Job are still
+// there, and `helm install` once more. No pod runs: the control plane has no node.
 func TestChartInstallUpgradeUninstall(t *testing.T) {
 	helm := requireHelm(t)
 	c := cluster.StartForTest(t, cluster.Options{Nodes: -1})
@@ -518,6 +518,13 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	if _, err := client.Resource(jobGVR).Namespace("default").Get(ctx, "survives-uninstall", metav1.GetOptions{}); err != nil {
 		t.Errorf("the Volcano Job after uninstall: %v", err)
 	}
+
+	// Installed again, the release takes back the Queues it left (they still carry its name)
+	// and leaves the CRDs as they are.
+	if out, err := runHelm(t, helm, kube, "install", "ringfire", chartDir, "--namespace", ns); err != nil {
+		t.Fatalf("helm install after uninstall: %v\n%s", err, out)
+	}
+	statefulSetOf("ringfire")
 }
 
 // requireHelm returns the pinned helm of the tools directory. Without it the test is skipped,
