@@ -30,6 +30,16 @@ tools: ## build the pinned e2e binaries (kube-apiserver, etcd, kubectl, kwok, ..
 .PHONY: crds
 crds: ## regenerate deploy/crds/ from the volcano.sh/apis types (controller-gen, then ringfire's CEL rules and defaults)
 	$(GO) run ./deploy/crds/gen -controller-gen "$$(e2e/tools/build.sh controller-gen | tail -n 1)/controller-gen"
+	$(MAKE) chart
+
+.PHONY: chart
+chart: ## copy into charts/ringfire what it takes verbatim from deploy/ (CRDs, admission policies, Queues, RBAC rules, alerts, dashboard)
+	rm -rf charts/ringfire/crds charts/ringfire/files/deploy
+	mkdir -p charts/ringfire/crds charts/ringfire/files/deploy/crds charts/ringfire/files/deploy/ringfire charts/ringfire/files/deploy/monitoring
+	cp deploy/crds/*.volcano.sh_*.yaml charts/ringfire/crds/
+	cp $$(ls deploy/crds/*.yaml | grep -v -e '\.volcano\.sh_' -e '/kustomization\.yaml$$') charts/ringfire/files/deploy/crds/
+	cp deploy/ringfire/10-rbac.yaml charts/ringfire/files/deploy/ringfire/
+	cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/grafana-dashboard.json charts/ringfire/files/deploy/monitoring/
 
 lint: ## go vet and staticcheck over the tree
 	$(GO) vet $(PKGS)

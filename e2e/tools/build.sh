@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the binaries pinned by e2e/tools/go.mod into a cache outside the clone
-# and prints the bin directory on its last line.
+# Builds the binaries pinned by e2e/tools/go.mod (and Helm, pinned by its own
+# module e2e/tools/helm/go.mod) into a cache outside the clone and prints the
+# bin directory on its last line.
 #
 #   e2e/tools/build.sh                  build every tool (the default)
 #   e2e/tools/build.sh controller-gen   build only the named tools
 #
-# The cache directory is keyed by a hash of go.mod, go.sum, this script and the
+# The cache directory is keyed by a hash of both modules' go.mod and go.sum, this script and the
 # Go toolchain, so a change to any pin builds afresh and anything else reuses
 # what is there. A binary appears in the cache only once it is fully built
 # (written under a temporary name, then renamed), and a stamp file marks a
@@ -26,8 +27,14 @@ declare -A tool_pkgs=(
 	[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
 	[kwok]=sigs.k8s.io/kwok/cmd/kwok
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+	[helm]=helm.sh/helm/v4/cmd/helm
 )
-all_tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok controller-gen)
+# The tools built from a module of their own, by its directory here: Helm requires
+# k8s.io/* v0.37, which would move the control plane's v1.36 pins of go.mod.
+declare -A tool_dirs=(
+	[helm]=helm
+)
+all_tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok controller-gen helm)
 # Built only when named (e2e/node/build.sh does): the real node's kubelet and
 # kube-proxy, which no suite of `make test` needs.
 node_tools=(kubelet kube-proxy)
@@ -36,7 +43,7 @@ log() { echo "build.sh: $*" >&2; }
 
 key="$(
 	{
-		cat go.mod go.sum build.sh
+		cat go.mod go.sum helm/go.mod helm/go.sum build.sh
 		go env GOVERSION GOOS GOARCH
 	} | sha256sum | cut -c1-16
 )"
@@ -83,6 +90,8 @@ kube_ldflags() {
 ldflags_for() {
 	case "$1" in
 	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet | kube-proxy) kube_ldflags ;;
+	# Helm's release build stamps its full version; without it `helm version` says v4.3.
+	helm) echo "-s -w -X helm.sh/helm/v4/internal/version.version=$(cd "$here/helm" && module_version helm.sh/helm/v4)" ;;
 	*) echo "-s -w" ;;
 	esac
 }
@@ -111,7 +120,7 @@ for name in "${wanted[@]}"; do
 	tmp="$bin/.$name.tmp.$$"
 	log "building $name (${tool_pkgs[$name]})"
 	t0=$SECONDS
-	if ! go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$tmp" "${tool_pkgs[$name]}"; then
+	if ! (cd "$here/${tool_dirs[$name]:-.}" && go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$tmp" "${tool_pkgs[$name]}"); then
 		rm -f "$tmp"
 		log "building $name failed"
 		exit 1
@@ -130,6 +139,7 @@ if [[ $complete == 1 && ! -f "$stamp" ]]; then
 		for m in k8s.io/kubernetes go.etcd.io/etcd/server/v3 sigs.k8s.io/kwok sigs.k8s.io/controller-tools; do
 			echo "$m $(module_version "$m")"
 		done
+		echo "helm.sh/helm/v4 $(cd helm && module_version helm.sh/helm/v4)"
 	} >"$stamp.tmp.$$"
 	mv -f "$stamp.tmp.$$" "$stamp"
 	prune_old_sets
