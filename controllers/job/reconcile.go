@@ -159,12 +159,12 @@ func (c *Controller) carryOut(ctx context.Context, key string, in plan.Input, p 
 		}
 		return nil
 	}
-	if err := failed(plan.AtStart); err != nil {
-		return err
-	}
 	for _, err := range p.Ignored {
 		c.Log.Warn("job plugin arguments ignored", "job", key, "error", err)
 		c.Recorder.Eventf(job, corev1.EventTypeWarning, PluginArgumentsIgnored, "%v", err)
+	}
+	if err := failed(plan.AtStart); err != nil {
+		return err
 	}
 	if p.SyncPlugins != nil {
 		held, err := c.write(ctx, key, job.UID, *p.SyncPlugins)
