@@ -170,6 +170,7 @@ func Make(in Input) Plan {
 		RetryCount: job.Status.RetryCount, Drained: drained(in.Pods),
 	})
 	var counts Counts
+	var settled *Settled // the phase the sync's counts settle, once it is known
 	switch {
 	case step.Kill != state.KillNone:
 		var ends bool
@@ -193,14 +194,14 @@ func Make(in Input) Plan {
 		var ok bool
 		counts, ok = b.sync()
 		if ok {
-			step, counts = b.endNow(step, spec, counts)
+			step, counts, settled = b.endNow(step, spec, counts)
 		}
 	default:
 		counts = CountPods(in.Pods)
 	}
 	b.p.Step, b.p.Counts, b.p.Controlled = step, counts, b.work.Status.ControlledResources
 	if b.p.Failure == nil {
-		b.p.Status = Status(StatusInput{Job: job, Controlled: b.p.Controlled, Step: step, Spec: spec, Counts: counts, Now: in.Now})
+		b.p.Status = Status(StatusInput{Job: job, Controlled: b.p.Controlled, Step: step, Spec: spec, Counts: counts, Now: in.Now, Settled: settled})
 	}
 	return b.p
 }
@@ -222,15 +223,17 @@ func (b *builder) hold(step state.Step, reason, problem string, recheck bool) Pl
 	return b.p
 }
 
-// endNow adds, when the sync settles the Job into Completed or Failed, the kill of that final
-// phase (state.Ending), so that the phase and the version the kill starts cost one status
-// write, not two.
-func (b *builder) endNow(step state.Step, spec state.Spec, counts Counts) (state.Step, Counts) {
+// endNow settles the phase from the sync's counts and, when it settles the Job into Completed
+// or Failed, adds the kill of that final phase (state.Ending), so that the phase and the
+// version the kill starts cost one status write, not two. The phase settled is the status'
+// either way: the ending step's rule sets the same one.
+func (b *builder) endNow(step state.Step, spec state.Spec, counts Counts) (state.Step, Counts, *Settled) {
 	current := state.Normalize(b.work.Status.State.Phase)
-	settled, set := step.Then.Settle(current, spec, b.work.Status.RetryCount, counts.Counts)
-	end, ok := state.Ending(current, settled, set)
+	phase, set := step.Then.Settle(current, spec, b.work.Status.RetryCount, counts.Counts)
+	settled := &Settled{Phase: phase, Set: set}
+	end, ok := state.Ending(current, phase, set)
 	if !ok {
-		return step, counts
+		return step, counts, settled
 	}
 	// The sync's deletes are on their way: the kill counts them as going, and does not
 	// delete them again.
@@ -240,7 +243,7 @@ func (b *builder) endNow(step state.Step, spec state.Spec, counts Counts) (state
 	}
 	killed, ends := b.kill(end.Kill, going)
 	end.BumpVersion = end.BumpVersion && ends
-	return end, killed
+	return end, killed, settled
 }
 
 // kill plans the deletes of the pods the kill targets and counts the rest; a full kill deletes

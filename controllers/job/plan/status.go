@@ -21,6 +21,15 @@ type StatusInput struct {
 	// Counts are the pods after the step's kill or sync.
 	Counts Counts
 	Now    time.Time
+	// Settled, when set, is the phase the step's rule settles on Counts, settled already (a
+	// sync's, for state.Ending): it is not asked again.
+	Settled *Settled
+}
+
+// Settled is a phase a rule settled (state.Rule.Settle): the phase, and whether the rule set it.
+type Settled struct {
+	Phase batch.JobPhase
+	Set   bool
 }
 
 // StatusPlan is the status a reconcile leads to.
@@ -56,7 +65,13 @@ func Status(in StatusInput) StatusPlan {
 		st.Version++
 	}
 	current := state.Normalize(job.Status.State.Phase)
-	phase, set := step.Then.Settle(current, in.Spec, st.RetryCount, counts.Counts)
+	var phase batch.JobPhase
+	var set bool
+	if in.Settled != nil && !step.BumpRetry {
+		phase, set = in.Settled.Phase, in.Settled.Set
+	} else {
+		phase, set = step.Then.Settle(current, in.Spec, st.RetryCount, counts.Counts)
+	}
 	st.Pending, st.Running, st.Succeeded, st.Failed = counts.Pending, counts.Running, counts.Succeeded, counts.Failed
 	st.Unknown, st.Terminating = counts.Unknown, counts.Terminating
 	st.MinAvailable = job.Spec.MinAvailable
