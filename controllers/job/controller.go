@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -21,6 +22,7 @@ import (
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/shard"
 
@@ -59,7 +61,10 @@ type Config struct {
 	Quarantine *shard.Quarantine
 	// Observe, when set, is told of every reconcile: its Job key and when it
 	// ran (for tests and tracing).
-	Observe    func(key string, start, end time.Time)
+	Observe func(key string, start, end time.Time)
+	// Clock tells the time statuses, TTLs and the pacing of status writes
+	// are measured against. Default: real.
+	Clock      clock.PassiveClock
 	Logger     hclog.Logger
 	Registerer prometheus.Registerer
 }
@@ -78,18 +83,14 @@ type Controller struct {
 	kit.Base[request]
 	kit.Fence
 	cfg     Config
+	clock   clock.PassiveClock
 	metrics *metrics
 	written cache.Written[*batch.Job]
-	delays  delays
-	pacer   pacer
-	wakes   wakeups
+	// memory is what the controller remembers of each Job between its
+	// reconciles (memory.go).
+	memory memory
 	// taken remembers the Commands this replica took.
 	taken kit.Commands
-	// told remembers the PodGroupPending story last recorded per Job.
-	told told
-	// waiting remembers, per Job, the names it last told it waits for
-	// (foreign.go).
-	waiting told
 }
 
 // request is what the dispatcher carries for a Job key.
@@ -117,6 +118,9 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.PodParallelism <= 0 {
 		cfg.PodParallelism = 16
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if cfg.StatusCoalesce == 0 {
 		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
@@ -124,13 +128,13 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m}
-	c.pacer.window = max(cfg.StatusCoalesce, 0)
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, metrics: m}
+	c.memory.pacer.window = max(cfg.StatusCoalesce, 0)
 	handler := c.reconcile
 	if cfg.Observe != nil {
 		handler = func(ctx context.Context, key string, req request) error {
-			start := time.Now()
-			defer func() { cfg.Observe(key, start, time.Now()) }()
+			start := c.clock.Now()
+			defer func() { cfg.Observe(key, start, c.clock.Now()) }()
 			return c.reconcile(ctx, key, req)
 		}
 	}
@@ -159,7 +163,7 @@ func New(cfg Config) (*Controller, error) {
 // event and comes first too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
-		c.woken(key, true) // a look due from an earlier tenure went with the slot
+		c.memory.wakes.forget(key) // a look due from an earlier tenure went with the slot
 		for _, req := range c.missedFailures(key) {
 			c.Disp.Enqueue(key, req)
 		}
@@ -241,6 +245,14 @@ func (c *Controller) missedFailures(key string) []request {
 	return reqs
 }
 
+// SlotsLost forgets what this replica remembers of the slots' Jobs (memory).
+// It implements shard.Listener.
+func (c *Controller) SlotsLost(slots []int) { c.memory.lost(slots, c.cfg.Ownership.Slots()) }
+
+// SlotsGained is a no-op: the Jobs of gained slots are enqueued once the
+// cache has listed them (SlotsReady). It implements shard.Listener.
+func (c *Controller) SlotsGained([]int) {}
+
 // Run reconciles until ctx is done.
 func (c *Controller) Run(ctx context.Context) { c.Base.Run(ctx, nil, "") }
 
@@ -312,12 +324,8 @@ func (c *Controller) onJobDelete(obj any) {
 	}
 	if job, ok := obj.(*batch.Job); ok {
 		c.Disp.Release(keyOf(job))
-		c.delays.forget(keyOf(job))
 		c.written.Forget(keyOf(job))
-		c.pacer.forget(keyOf(job))
-		c.told.forget(keyOf(job))
-		c.waiting.forget(keyOf(job))
-		c.woken(keyOf(job), true)
+		c.memory.forget(keyOf(job))
 	}
 }
 
@@ -425,7 +433,7 @@ func (c *Controller) onPodUpdate(old, new any) {
 	if !ok {
 		return
 	}
-	c.delays.cancelPod(key, newPod.Name, event, pending(newPod))
+	c.memory.delays.cancelPod(key, newPod.Name, event, pending(newPod))
 	req.ExitCode = exitCode
 	c.Disp.Enqueue(key, req)
 }
@@ -439,7 +447,7 @@ func (c *Controller) onPodDelete(obj any) {
 		return
 	}
 	if key, req, ok := podRequest(pod, bus.PodEvictedEvent); ok {
-		c.delays.cancelPod(key, pod.Name, bus.PodEvictedEvent, false)
+		c.memory.delays.cancelPod(key, pod.Name, bus.PodEvictedEvent, false)
 		c.Disp.Enqueue(key, req)
 	}
 }
@@ -524,7 +532,7 @@ func (c *Controller) onPodGroupUpdate(old, new any) {
 		return
 	}
 	if oldPG.Status.Phase == newPG.Status.Phase &&
-		pendingStory(pendingCondition(oldPG)) == pendingStory(pendingCondition(newPG)) {
+		plan.PendingStory(plan.PendingCondition(oldPG)) == plan.PendingStory(plan.PendingCondition(newPG)) {
 		return
 	}
 	key, ok := cache.JobKey(newPG)

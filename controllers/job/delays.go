@@ -81,3 +81,13 @@ func cancels(started, now bus.Event, pending bool) bool {
 	}
 	return false
 }
+
+func (d *delays) forgetWhere(drop func(key string) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for key := range d.byKey {
+		if drop(key) {
+			delete(d.byKey, key)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/ringfire/ringfire/controllers/job/plan"
+
 	"context"
 	"slices"
 	"testing"
@@ -83,7 +85,7 @@ func TestDependenciesReady(t *testing.T) {
 					info.Pods[taskName][p.Name] = p
 				}
 			}
-			if got := dependenciesReady(j, &j.Spec.Tasks[3], info); got != tc.want {
+			if got := plan.DependenciesReady(j, &j.Spec.Tasks[3], info.Pods); got != tc.want {
 				t.Fatalf("dependenciesReady = %v, want %v", got, tc.want)
 			}
 		})

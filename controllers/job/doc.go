@@ -6,9 +6,10 @@
 // PodGroup, a Command, a delayed policy action, a TTL check) goes through one
 // shard.Dispatcher mailbox per Job key, so the requests of a Job are handled
 // one at a time and in order, and a slow Job holds up no other. A reconcile
-// reads the cache, lets the pure state package decide (policies, the
-// transition table, the completion rules), acts on the pods and the PodGroup,
-// and writes the status.
+// reads the cache, lets the pure plan package decide all it does (plan.Make,
+// which asks the state package for the policies, the transition table and
+// the completion rules), carries the plan out in one order (carryOut), and
+// writes the status last.
 //
 // Every write is safe against a replica that lost the slot without knowing
 // it yet: the reconcile context is the slot's, ownership is checked right

@@ -352,9 +352,9 @@ func TestPodThatMovesOnCancelsItsPostponedAction(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil, eventJob())
-			token := f.c.delays.add("ns/a", "a-w-0", tc.started)
+			token := f.c.memory.delays.add("ns/a", "a-w-0", tc.started)
 			f.requestsOf(t, func() { tc.fire(f.c) })
-			if kept := f.c.delays.take("ns/a", token); kept != tc.keeps {
+			if kept := f.c.memory.delays.take("ns/a", token); kept != tc.keeps {
 				t.Fatalf("postponed action still pending: %v, want %v", kept, tc.keeps)
 			}
 		})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/build"
+	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/shard"
 )
@@ -226,4 +227,12 @@ func hasEvent(events []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// writeStatusOf writes the status plan.Status computes for step and counts,
+// as a reconcile would.
+func (c *Controller) writeStatusOf(ctx context.Context, key string, job *batch.Job, controlled map[string]string, step state.Step, spec state.Spec, counts plan.Counts) error {
+	return c.writeStatus(ctx, key, job, plan.Status(plan.StatusInput{
+		Job: job, Controlled: controlled, Step: step, Spec: spec, Counts: counts, Now: c.clock.Now(),
+	}))
 }

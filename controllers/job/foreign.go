@@ -15,6 +15,7 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/job/plugins"
 	"github.com/ringfire/ringfire/controllers/job/state"
 )
@@ -28,66 +29,18 @@ import (
 // looks again when the object is deleted.
 
 // ReasonWaitingForDeletion is the reason of the Normal Event that tells what a Job waits for.
-const ReasonWaitingForDeletion = "WaitingForDeletion"
+const ReasonWaitingForDeletion = plan.ReasonWaitingForDeletion
 
 // recheckForeign is how soon a Job looks again at a name held by an object the cache does not
 // hold (one without this replica's slot label), whose delete no event reports.
 const recheckForeign = 30 * time.Second
 
-// holder is an object that holds a name the Job needs and that another UID, or nobody,
-// controls.
-type holder struct {
-	kind   string // "pod", "Service", ...
-	name   string
-	owner  *metav1.OwnerReference // its controller; nil for none
-	cached bool                   // in the cache: its delete wakes the Job
-}
-
-func holderOf(kind string, obj metav1.Object, cached bool) holder {
-	h := holder{kind: kind, name: obj.GetName(), cached: cached}
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		r := *ref
-		h.owner = &r
-	}
-	return h
-}
-
-// story is what one wait is: the kind of object and whose it is. The earlier Job's pods
-// going one by one are one wait, told once.
-func (h holder) story() string {
-	owner := "none"
-	if h.owner != nil {
-		owner = string(h.owner.UID)
-	}
-	return h.kind + "\x00" + owner
-}
-
-// waitMessage says what job waits for: the first of held, and how many more.
-func waitMessage(job *batch.Job, held []holder) string {
-	h := held[0]
-	var msg string
-	switch {
-	case h.owner != nil && h.owner.Kind == "Job" && h.owner.Name == job.Name:
-		msg = fmt.Sprintf("waiting for %s %s of an earlier Job %s (uid %s) to be deleted by the garbage collector",
-			h.kind, h.name, job.Name, h.owner.UID)
-	case h.owner != nil:
-		msg = fmt.Sprintf("waiting for %s %s, controlled by %s %s (uid %s), to be deleted: this Job needs its name",
-			h.kind, h.name, h.owner.Kind, h.owner.Name, h.owner.UID)
-	default:
-		msg = fmt.Sprintf("waiting for %s %s, which no controller owns, to be deleted: this Job needs its name", h.kind, h.name)
-	}
-	if len(held) > 1 {
-		msg += fmt.Sprintf(" (and %d more objects)", len(held)-1)
-	}
-	return msg
-}
-
 // waitForNames records that the Job at key waits for the names held (none: it waits for
 // nothing): a Normal Event when the wait begins or comes to another holder, not on every
 // reconcile; a look after recheckForeign when a holder's delete will not be seen.
-func (c *Controller) waitForNames(key string, job *batch.Job, held []holder) {
+func (c *Controller) waitForNames(key string, job *batch.Job, held []plan.Holder) {
 	if len(held) == 0 {
-		c.waiting.change(key, "")
+		c.memory.waiting.change(key, "")
 		return
 	}
 	// One object may be asked for twice (a plugin's add and update both apply its ConfigMap).
@@ -97,20 +50,20 @@ func (c *Controller) waitForNames(key string, job *batch.Job, held []holder) {
 	seen := map[string]bool{}
 	recheck := false
 	for _, h := range held {
-		if named[h.kind+"/"+h.name] {
+		if named[h.Kind+"/"+h.Name] {
 			continue
 		}
-		named[h.kind+"/"+h.name] = true
+		named[h.Kind+"/"+h.Name] = true
 		distinct = append(distinct, h)
-		if s := h.story(); !seen[s] {
+		if s := h.Story(); !seen[s] {
 			seen[s] = true
 			stories = append(stories, s)
 		}
-		recheck = recheck || !h.cached
+		recheck = recheck || !h.Cached
 	}
 	held = distinct
-	if c.waiting.change(key, strings.Join(stories, "\x01")) {
-		msg := waitMessage(job, held)
+	if c.memory.waiting.change(key, strings.Join(stories, "\x01")) {
+		msg := plan.WaitMessage(job, held)
 		c.Log.Info("job waits for a name", "job", key, "uid", job.UID, "message", msg)
 		c.Recorder.Event(job, corev1.EventTypeNormal, ReasonWaitingForDeletion, msg)
 	}
@@ -142,21 +95,21 @@ func (c *Controller) onForeignDelete(obj any) {
 // podHolder reads the pod that refused a create of pod as AlreadyExists and returns it as a
 // holder when another UID controls it. A pod it cannot read is taken as the Job's (as before:
 // the create's expectation holds it until the cache shows it).
-func (c *Controller) podHolder(ctx context.Context, pod *corev1.Pod, uid types.UID) (holder, bool) {
+func (c *Controller) podHolder(ctx context.Context, pod *corev1.Pod, uid types.UID) (plan.Holder, bool) {
 	got, err := c.cfg.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil || cache.ControlledBy(got, uid) {
-		return holder{}, false
+		return plan.Holder{}, false
 	}
-	return holderOf("pod", got, false), true
+	return plan.HolderOf("pod", got, false), true
 }
 
 // pluginHolder is podHolder for a plugin object.
-func (c *Controller) pluginHolder(ctx context.Context, obj plugins.Object, uid types.UID) (holder, bool) {
+func (c *Controller) pluginHolder(ctx context.Context, obj plugins.Object, uid types.UID) (plan.Holder, bool) {
 	got, err := c.get(ctx, obj)
 	if err != nil || cache.ControlledBy(got, uid) {
-		return holder{}, false
+		return plan.Holder{}, false
 	}
-	return holderOf(kindOf(obj), got, false), true
+	return plan.HolderOf(kindOf(obj), got, false), true
 }
 
 // get reads the plugin object of obj's kind, namespace and name from the API server.

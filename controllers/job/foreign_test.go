@@ -1,6 +1,10 @@
 package job
 
 import (
+	"github.com/ringfire/ringfire/controllers/job/plan"
+
+	"github.com/ringfire/ringfire/controllers/job/plugins"
+
 	"context"
 	"slices"
 	"strings"
@@ -132,9 +136,9 @@ func TestReCreatedJobWaitsForTheEarlierJobsPods(t *testing.T) {
 	if got := writes(&f.kube.Fake); !slices.Equal(got, []string{"create pods rc-worker-1"}) {
 		t.Fatalf("after rc-worker-1 went the Job wrote %v, want only its create", got)
 	}
-	f.c.waiting.mu.Lock()
-	_, still := f.c.waiting.byKey["ns/rc"]
-	f.c.waiting.mu.Unlock()
+	f.c.memory.waiting.mu.Lock()
+	_, still := f.c.memory.waiting.byKey["ns/rc"]
+	f.c.memory.waiting.mu.Unlock()
 	if still {
 		t.Error("the wait is still remembered with every name free")
 	}
@@ -176,9 +180,9 @@ func TestCreateRefusedByAnotherUIDsPodIsAWaitNotACreate(t *testing.T) {
 	if !hasEvent(f.recorded(), "Normal WaitingForDeletion waiting for pod rc-worker-0 of an earlier Job rc") {
 		t.Error("no Event tells what the Job waits for")
 	}
-	f.c.wakes.mu.Lock()
-	at, scheduled := f.c.wakes.at["ns/rc"]
-	f.c.wakes.mu.Unlock()
+	f.c.memory.wakes.mu.Lock()
+	at, scheduled := f.c.memory.wakes.at["ns/rc"]
+	f.c.memory.wakes.mu.Unlock()
 	if left := at.Sub(metav1.Now().Time); !scheduled || left < recheckForeign/2 {
 		t.Errorf("next look scheduled %v, in %v; want one about %v away, not a hot retry", scheduled, left, recheckForeign)
 	}
@@ -220,11 +224,15 @@ func TestPluginObjectsOfAnotherUIDAreNeitherUpdatedNorDeleted(t *testing.T) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	f.kube.ClearActions()
-	set, err := f.c.pluginsFor(job, 0)
+	set, err := plugins.ForJob(job, plugins.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.c.deletePluginObjects(ctx, "ns/rc", job.DeepCopy(), set); err != nil {
+	ch, err := set.OnJobDelete(job.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.write(ctx, "ns/rc", job.UID, ch); err != nil {
 		t.Fatal(err)
 	}
 	if got := writes(&f.kube.Fake); len(got) != 0 {
@@ -254,17 +262,17 @@ func TestWaitMessage(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		held []holder
+		held []plan.Holder
 		want string
 	}{
-		{"an earlier Job of the name", []holder{holderOf("pod", owned("Job", "rc", "old"), true)},
+		{"an earlier Job of the name", []plan.Holder{plan.HolderOf("pod", owned("Job", "rc", "old"), true)},
 			"waiting for pod rc-worker-0 of an earlier Job rc (uid old) to be deleted by the garbage collector"},
-		{"another controller's, and more", []holder{holderOf("pod", owned("StatefulSet", "db", "s1"), false), {kind: "pod", name: "x"}},
+		{"another controller's, and more", []plan.Holder{plan.HolderOf("pod", owned("StatefulSet", "db", "s1"), false), {Kind: "pod", Name: "x"}},
 			"waiting for pod rc-worker-0, controlled by StatefulSet db (uid s1), to be deleted: this Job needs its name (and 1 more objects)"},
-		{"nobody's", []holder{holderOf("pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-worker-0"}}, false)},
+		{"nobody's", []plan.Holder{plan.HolderOf("pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-worker-0"}}, false)},
 			"waiting for pod rc-worker-0, which no controller owns, to be deleted: this Job needs its name"},
 	} {
-		if got := waitMessage(job, tc.held); got != tc.want {
+		if got := plan.WaitMessage(job, tc.held); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}

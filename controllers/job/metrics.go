@@ -8,6 +8,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
+	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/internal/promreg"
 )
 
@@ -104,7 +105,7 @@ func (m *metrics) phaseWritten(job *batch.Job, before *batch.JobStatus, phase ba
 		return // no creation time to measure from (objects made in tests)
 	}
 	switch {
-	case phase == batch.Running && runningSince(before) == nil:
+	case phase == batch.Running && plan.RunningSince(before) == nil:
 		m.toRunning.Observe(since)
 	case finalPhase(phase):
 		m.toEnd.WithLabelValues(string(phase)).Observe(since)
@@ -114,5 +115,5 @@ func (m *metrics) phaseWritten(job *batch.Job, before *batch.JobStatus, phase ba
 // finalPhase reports whether phase ends a Job's run: the phases
 // ringfire_job_completion_seconds times.
 func finalPhase(phase batch.JobPhase) bool {
-	return finished(phase) || phase == batch.Aborted
+	return plan.Finished(phase) || phase == batch.Aborted
 }

@@ -53,10 +53,10 @@ func TestPhaseWritesAreTimedOnce(t *testing.T) {
 	})
 	spec := state.SpecOf(job)
 	toRunning := state.Step{Then: state.PendingRule}
-	if err := c.writeStatus(ctx, "ns/a", job, nil, toRunning, spec, counts(2, 0)); err == nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, toRunning, spec, counts(2, 0)); err == nil {
 		t.Fatal("the first write did not fail")
 	}
-	if err := c.writeStatus(ctx, "ns/a", job, nil, toRunning, spec, counts(2, 0)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, toRunning, spec, counts(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	running, err := vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
@@ -67,14 +67,14 @@ func TestPhaseWritesAreTimedOnce(t *testing.T) {
 	again := running.DeepCopy()
 	again.Status.State.Phase = batch.Pending
 	again.Status.Conditions = append(again.Status.Conditions, batch.JobCondition{Status: batch.Restarting}, batch.JobCondition{Status: batch.Pending})
-	if err := c.writeStatus(ctx, "ns/a", again, nil, toRunning, spec, counts(2, 0)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", again, nil, toRunning, spec, counts(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	done, err := vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.writeStatus(ctx, "ns/a", done, nil, state.Step{Then: state.RunningRule}, spec, counts(0, 2)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", done, nil, state.Step{Then: state.RunningRule}, spec, counts(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	final, err := vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})

@@ -89,6 +89,21 @@ func (p *pacer) forget(key string) {
 	delete(p.held, key)
 }
 
+func (p *pacer) forgetWhere(drop func(key string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key := range p.last {
+		if drop(key) {
+			delete(p.last, key)
+		}
+	}
+	for key := range p.held {
+		if drop(key) {
+			delete(p.held, key)
+		}
+	}
+}
+
 // wakeups keeps one delayed look per Job at a time: the earliest asked for.
 // Waiting for a window to end or for an expectation to lapse asks for one
 // on every reconcile that meets it; without this each would add a timer.
@@ -97,31 +112,54 @@ type wakeups struct {
 	at map[string]time.Time
 }
 
-// wakeAfter looks at the Job at key again after d, unless a look is already
-// due by then.
-func (c *Controller) wakeAfter(key string, d time.Duration) {
-	now := time.Now()
-	at := now.Add(d)
-	w := &c.wakes
+// due records a look at key at, at now, and reports whether it is to be
+// scheduled: not if a look is already due by then.
+func (w *wakeups) due(key string, now, at time.Time) bool {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if due, ok := w.at[key]; ok && due.After(now) && !due.After(at) {
-		w.mu.Unlock()
-		return
+		return false
 	}
 	if w.at == nil {
 		w.at = map[string]time.Time{}
 	}
 	w.at[key] = at
-	w.mu.Unlock()
-	c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, d)
+	return true
 }
 
-// woken drops key's due look once it has passed, and a deleted Job's.
-func (c *Controller) woken(key string, gone bool) {
-	w := &c.wakes
+// passed drops key's due look once it has passed at now.
+func (w *wakeups) passed(key string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if due, ok := w.at[key]; ok && (gone || !due.After(time.Now())) {
+	if due, ok := w.at[key]; ok && !due.After(now) {
 		delete(w.at, key)
 	}
 }
+
+func (w *wakeups) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.at, key)
+}
+
+func (w *wakeups) forgetWhere(drop func(key string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key := range w.at {
+		if drop(key) {
+			delete(w.at, key)
+		}
+	}
+}
+
+// wakeAfter looks at the Job at key again after d, unless a look is already
+// due by then.
+func (c *Controller) wakeAfter(key string, d time.Duration) {
+	now := c.clock.Now()
+	if c.memory.wakes.due(key, now, now.Add(d)) {
+		c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, d)
+	}
+}
+
+// woken drops key's due look once it has passed.
+func (c *Controller) woken(key string) { c.memory.wakes.passed(key, c.clock.Now()) }

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/ringfire/ringfire/controllers/job/plan"
+
 	"context"
 	"testing"
 	"time"
@@ -82,7 +84,7 @@ func TestOnlyCountsDiffer(t *testing.T) {
 	} {
 		changed := *base.DeepCopy()
 		tc.change(&changed)
-		if got := onlyCountsDiffer(&changed, &base); got != tc.want {
+		if got := plan.OnlyCountsDiffer(&changed, &base); got != tc.want {
 			t.Errorf("%s: onlyCountsDiffer = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -124,13 +126,13 @@ func runningJob() *batch.Job {
 	}
 }
 
-func counts(running, succeeded int32) podCounts {
-	var pc podCounts
+func counts(running, succeeded int32) plan.Counts {
+	var pc plan.Counts
 	for range running {
-		pc.add("w", corev1.PodRunning)
+		pc.Add("w", corev1.PodRunning)
 	}
 	for range succeeded {
-		pc.add("w", corev1.PodSucceeded)
+		pc.Add("w", corev1.PodSucceeded)
 	}
 	return pc
 }
@@ -144,23 +146,23 @@ func TestStatusCoalescing(t *testing.T) {
 	c, vc := statusWriter(t, time.Hour, job)
 	spec := state.SpecOf(job)
 	keep := state.Step{Then: state.Keep}
-	c.pacer.wrote("ns/a", time.Now()) // a status write just went out
+	c.memory.pacer.wrote("ns/a", time.Now()) // a status write just went out
 
-	if err := c.writeStatus(ctx, "ns/a", job, nil, keep, spec, counts(1, 1)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, keep, spec, counts(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if n := statusUpdates(vc); n != 0 {
 		t.Fatalf("a count-only change inside the window was written (%d writes)", n)
 	}
-	c.wakes.mu.Lock()
-	due, ok := c.wakes.at["ns/a"]
-	c.wakes.mu.Unlock()
+	c.memory.wakes.mu.Lock()
+	due, ok := c.memory.wakes.at["ns/a"]
+	c.memory.wakes.mu.Unlock()
 	if !ok || time.Until(due) < 59*time.Minute {
 		t.Fatalf("no look scheduled for the window's end (due %v, scheduled %v)", due, ok)
 	}
 
 	// All pods succeeded: Running → Completed is a new phase, written inside the window.
-	if err := c.writeStatus(ctx, "ns/a", job, nil, state.Step{Then: state.RunningRule}, spec, counts(0, 2)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, state.Step{Then: state.RunningRule}, spec, counts(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if n := statusUpdates(vc); n != 1 {
@@ -173,12 +175,12 @@ func TestStatusCoalescing(t *testing.T) {
 
 	// The window over, the deferred counts of a Job still Running go out.
 	c2, vc2 := statusWriter(t, 20*time.Millisecond, runningJob())
-	c2.pacer.wrote("ns/a", time.Now())
-	if err := c2.writeStatus(ctx, "ns/a", runningJob(), nil, keep, spec, counts(1, 1)); err != nil {
+	c2.memory.pacer.wrote("ns/a", time.Now())
+	if err := c2.writeStatusOf(ctx, "ns/a", runningJob(), nil, keep, spec, counts(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(30 * time.Millisecond)
-	if err := c2.writeStatus(ctx, "ns/a", runningJob(), nil, keep, spec, counts(1, 1)); err != nil {
+	if err := c2.writeStatusOf(ctx, "ns/a", runningJob(), nil, keep, spec, counts(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = vc2.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})
@@ -195,17 +197,17 @@ func TestDurationAloneIsNotWritten(t *testing.T) {
 	job := runningJob()
 	started := metav1.NewTime(time.Now().Add(-10 * time.Second).Truncate(time.Second))
 	job.Status.Conditions[0].LastTransitionTime = &started
-	job.Status.TaskStatusCount = counts(2, 0).tasks
+	job.Status.TaskStatusCount = counts(2, 0).Tasks
 	c, vc := statusWriter(t, -1, job) // no merging of count changes
 	spec := state.SpecOf(job)
 	keep := state.Step{Then: state.Keep}
-	if err := c.writeStatus(ctx, "ns/a", job, nil, keep, spec, counts(2, 0)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, keep, spec, counts(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if n := statusUpdates(vc); n != 0 {
 		t.Fatalf("a change of runningDuration alone was written (%d writes)", n)
 	}
-	if err := c.writeStatus(ctx, "ns/a", job, nil, keep, spec, counts(1, 1)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, keep, spec, counts(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := vc.BatchV1alpha1().Jobs("ns").Get(ctx, "a", metav1.GetOptions{})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -16,30 +15,15 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/job/plugins"
 	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
-// pluginsFor builds the Job's plugins; a bad plugin spec is an error that
-// says what to fix.
-func (c *Controller) pluginsFor(job *batch.Job, slot int) (plugins.Set, error) {
-	return plugins.ForJob(job, plugins.Env{Slot: slot})
-}
-
 // PluginArgumentsIgnored is the reason of the Warning Event that tells the
 // arguments a plugin skipped, as Volcano skips them (Volcano only logs them).
 const PluginArgumentsIgnored = "PluginArgumentsIgnored"
-
-// reportIgnored tells, in a log line and a Warning Event, the arguments the
-// plugins skipped; once per life of the Job, on the sync that runs their
-// OnJobAdd (set.Ignored leaves out the plugins that have marked the Job).
-func (c *Controller) reportIgnored(key string, job *batch.Job, set plugins.Set) {
-	for _, err := range set.Ignored(job) {
-		c.Log.Warn("job plugin arguments ignored", "job", key, "error", err)
-		c.Recorder.Eventf(job, corev1.EventTypeWarning, PluginArgumentsIgnored, "%v", err)
-	}
-}
 
 // pluginFailed reports a plugin error of the Job at once, in a Warning Event
 // with Volcano's reason PluginError, and returns it, so that the dispatcher
@@ -53,46 +37,6 @@ func (c *Controller) pluginFailed(job *batch.Job, what string, err error) error 
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// syncPlugins writes the objects the plugins ask for. OnJobAdd runs once
-// per plugin (it marks work's status.controlledResources, written with the
-// status); OnJobUpdate on every sync. It returns the objects of another UID
-// that hold names the plugins need (see foreign.go).
-func (c *Controller) syncPlugins(ctx context.Context, key string, work *batch.Job, set plugins.Set) ([]holder, error) {
-	if len(set) == 0 {
-		return nil, nil
-	}
-	marks := maps.Clone(work.Status.ControlledResources)
-	add, err := set.OnJobAdd(work)
-	if err != nil {
-		return nil, err
-	}
-	update, err := set.OnJobUpdate(work)
-	if err != nil {
-		return nil, err
-	}
-	add.Create = append(add.Create, update.Create...)
-	add.Apply = append(add.Apply, update.Apply...)
-	add.Delete = append(add.Delete, update.Delete...)
-	held, err := c.write(ctx, key, work.UID, add)
-	if len(held) > 0 {
-		// Not all that OnJobAdd asked for is the Job's yet: the marks are not written, so that
-		// it runs again, and makes the objects, once the names are free.
-		work.Status.ControlledResources = marks
-	}
-	return held, err
-}
-
-// deletePluginObjects removes what the plugins made, on a full kill, as
-// Volcano does; a restart makes them afresh.
-func (c *Controller) deletePluginObjects(ctx context.Context, key string, work *batch.Job, set plugins.Set) error {
-	ch, err := set.OnJobDelete(work)
-	if err != nil {
-		return err
-	}
-	_, err = c.write(ctx, key, work.UID, ch)
-	return err
-}
-
 // write carries out a plugin's Changes for the Job of uid against the cache's
 // view, skipping the creates and deletes the cache has not caught up with yet.
 // An object of the name that another UID controls is left alone, neither
@@ -102,12 +46,12 @@ func (c *Controller) deletePluginObjects(ctx context.Context, key string, work *
 // this replica's expectation says the Job made it already, and read by name
 // (GET) only when its create meets one of the name, or before its delete, to
 // learn whose it is.
-func (c *Controller) write(ctx context.Context, key string, uid types.UID, ch plugins.Changes) ([]holder, error) {
-	var held []holder
+func (c *Controller) write(ctx context.Context, key string, uid types.UID, ch plugins.Changes) ([]plan.Holder, error) {
+	var held []plan.Holder
 	ensure := func(obj plugins.Object) (existing plugins.Object, ours bool, err error) {
 		existing, ok := c.lookup(obj)
 		if ok && !cache.ControlledBy(existing, uid) {
-			held = append(held, holderOf(kindOf(obj), existing, true))
+			held = append(held, plan.HolderOf(kindOf(obj), existing, true))
 			return nil, false, nil
 		}
 		if ok {
@@ -216,15 +160,15 @@ func sameContent(a, b plugins.Object) bool {
 // of it is already on its way to the cache (for a Secret: unless the Job made
 // it, as this replica remembers). taken reports an object of the name, found
 // by the create, that uid does not control.
-func (c *Controller) create(ctx context.Context, key string, obj plugins.Object, uid types.UID) (h holder, taken bool, err error) {
+func (c *Controller) create(ctx context.Context, key string, obj plugins.Object, uid types.UID) (h plan.Holder, taken bool, err error) {
 	r, err := resourceOf(obj)
 	if err != nil {
-		return holder{}, false, err
+		return plan.Holder{}, false, err
 	}
 	slot := c.slotOf(key)
 	ns, name, opts := obj.GetNamespace(), obj.GetName(), metav1.CreateOptions{}
 	if _, pending := c.cfg.Cache.Creating(slot, key, r, ns, name); pending {
-		return holder{}, false, nil
+		return plan.Holder{}, false, nil
 	}
 	x := c.expected(slot, key, r, obj)
 	sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) (err error) {
@@ -243,7 +187,7 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object,
 	switch {
 	case err == nil:
 	case !sent:
-		return holder{}, false, err
+		return plan.Holder{}, false, err
 	case apierrors.IsAlreadyExists(err):
 		if h, taken := c.pluginHolder(ctx, obj, uid); taken {
 			return h, true, nil // nothing of this Job's is coming
@@ -254,9 +198,9 @@ func (c *Controller) create(ctx context.Context, key string, obj plugins.Object,
 		// controller's behaviour before kit.Create's policy).
 		x.ExpectCreate()
 	default:
-		return holder{}, false, fmt.Errorf("create %T %s: %w", obj, name, err)
+		return plan.Holder{}, false, fmt.Errorf("create %T %s: %w", obj, name, err)
 	}
-	return holder{}, false, nil
+	return plan.Holder{}, false, nil
 }
 
 // update writes an applied object's new content. Only ConfigMaps are applied

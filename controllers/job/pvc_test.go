@@ -8,8 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
+	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/build"
+	"github.com/ringfire/ringfire/controllers/job/plan"
+	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
 // A volume with a claim spec and no claim name gets its claim; one that names its claim, as
@@ -25,7 +29,8 @@ func TestSyncPVCsCreatesOnlyUnnamedClaims(t *testing.T) {
 		{MountPath: "/c", VolumeClaimName: "users-claim"},
 	}
 	f := newFixture(t, nil, job)
-	if err := f.c.syncPVCs(context.Background(), "default/vols", job, 0); err != nil {
+	in := f.c.planInput("ns/vols", f.c.defaulted(job), &cache.JobInfo{Job: job}, state.Request{}, bus.SyncJobAction)
+	if err := f.c.createPVCs(context.Background(), "ns/vols", job, plan.Make(in).CreatePVCs); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := creates(f.kube, "persistentvolumeclaims"), []string{build.PVCName(job, 0)}; !slices.Equal(got, want) {

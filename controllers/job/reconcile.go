@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/shard"
 )
@@ -23,13 +25,14 @@ import (
 const recheckMissing = 15 * time.Second
 
 // ReasonInvalidReference is the reason, in status.state and in a Warning
-// Event, of a Job waiting for a Queue or PriorityClass (missingReference).
-const ReasonInvalidReference = "InvalidReference"
+// Event, of a Job waiting for a Queue or PriorityClass.
+const ReasonInvalidReference = plan.ReasonInvalidReference
 
-// reconcile handles one request for the Job at key: fetch, default, choose
-// the action, act on the pods, write the status.
+// reconcile handles one request for the Job at key, top to bottom: listed →
+// the Command taken → read → the TTL → the policies and their delays →
+// plan.Make → the plan carried out (carryOut), its status last.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
-	c.woken(key, false)
+	c.woken(key)
 	if !c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
 		// The slot was just gained and its objects are still being listed: on this partial
 		// view the Job would create what its last owner made. SlotsReady brings every Job of
@@ -47,7 +50,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		return err
 	}
 	if info == nil { // deleted: what it owns goes with it (owner references)
-		c.delays.forget(key)
+		c.memory.forget(key)
 		return nil
 	}
 	job := c.written.Latest(key, info.Job)
@@ -58,84 +61,230 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		return c.expire(ctx, key, job)
 	}
 	job = c.defaulted(job)
+	action, run := c.choose(key, job, req)
+	if !run {
+		return nil
+	}
+	in := c.planInput(key, job, info, req.Request, action)
+	return c.carryOut(ctx, key, in, plan.Make(in))
+}
 
+// choose turns the request into the action to run now, through the Job's
+// policies: an action a policy postpones is enqueued for later (run false),
+// and one it postponed runs only if nothing cancelled it meanwhile.
+func (c *Controller) choose(key string, job *batch.Job, req request) (bus.Action, bool) {
 	choice := state.ApplyPolicies(job, req.Request)
 	switch {
 	case req.delay != 0:
-		if !c.delays.take(key, req.delay) {
-			return nil // the pod recovered, or another action ran first
+		if !c.memory.delays.take(key, req.delay) {
+			return "", false // the pod recovered, or another action ran first
 		}
 	case choice.Timeout > 0:
 		delayed := req
-		delayed.Action, delayed.delay = choice.Action, c.delays.add(key, req.PodName, req.Event)
+		delayed.Action, delayed.delay = choice.Action, c.memory.delays.add(key, req.PodName, req.Event)
 		c.Disp.EnqueueAfter(key, delayed, choice.Timeout)
 		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Execute action %s after %s", choice.Action, choice.Timeout)
-		return nil
+		return "", false
 	}
 	action := choice.Action
 	if action != bus.SyncJobAction {
-		c.delays.forget(key) // an action ran: timed ones of this job are moot
+		c.memory.delays.forget(key) // an action ran: timed ones of this job are moot
 		if req.delay == 0 {
 			// Volcano's words, trailing space included; a postponed action was told
 			// when it was postponed, and is not told again when it runs.
 			c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Start to execute action %s ", action)
 		}
 	}
+	return action, true
+}
 
-	spec := state.SpecOf(job)
-	step := state.Plan(state.Input{
-		Phase: job.Status.State.Phase, Action: action, Spec: spec,
-		RetryCount: job.Status.RetryCount, Drained: drained(info),
-	})
-	// work is the Job the act may mark (plugins record what they made in
-	// status.controlledResources); job stays as read, to compare against.
-	work := job.DeepCopy()
-	var counts podCounts
-	switch {
-	case step.Kill != state.KillNone:
-		var ends bool
-		counts, ends, err = c.kill(ctx, key, work, info, step.Kill, req.Request)
-		// A full kill starts a new version of the Job, so that events of the pods it ends
-		// are told from those of the pods made after. A kill that ends no pod of the current
-		// version (a finished Job looked at again, a restart waiting for the old version's
-		// pods to go) has none to tell apart: bumping then would only cost a status write.
-		step.BumpVersion = step.BumpVersion && ends
-	case step.Sync:
-		if problem := state.TooLarge(job); problem != "" {
-			// Nothing sized by the spec is built for it: no PodGroup, no pods, no plugin
-			// objects. A change to its spec brings it back (onJobUpdate).
-			return c.hold(ctx, key, job, state.ReasonTooLarge, problem)
+// planInput gathers what plan.Make reads of the Job's world.
+func (c *Controller) planInput(key string, job *batch.Job, info *cache.JobInfo, req state.Request, action bus.Action) plan.Input {
+	slot := c.slotOf(key)
+	pvcs := map[string]bool{}
+	if len(job.Spec.Volumes) > 0 {
+		owned, _ := c.cfg.Cache.OwnedBy(cache.PVCs, key, job.UID)
+		for _, o := range owned {
+			pvcs[o.(*corev1.PersistentVolumeClaim).Name] = true
 		}
-		if problem := c.missingReference(job); problem != "" {
-			return c.waitFor(ctx, key, job, problem)
+	}
+	return plan.Input{
+		Job: job, Pods: info.Pods, Foreign: info.Foreign, PodGroup: info.PodGroup, PVCs: pvcs,
+		Slot: slot, Request: req, Action: action, Now: c.clock.Now(),
+		InFlight:   inFlight{c: c.cfg.Cache, slot: slot, key: key},
+		PriorityOf: c.priorityOf, MissingReference: c.missingReference,
+	}
+}
+
+// inFlight reads the cache's expectations of the Job at key for plan.Make.
+type inFlight struct {
+	c    *cache.Cache
+	slot int
+	key  string
+}
+
+func (f inFlight) Creating(r cache.Resource, namespace, name string) (time.Duration, bool) {
+	return f.c.Creating(f.slot, f.key, r, namespace, name)
+}
+
+func (f inFlight) Deleting(r cache.Resource, namespace, name string, uid types.UID) (time.Duration, bool) {
+	if !cache.Watched(r) {
+		return 0, false
+	}
+	return f.c.Expectations().Deleting(f.slot, f.key, r, namespace, name, uid)
+}
+
+// carryOut makes the plan's writes in the plan's one order (plan.Plan), each
+// only if those before it succeeded, and the status last. A write that learns
+// what the cache did not show (a name another UID holds) has the plan made
+// again with that fact, and carries out what is left of it.
+func (c *Controller) carryOut(ctx context.Context, key string, in plan.Input, p plan.Plan) error {
+	job := in.Job
+	if p.WakeAfter > 0 {
+		c.wakeAfter(key, p.WakeAfter)
+	}
+	if p.Hold != nil {
+		if p.Hold.Recheck {
+			c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, recheckMissing)
 		}
-		counts, err = c.sync(ctx, key, work, info)
-		if err == nil {
-			c.announcePodGroup(key, job, info.PodGroup, counts)
-			step, counts, err = c.endNow(ctx, key, work, info, step, spec, counts, req.Request)
+		if !p.Status.Write {
+			return nil // told already
 		}
-	default:
-		counts = countPods(job, info)
+		c.Recorder.Event(job, corev1.EventTypeWarning, p.Hold.Reason, p.Hold.Message)
+		return c.updateStatus(ctx, key, job, p.Status.Next)
+	}
+	failed := func(stage plan.Stage) error {
+		if f := p.Failure; f != nil && f.Stage == stage {
+			return c.pluginFailed(job, f.What, f.Err)
+		}
+		return nil
+	}
+	for _, err := range p.Ignored {
+		c.Log.Warn("job plugin arguments ignored", "job", key, "error", err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, PluginArgumentsIgnored, "%v", err)
+	}
+	if err := failed(plan.AtStart); err != nil {
+		return err
+	}
+	if p.SyncPlugins != nil {
+		held, err := c.write(ctx, key, job.UID, *p.SyncPlugins)
+		if err != nil {
+			return c.pluginFailed(job, "job plugins on sync", err)
+		}
+		if len(held) > 0 {
+			in.PluginNamesHeld = true
+			p = plan.Make(in)
+			c.waitForNames(key, job, held)
+		}
+	}
+	if err := c.writePodGroup(ctx, key, job, p); err != nil {
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PodGroupError), "Failed to create PodGroup, err: %v", err)
+		return err
+	}
+	if err := c.createPVCs(ctx, key, job, p.CreatePVCs); err != nil {
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, string(batch.PVCError), "Failed to create PVC, err: %v", err)
+		return err
+	}
+	if err := failed(plan.BeforePodCreates); err != nil {
+		return err
+	}
+	taken, err := c.createPods(ctx, key, job, p.CreatePods)
+	if len(taken) > 0 && err == nil {
+		in.Taken = map[string]bool{}
+		for _, h := range taken {
+			in.Taken[h.Name] = true
+		}
+		p = plan.Make(in)
+	}
+	if p.Names != nil {
+		c.waitForNames(key, job, append(slices.Clone(*p.Names), taken...))
 	}
 	if err != nil {
 		return err
 	}
-	return c.writeStatus(ctx, key, job, work.Status.ControlledResources, step, spec, counts)
+	if err := c.deletePods(ctx, key, job, p.DeletePods); err != nil {
+		return err
+	}
+	if p.PodGroupPending != nil && c.memory.told.change(key, p.PodGroupPending.Key) {
+		c.Recorder.Event(job, corev1.EventTypeWarning, string(batch.PodGroupPending), p.PodGroupPending.Message)
+	}
+	if p.DeletePodGroup != nil {
+		if err := c.deletePodGroup(ctx, key, p.DeletePodGroup); err != nil {
+			return err
+		}
+	}
+	if err := failed(plan.AfterKill); err != nil {
+		return err
+	}
+	if p.KillPlugins != nil {
+		if _, err := c.write(ctx, key, job.UID, *p.KillPlugins); err != nil {
+			return c.pluginFailed(job, "job plugins on kill", err)
+		}
+	}
+	return c.writeStatus(ctx, key, job, p.Status)
 }
 
-// endNow runs, when the sync settles the Job into Completed or Failed, the
-// kill of that final phase in the same reconcile (state.Ending), so that the
-// phase and the version the kill starts cost one status write, not two.
-func (c *Controller) endNow(ctx context.Context, key string, job *batch.Job, info *cache.JobInfo, step state.Step, spec state.Spec, counts podCounts, req state.Request) (state.Step, podCounts, error) {
-	current := state.Normalize(job.Status.State.Phase)
-	settled, set := step.Then.Settle(current, spec, job.Status.RetryCount, counts.Counts)
-	end, ok := state.Ending(current, settled, set)
-	if !ok {
-		return step, counts, nil
+// writeStatus writes the planned status, if it changed; a change of the pod
+// counts alone waits for the pacer's window, and is written then with the
+// counts of that moment.
+func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job, s plan.StatusPlan) error {
+	if s.TTL != nil {
+		c.Disp.EnqueueAfter(key, request{ttl: true}, *s.TTL)
 	}
-	killed, ends, err := c.kill(ctx, key, job, info, end.Kill, req)
-	end.BumpVersion = end.BumpVersion && ends
-	return end, killed, err
+	if !s.Write {
+		return nil
+	}
+	if s.CountsOnly {
+		if wait := c.memory.pacer.wait(key, c.clock.Now()); wait > 0 {
+			c.metrics.statusDeferred.Inc()
+			c.wakeAfter(key, wait) // then the counts of that moment are written
+			return nil
+		}
+	}
+	if err := c.updateStatus(ctx, key, job, s.Next); err != nil {
+		return err
+	}
+	c.memory.pacer.wrote(key, c.clock.Now())
+	if s.Transition {
+		c.metrics.phaseWritten(job, &job.Status, s.Phase, s.At)
+	}
+	if s.Unreachable != "" {
+		c.Recorder.Event(job, corev1.EventTypeWarning, ReasonMinAvailableUnreachable, s.Unreachable)
+	}
+	kind := "phase"
+	if s.CountsOnly {
+		kind = "counts"
+	}
+	c.metrics.statusWrites.WithLabelValues(kind).Inc()
+	if c.Log.IsDebug() {
+		c.Log.Debug("wrote job status", "job", key, "kind", kind, "phase", s.Next.State.Phase, "changed", changedFields(&s.Next, &job.Status))
+	}
+	return nil
+}
+
+// expire deletes a finished Job whose TTL has passed, or looks again when it will.
+func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) error {
+	remove, after, ok := plan.TTL(job, c.clock.Now())
+	if !ok {
+		return nil
+	}
+	if !remove {
+		c.Disp.EnqueueAfter(key, request{ttl: true}, after)
+		return nil
+	}
+	if err := c.Guard(ctx); err != nil {
+		return err
+	}
+	policy := metav1.DeletePropagationForeground // as Volcano: the Job stays, being deleted, until its pods are gone
+	err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &job.UID, ResourceVersion: &job.ResourceVersion},
+		PropagationPolicy: &policy,
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete job after its TTL: %w", err)
+	}
+	c.Log.Info("deleted finished job after its TTL", "job", key, "ttl_seconds", *job.Spec.TTLSecondsAfterFinished)
+	return nil
 }
 
 // takeCommand deletes the Command behind req, so that it runs once
@@ -215,168 +364,6 @@ func (c *Controller) missingReference(job *batch.Job) string {
 	return ""
 }
 
-// waitFor records why a Job cannot be synced, in an Event and in its
-// status message, and looks again later.
-func (c *Controller) waitFor(ctx context.Context, key string, job *batch.Job, problem string) error {
-	c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, recheckMissing)
-	return c.hold(ctx, key, job, ReasonInvalidReference, problem)
-}
-
-// hold records why a Job is not synced, in a Warning Event and in its
-// status (reason and message), once: a Job held for the same problem is
-// not told again.
-func (c *Controller) hold(ctx context.Context, key string, job *batch.Job, reason, problem string) error {
-	if job.Status.State.Reason == reason && job.Status.State.Message == problem {
-		return nil
-	}
-	c.Recorder.Event(job, corev1.EventTypeWarning, reason, problem)
-	updated := job.DeepCopy()
-	if updated.Status.State.Phase == "" {
-		updated.Status.State.Phase = batch.Pending
-		updated.Status.State.LastTransitionTime = metav1.Now()
-	}
-	updated.Status.State.Reason, updated.Status.State.Message = reason, problem
-	return c.updateStatus(ctx, key, job, updated)
-}
-
-// expire deletes a finished Job whose TTL has passed, or looks again when it will.
-func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) error {
-	left, ok := ttlLeft(job)
-	if !ok {
-		return nil
-	}
-	if left > 0 {
-		c.Disp.EnqueueAfter(key, request{ttl: true}, left)
-		return nil
-	}
-	if err := c.Guard(ctx); err != nil {
-		return err
-	}
-	policy := metav1.DeletePropagationForeground // as Volcano: the Job stays, being deleted, until its pods are gone
-	err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &job.UID, ResourceVersion: &job.ResourceVersion},
-		PropagationPolicy: &policy,
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete job after its TTL: %w", err)
-	}
-	c.Log.Info("deleted finished job after its TTL", "job", key, "ttl_seconds", *job.Spec.TTLSecondsAfterFinished)
-	return nil
-}
-
-// ttlLeft is how long a finished Job with a TTL has left; ok is false for a
-// Job that has no TTL or has not finished.
-func ttlLeft(job *batch.Job) (time.Duration, bool) {
-	if job.Spec.TTLSecondsAfterFinished == nil || !finished(job.Status.State.Phase) {
-		return 0, false
-	}
-	at := job.Status.State.LastTransitionTime.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
-	return time.Until(at), true
-}
-
-func finished(phase batch.JobPhase) bool {
-	return phase == batch.Completed || phase == batch.Failed || phase == batch.Terminated
-}
-
-// drained reports that the Job has no pod left but pods already being deleted.
-func drained(info *cache.JobInfo) bool {
-	for _, pods := range info.Pods {
-		for _, p := range pods {
-			if p.DeletionTimestamp == nil {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// writeStatus settles the phase from the counts and writes the status if it changed.
-func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job, controlled map[string]string, step state.Step, spec state.Spec, counts podCounts) error {
-	st := job.Status.DeepCopy()
-	st.ControlledResources = controlled
-	if step.BumpRetry {
-		st.RetryCount++
-	}
-	if step.BumpVersion {
-		st.Version++
-	}
-	current := state.Normalize(job.Status.State.Phase)
-	phase, set := step.Then.Settle(current, spec, st.RetryCount, counts.Counts)
-	st.Pending, st.Running, st.Succeeded, st.Failed = counts.Pending, counts.Running, counts.Succeeded, counts.Failed
-	st.Unknown, st.Terminating = counts.Unknown, counts.Terminating
-	st.MinAvailable = job.Spec.MinAvailable
-	st.TaskStatusCount = counts.tasks
-	now := metav1.Now().Rfc3339Copy() // as the API server stores it: the next look computes the same durations
-	transition := job.Status.State.Phase == "" || (set && phase != current)
-	if transition {
-		st.State = batch.JobState{Phase: phase, LastTransitionTime: now}
-		st.Conditions = append(st.Conditions, batch.JobCondition{Status: phase, LastTransitionTime: &now})
-	} else if set && phase == current && st.State.Reason != "" {
-		st.State.Reason, st.State.Message = "", "" // a reason from a wait is over
-	}
-	if step.Sync {
-		st.State.Reason, st.State.Message = heldState(st.State.Phase, st.State.Reason, st.State.Message, gangProblem(job))
-	}
-	if start := runningSince(st); start != nil && (phase == batch.Running || finished(phase)) {
-		end := now.Time
-		if finished(phase) {
-			end = st.State.LastTransitionTime.Time
-		}
-		st.RunningDuration = &metav1.Duration{Duration: end.Sub(start.Time).Round(time.Second)}
-	}
-	if finished(st.State.Phase) {
-		if left, ok := ttlLeft(&batch.Job{Spec: job.Spec, Status: *st}); ok {
-			c.Disp.EnqueueAfter(key, request{ttl: true}, max(left, 0))
-		}
-	}
-	if equality.Semantic.DeepEqual(*st, job.Status) || onlyDurationDiffers(st, &job.Status) {
-		// A running Job's duration grows by itself: it goes out with the next write that
-		// changes anything else, and at the end it is fixed at the final transition.
-		return nil
-	}
-	countsOnly := onlyCountsDiffer(st, &job.Status)
-	if countsOnly {
-		if wait := c.pacer.wait(key, time.Now()); wait > 0 {
-			c.metrics.statusDeferred.Inc()
-			c.wakeAfter(key, wait) // then the counts of that moment are written
-			return nil
-		}
-	}
-	updated := job.DeepCopy()
-	updated.Status = *st
-	if err := c.updateStatus(ctx, key, job, updated); err != nil {
-		return err
-	}
-	c.pacer.wrote(key, time.Now())
-	if transition {
-		c.metrics.phaseWritten(job, &job.Status, phase, now.Time)
-	}
-	if st.State.Reason == ReasonMinAvailableUnreachable && st.State.Message != job.Status.State.Message {
-		// Told once per Job: the message stays in its status while it waits.
-		c.Recorder.Event(job, corev1.EventTypeWarning, ReasonMinAvailableUnreachable, st.State.Message)
-	}
-	kind := "phase"
-	if countsOnly {
-		kind = "counts"
-	}
-	c.metrics.statusWrites.WithLabelValues(kind).Inc()
-	if c.Log.IsDebug() {
-		c.Log.Debug("wrote job status", "job", key, "kind", kind, "phase", st.State.Phase, "changed", changedFields(st, &job.Status))
-	}
-	return nil
-}
-
-// onlyCountsDiffer reports whether two statuses differ in nothing but the
-// pod counts and the running duration: a change a later write can carry.
-func onlyCountsDiffer(a, b *batch.JobStatus) bool {
-	x, y := *a, *b
-	for _, st := range []*batch.JobStatus{&x, &y} {
-		st.Pending, st.Running, st.Succeeded, st.Failed, st.Unknown, st.Terminating = 0, 0, 0, 0, 0, 0
-		st.TaskStatusCount, st.RunningDuration = nil, nil
-	}
-	return equality.Semantic.DeepEqual(x, y)
-}
-
 // changedFields names the fields of the status that differ, for the debug log.
 func changedFields(a, b *batch.JobStatus) []string {
 	var out []string
@@ -398,25 +385,10 @@ func changedFields(a, b *batch.JobStatus) []string {
 	return out
 }
 
-// onlyDurationDiffers reports whether two statuses differ in runningDuration alone.
-func onlyDurationDiffers(a, b *batch.JobStatus) bool {
-	x := *a
-	x.RunningDuration = b.RunningDuration
-	return equality.Semantic.DeepEqual(x, *b)
-}
-
-// runningSince is when the Job last started Running, from its conditions.
-func runningSince(st *batch.JobStatus) *metav1.Time {
-	for i := len(st.Conditions) - 1; i >= 0; i-- {
-		if st.Conditions[i].Status == batch.Running {
-			return st.Conditions[i].LastTransitionTime
-		}
-	}
-	return nil
-}
-
-// updateStatus writes updated's status over job's resourceVersion.
-func (c *Controller) updateStatus(ctx context.Context, key string, job, updated *batch.Job) error {
+// updateStatus writes status over job's resourceVersion.
+func (c *Controller) updateStatus(ctx context.Context, key string, job *batch.Job, status batch.JobStatus) error {
+	updated := job.DeepCopy()
+	updated.Status = status
 	if err := c.Guard(ctx); err != nil {
 		return err
 	}

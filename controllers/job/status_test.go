@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/ringfire/ringfire/controllers/job/plan"
+
 	"context"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func TestStatusWritesAllButCountsAtOnce(t *testing.T) {
 		name   string
 		edit   func(*batch.Job) // the Job as read, before the reconcile
 		step   state.Step
-		counts podCounts
+		counts plan.Counts
 		// check is run on the written status; nil: nothing must be written.
 		check func(t *testing.T, st batch.JobStatus)
 	}{
@@ -75,20 +77,20 @@ func TestStatusWritesAllButCountsAtOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			job := runningJob()
-			job.Status.TaskStatusCount = counts(2, 0).tasks
+			job.Status.TaskStatusCount = counts(2, 0).Tasks
 			if tc.edit != nil {
 				tc.edit(job)
 			}
 			c, vc := statusWriter(t, time.Hour, job)
-			c.pacer.wrote("ns/a", time.Now()) // a status write just went out
-			if err := c.writeStatus(ctx, "ns/a", job, nil, tc.step, state.SpecOf(job), tc.counts); err != nil {
+			c.memory.pacer.wrote("ns/a", time.Now()) // a status write just went out
+			if err := c.writeStatusOf(ctx, "ns/a", job, nil, tc.step, state.SpecOf(job), tc.counts); err != nil {
 				t.Fatal(err)
 			}
 			writes := statusUpdates(vc)
 			if tc.check == nil {
-				c.wakes.mu.Lock()
-				_, scheduled := c.wakes.at["ns/a"]
-				c.wakes.mu.Unlock()
+				c.memory.wakes.mu.Lock()
+				_, scheduled := c.memory.wakes.at["ns/a"]
+				c.memory.wakes.mu.Unlock()
 				if writes != 0 || scheduled {
 					t.Fatalf("%d writes, a look scheduled: %v; want neither", writes, scheduled)
 				}
@@ -112,11 +114,11 @@ func TestStatusWritesAllButCountsAtOnce(t *testing.T) {
 func TestWrittenStatusIsNotWrittenAgainBeforeTheCacheCatchesUp(t *testing.T) {
 	ctx := context.Background()
 	job := runningJob()
-	job.Status.TaskStatusCount = counts(2, 0).tasks
+	job.Status.TaskStatusCount = counts(2, 0).Tasks
 	c, vc := statusWriter(t, -1, job)
 	spec := state.SpecOf(job)
 	step := state.Step{Then: state.RunningRule}
-	if err := c.writeStatus(ctx, "ns/a", job, nil, step, spec, counts(0, 2)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", job, nil, step, spec, counts(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if n := statusUpdates(vc); n != 1 {
@@ -127,7 +129,7 @@ func TestWrittenStatusIsNotWrittenAgainBeforeTheCacheCatchesUp(t *testing.T) {
 	if latest.Status.State.Phase != batch.Completed {
 		t.Fatalf("latest view: phase %s, want the written Completed", latest.Status.State.Phase)
 	}
-	if err := c.writeStatus(ctx, "ns/a", latest, nil, state.Step{Then: state.Keep}, spec, counts(0, 2)); err != nil {
+	if err := c.writeStatusOf(ctx, "ns/a", latest, nil, state.Step{Then: state.Keep}, spec, counts(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if n := statusUpdates(vc); n != 1 {

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/ringfire/ringfire/controllers/job/plan"
+
 	"context"
 	"math"
 	"runtime"
@@ -72,7 +74,7 @@ func TestReconcileHoldsJobBeyondTheLimits(t *testing.T) {
 // when those reach the cache.
 func TestSyncCreatesOneBatchOfPods(t *testing.T) {
 	ctx := context.Background()
-	job := testJob("wide", task("worker", maxCreateBatch+44))
+	job := testJob("wide", task("worker", plan.MaxCreateBatch+44))
 	job.Status.State.Phase = batch.Pending
 	f := newFixture(t, nil, job)
 	f.admit(t, job)
@@ -80,8 +82,8 @@ func TestSyncCreatesOneBatchOfPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := creates(f.kube, "pods")
-	if len(created) != maxCreateBatch {
-		t.Errorf("one sync created %d pods, want %d (one batch)", len(created), maxCreateBatch)
+	if len(created) != plan.MaxCreateBatch {
+		t.Errorf("one sync created %d pods, want %d (one batch)", len(created), plan.MaxCreateBatch)
 	}
 	for _, name := range created {
 		if !strings.HasPrefix(name, "wide-worker-") {

@@ -96,9 +96,10 @@ var controllerTable = []controller{
 			if err != nil {
 				return parts{}, err
 			}
-			// The cache is the Job controller's listener: it gains a slot's
-			// Jobs first, then tells the controller (SlotsReady).
-			return parts{run: []func(context.Context){r.Jobs.Run}, drainers: []shard.Drainer{r.Jobs.Drainer()}}, nil
+			// The cache is the Job controller's listener for gains: it gains a
+			// slot's Jobs first, then tells the controller (SlotsReady). The
+			// controller hears of losses itself, to forget those Jobs.
+			return parts{run: []func(context.Context){r.Jobs.Run}, drainers: []shard.Drainer{r.Jobs.Drainer()}, listeners: []shard.Listener{r.Jobs}}, nil
 		},
 	},
 	{

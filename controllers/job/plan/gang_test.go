@@ -1,4 +1,4 @@
-package job
+package plan
 
 import (
 	"strings"
@@ -75,7 +75,7 @@ func TestGangProblem(t *testing.T) {
 			job := testJob("g", tc.tasks...)
 			job.Spec.MinAvailable = tc.minAvailable
 			state.Defaults(job)
-			got := gangProblem(job)
+			got := GangProblem(job)
 			if len(tc.want) == 0 {
 				if got != "" {
 					t.Fatalf("gangProblem = %q, want none", got)

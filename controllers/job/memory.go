@@ -1,0 +1,40 @@
+package job
+
+import (
+	"github.com/ringfire/ringfire/shard"
+)
+
+// memory is everything the controller remembers of a Job between its
+// reconciles, by Job key, in one place: the actions its policies postponed
+// (delays), its status writes held back and made (pacer), its look due
+// (wakes), and the stories told once in Events (told: the PodGroup's;
+// waiting: the names it waits for). A Job deleted is forgotten (forget), and
+// so are the Jobs of a slot this replica loses (lost): a new holder of the
+// slot starts without any of it, as this one does when it gains it back.
+type memory struct {
+	delays  delays
+	pacer   pacer
+	wakes   wakeups
+	told    told
+	waiting told
+}
+
+// forget drops all that is remembered of key.
+func (m *memory) forget(key string) {
+	m.delays.forget(key)
+	m.pacer.forget(key)
+	m.wakes.forget(key)
+	m.told.forget(key)
+	m.waiting.forget(key)
+}
+
+// lost drops all that is remembered of the Jobs whose keys fall in slots, of n.
+func (m *memory) lost(slots []int, n int) {
+	held := shard.NewSlotSet(slots)
+	in := func(key string) bool { return held.HasKey(key, n) }
+	m.delays.forgetWhere(in)
+	m.pacer.forgetWhere(in)
+	m.wakes.forgetWhere(in)
+	m.told.forgetWhere(in)
+	m.waiting.forgetWhere(in)
+}
