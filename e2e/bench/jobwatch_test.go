@@ -29,6 +29,11 @@ func watchJobs(ctx context.Context, vc vcclient.Interface, namespaces []string) 
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(obj) },
 		UpdateFunc: func(_, obj any) { w.observe(obj) },
+		// A delete the watch saw carries the Job's last state (a Job that
+		// finished and went by its TTL, for one); one the informer learned
+		// of only by listing again after a gap (DeletedFinalStateUnknown)
+		// does not, and is left at the phase last seen.
+		DeleteFunc: func(obj any) { w.observe(obj) },
 	}
 	for _, ns := range namespaces {
 		f := vcinformers.NewSharedInformerFactoryWithOptions(vc, 0, vcinformers.WithNamespace(ns))

@@ -907,9 +907,12 @@ func (e *scaleEnv) runSoak(ctx context.Context, b *testing.B, ns, probeNS string
 	go func() {
 		l := load{kube: e.kube, volcano: e.volcano, namespace: ns, jobs: res.jobs, taskPods: sc.steadyPods,
 			rate: sc.steadyRate, podRun: time.Second, limit: sc.soak + sc.waitLimit, log: progress,
-			// Finished Jobs go after a minute: the cluster's objects stay level, so a slope of
+			// Finished Jobs go after 5 minutes: the cluster's objects stay level, so a slope of
 			// RSS is the replicas' own, not the soak's Jobs piling up (as it was at c31b576).
-			ttl: ptr.To[int32](60)}
+			// Not sooner: a Job that finished and went while the benchmark's watch of the Jobs
+			// was away (an API server too busy to answer, as at 9625de8, where 414 were lost
+			// so to the tally with a TTL of 60 s) is never seen finished.
+			ttl: ptr.To[int32](300)}
 		r, err := l.run(ctx)
 		loadErr = err
 		loadDone <- r
