@@ -25,22 +25,11 @@ import (
 func (c *Controller) writePodGroup(ctx context.Context, key string, job *batch.Job, p plan.Plan) error {
 	if desired := p.CreatePodGroup; desired != nil {
 		x := c.expected(c.slotOf(key), key, cache.PodGroups, desired)
-		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
+		if err := c.createNamed(ctx, x, "podgroup", func(ctx context.Context) error {
 			_, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).Create(ctx, desired, metav1.CreateOptions{})
 			return err
-		})
-		switch {
-		case err == nil:
-		case !sent:
+		}); err != nil {
 			return err
-		case apierrors.IsAlreadyExists(err):
-			c.metrics.createsRefused.Inc()
-			// Its name is the Job's: it is expected again, as if this create had made it, so
-			// that the Job waits for the cache to show it rather than creating it again (the
-			// job controller's behaviour before kit.Create's policy).
-			x.ExpectCreate()
-		default:
-			return fmt.Errorf("create podgroup %s: %w", desired.Name, err)
 		}
 	}
 	if updated := p.UpdatePodGroup; updated != nil {
@@ -59,24 +48,33 @@ func (c *Controller) createPVCs(ctx context.Context, key string, job *batch.Job,
 	slot := c.slotOf(key)
 	for _, pvc := range pvcs {
 		x := c.expected(slot, key, cache.PVCs, pvc)
-		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
+		if err := c.createNamed(ctx, x, "pvc", func(ctx context.Context) error {
 			_, err := c.cfg.Kube.CoreV1().PersistentVolumeClaims(job.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 			return err
-		})
-		switch {
-		case err == nil:
-		case !sent:
+		}); err != nil {
 			return err
-		case apierrors.IsAlreadyExists(err):
-			// Its name is the Job's: it is expected again, as if this create had made it, so
-			// that no reconcile creates it again before the cache shows it (the job
-			// controller's behaviour before kit.Create's policy).
-			x.ExpectCreate()
-		default:
-			return fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 		}
 	}
 	return nil
+}
+
+// createNamed creates, expected, an object whose name is the Job's alone (its PodGroup, its
+// claims): AlreadyExists means the Job's own object, made before and not in the cache yet. It
+// is expected again, as if this create had made it, so that no reconcile creates it again
+// before the cache shows it, and counted as a create refused.
+func (c *Controller) createNamed(ctx context.Context, x kit.Expected, what string, create func(context.Context) error) error {
+	sent, err := kit.Create(ctx, c.Guard, x, create)
+	switch {
+	case err == nil:
+		return nil
+	case !sent:
+		return err
+	case apierrors.IsAlreadyExists(err):
+		c.metrics.createsRefused.Inc()
+		x.ExpectCreate()
+		return nil
+	}
+	return fmt.Errorf("create %s %s: %w", what, x.Name, err)
 }
 
 // createPods creates pods, a few at a time; AlreadyExists counts as created,

@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		createsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ringfire_job_creates_refused_total",
-			Help: "Pod and PodGroup creates of the Job controller answered AlreadyExists: each a write the API server paid for in vain.",
+			Help: "Pod, PodGroup and PVC creates of the Job controller answered AlreadyExists: each a write the API server paid for in vain.",
 		}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_job_status_writes_total",
