@@ -19,9 +19,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-//go:generate sh -c "cp ../../e2e/tools/go.mod tools/go.mod.txt && cp ../../e2e/tools/go.sum tools/go.sum.txt && cp ../../e2e/tools/build.sh tools/build.sh.txt"
+//go:generate sh -c "cp ../../e2e/tools/go.mod tools/go.mod.txt && cp ../../e2e/tools/go.sum tools/go.sum.txt && cp ../../e2e/tools/helm/go.mod tools/helm-go.mod.txt && cp ../../e2e/tools/helm/go.sum tools/helm-go.sum.txt && cp ../../e2e/tools/build.sh tools/build.sh.txt"
 
-// The tools module (e2e/tools: go.mod, go.sum and build.sh), copied into this
+// The tools modules (e2e/tools: go.mod, go.sum, Helm's helm/go.mod and
+// helm/go.sum, and build.sh), copied into this
 // package so that a ringfire binary built anywhere carries the pins it was
 // built with: a go:embed pattern cannot reach e2e/tools, and cannot embed a
 // directory holding a go.mod at all. `go generate ./internal/devcluster`
@@ -32,6 +33,10 @@ var (
 	toolsGoMod []byte
 	//go:embed tools/go.sum.txt
 	toolsGoSum []byte
+	//go:embed tools/helm-go.mod.txt
+	toolsHelmGoMod []byte
+	//go:embed tools/helm-go.sum.txt
+	toolsHelmGoSum []byte
 	//go:embed tools/build.sh.txt
 	toolsBuildScript []byte
 )
@@ -54,10 +59,11 @@ func (d ToolsDir) Complete() bool {
 // the toolchain goVersion names (the output of `go env GOVERSION GOOS
 // GOARCH`, newline-terminated lines, as build.sh hashes it). The key is
 // computed as build.sh computes it: the first 16 hex digits of the SHA-256 of
-// go.mod, go.sum, build.sh and goVersion, in that order.
+// go.mod, go.sum, helm/go.mod, helm/go.sum, build.sh and goVersion, in that
+// order.
 func CachedTools(goVersion string) (ToolsDir, error) {
 	h := sha256.New()
-	for _, part := range [][]byte{toolsGoMod, toolsGoSum, toolsBuildScript, []byte(goVersion)} {
+	for _, part := range [][]byte{toolsGoMod, toolsGoSum, toolsHelmGoMod, toolsHelmGoSum, toolsBuildScript, []byte(goVersion)} {
 		h.Write(part)
 	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
@@ -143,7 +149,11 @@ func buildTools(ctx context.Context, progress io.Writer) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	for name, data := range map[string][]byte{"go.mod": toolsGoMod, "go.sum": toolsGoSum, "build.sh": toolsBuildScript} {
+	if err := os.Mkdir(filepath.Join(tmp, "helm"), 0o755); err != nil {
+		return "", err
+	}
+	for name, data := range map[string][]byte{"go.mod": toolsGoMod, "go.sum": toolsGoSum, "helm/go.mod": toolsHelmGoMod,
+		"helm/go.sum": toolsHelmGoSum, "build.sh": toolsBuildScript} {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o755); err != nil {
 			return "", err
 		}

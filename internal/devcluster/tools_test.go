@@ -15,7 +15,7 @@ import (
 // The binary's copy of the tools module must be e2e/tools as it is, or an
 // installed ringfire would look for (and build) other pins than `make tools`.
 func TestEmbeddedToolsModuleIsE2ETools(t *testing.T) {
-	for name, embedded := range map[string][]byte{"go.mod": toolsGoMod, "go.sum": toolsGoSum, "build.sh": toolsBuildScript} {
+	for name, embedded := range map[string][]byte{"go.mod": toolsGoMod, "go.sum": toolsGoSum, "helm/go.mod": toolsHelmGoMod, "helm/go.sum": toolsHelmGoSum, "build.sh": toolsBuildScript} {
 		want, err := os.ReadFile(filepath.Join("..", "..", "e2e", "tools", name))
 		if err != nil {
 			t.Fatal(err)
