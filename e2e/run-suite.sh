@@ -5,7 +5,8 @@
 #           conformance suites, e2e/conformance/ci.sh), then the packages in
 #           RINGFIRE_IDLE_PKGS, one at a time: those that mostly wait (the CronJob
 #           suite for minute boundaries, the robustness suite for its fault
-#           windows) or compare outcomes, not times (the side-by-side suite);
+#           windows, the monitoring suite for its alerts to fire) or compare
+#           outcomes, not times (the side-by-side suite);
 #   main:   every other package, one at a time; the packages in
 #           RINGFIRE_STRICT_PKGS last, once the beside lane has finished, so
 #           that the timing bounds of the ring and fencing tests (TTL + 1 s,
@@ -26,7 +27,7 @@ done
 shift || true
 pkgs=("${@:-./...}")
 mod=github.com/ringfire/ringfire
-idle_default="$mod/e2e/cronjobtest|$mod/e2e/robusttest|$mod/e2e/sidebyside"
+idle_default="$mod/e2e/cronjobtest|$mod/e2e/robusttest|$mod/e2e/sidebyside|$mod/e2e/monitoringtest"
 strict_default="$mod/e2e/chaostest|$mod/e2e/fencetest|$mod/e2e/migrationtest|$mod/e2e/certtest|$mod/shard|$mod/membership|$mod/cache"
 idle_pattern="^(${RINGFIRE_IDLE_PKGS:-$idle_default})\$"
 strict_pattern="^(${RINGFIRE_STRICT_PKGS:-$strict_default})\$"

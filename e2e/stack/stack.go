@@ -401,6 +401,30 @@ func (s *Stack) Describe(ns, name string) string {
 			fmt.Fprintf(&b, "pod %s: %s node=%q deleting=%v\n", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil)
 		}
 	}
+	if pgs, err := s.Volcano.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, pg := range pgs.Items {
+			if ref := metav1.GetControllerOf(&pg); ref != nil && ref.Name == name {
+				fmt.Fprintf(&b, "podgroup %s: phase %q uid %s slot %q\n", pg.Name, pg.Status.Phase, pg.UID, pg.Labels[shard.SlotLabel])
+			}
+		}
+	}
+	// Each replica's view of the Job's slot, and who reconciled it last: a Job that stopped
+	// moving is told apart as unowned, owned and never listed, or owned and not looked at.
+	key := ns + "/" + name
+	slot := shard.SlotOf(key, Slots)
+	for _, id := range s.IDs() {
+		r := s.Replica(id)
+		if r == nil {
+			continue
+		}
+		_, held := r.Manager.SlotContext(slot)
+		fmt.Fprintf(&b, "replica %s: slot %d held %v, listed %v\n", id, slot, held, r.Cache.Listed(key, Slots))
+	}
+	if runs := s.Runs.Of(key, 8); len(runs) > 0 {
+		fmt.Fprintf(&b, "last reconciles: %s\n", strings.Join(runs, ", "))
+	} else {
+		fmt.Fprintf(&b, "never reconciled\n")
+	}
 	events, _ := s.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if events != nil {
 		sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].LastTimestamp.Before(&events.Items[j].LastTimestamp) })

@@ -36,6 +36,26 @@ func (l *Log) Count() int {
 	return len(l.runs)
 }
 
+// Of describes the runs of key, oldest first, at most the last n: which
+// replica ran it, from when to when.
+func (l *Log) Of(key string, n int) []string {
+	l.mu.Lock()
+	var runs []Run
+	for _, r := range l.runs {
+		if r.Key == key {
+			runs = append(runs, r)
+		}
+	}
+	l.mu.Unlock()
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
+	runs = runs[max(0, len(runs)-n):]
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = fmt.Sprintf("%s [%s..%s]", r.Replica, stamp(r.Start), stamp(r.End))
+	}
+	return out
+}
+
 // Overlaps describes every pair of runs of one key that overlapped in time,
 // by two replicas or by one.
 func (l *Log) Overlaps() []string {
