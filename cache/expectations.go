@@ -88,6 +88,9 @@ func (e *Expectations) ExpectCreate(slot int, key string, r Resource, namespace,
 	e.add(slot, createOf(key, r, namespace, name))
 }
 
+// TTL is how long an unseen create or delete is expected before it lapses.
+func (e *Expectations) TTL() time.Duration { return e.ttl }
+
 // CreateFailed forgets a create that did not happen, or, for a resource the
 // cache does not watch, one whose object was deleted since.
 func (e *Expectations) CreateFailed(slot int, key string, r Resource, namespace, name string) {

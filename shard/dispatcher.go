@@ -40,6 +40,7 @@ import (
 type Dispatcher[R any] struct {
 	workers      int
 	ownership    Ownership
+	valid        func() error // the Ownership's Validity, if it has one
 	handler      func(ctx context.Context, key string, req R) error
 	maxRetries   int
 	baseBackoff  time.Duration
@@ -213,6 +214,9 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		logger:       logger.Named("dispatcher").With("dispatcher", cfg.Name),
 		wake:         make(chan struct{}, 1),
 		boxes:        make(map[string]*mailbox[R]),
+	}
+	if v, ok := cfg.Ownership.(Validity); ok {
+		d.valid = v.Valid
 	}
 	d.work = sync.NewCond(&d.mu)
 	d.busy = newBusyWorkers(cfg.Workers)
@@ -705,6 +709,14 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 		return notHeld
 	case t.req.ended():
 		return termEnded
+	}
+	if d.valid != nil {
+		if err := d.valid(); err != nil {
+			// The lease is in doubt: no handler starts, and the request waits for the
+			// renewal's answer or the end of the term, whichever comes.
+			d.logger.Debug("lease in doubt; the request waits", "key", t.box.key, "error", err)
+			return wait
+		}
 	}
 	ctx := slotCtx
 	var run *quarantineRun

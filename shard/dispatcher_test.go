@@ -1206,3 +1206,55 @@ func TestDispatcherLowLaneWaitsBehindEventsButIsNeverStarved(t *testing.T) {
 		t.Fatalf("Len = %d after every key ran, want 0", n)
 	}
 }
+
+// doubtOwnership is a toggleOwnership whose lease can be in doubt (Validity).
+type doubtOwnership struct {
+	*toggleOwnership
+	doubt atomic.Bool
+}
+
+func (o *doubtOwnership) Valid() error {
+	if o.doubt.Load() {
+		return errors.New("fence deadline passed, renewal not answered yet")
+	}
+	return nil
+}
+
+// A request that arrives, or is due, while the lease is in doubt is kept, not dropped, and
+// handled once the lease is valid again: nothing else would tell its key again, since the
+// slot was never lost.
+func TestDispatcherKeepsWorkWhileTheLeaseIsInDoubt(t *testing.T) {
+	own := &doubtOwnership{toggleOwnership: newToggleOwnership(4)}
+	handled := make(chan string, 4)
+	var during atomic.Int32
+	cfg := dispatcherTestConfig(own, func(_ context.Context, key string, _ int) error {
+		if own.doubt.Load() {
+			during.Add(1)
+		}
+		handled <- key
+		return nil
+	})
+	d := startDispatcher(t, cfg)
+
+	own.doubt.Store(true)
+	d.Enqueue("ns/a", 1)
+	d.EnqueueAfter("ns/b", 1, 5*time.Millisecond)
+	select {
+	case key := <-handled:
+		t.Fatalf("%s handled while the lease was in doubt", key)
+	case <-time.After(100 * time.Millisecond):
+	}
+	own.doubt.Store(false)
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case key := <-handled:
+			got[key] = true
+		case <-time.After(dispatchTimeout):
+			t.Fatalf("handled %v after the doubt ended, want ns/a and ns/b", got)
+		}
+	}
+	if during.Load() != 0 {
+		t.Errorf("%d handlers ran while the lease was in doubt", during.Load())
+	}
+}

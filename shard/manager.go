@@ -199,13 +199,15 @@ func (m *Manager) AddListener(l Listener) { m.listeners = append(m.listeners, l)
 // Slots is the ring's slot count, 0 until Run has read it.
 func (m *Manager) Slots() int { return int(m.slots.Load()) }
 
-// SlotContext implements Ownership.
+// SlotContext implements Ownership. A slot stays held while its lease is in doubt (the
+// fence deadline passed, the renewal not answered yet): work on it is accepted and may run,
+// and its writes wait (Guard refuses them, a transient error) until the lease is renewed, or
+// the session ends and with it every slot's context. Refusing the work instead would drop it
+// for good when the renewal comes late: nothing tells the slot's keys again, since the slot
+// was never lost.
 func (m *Manager) SlotContext(slot int) (context.Context, bool) {
 	h := m.held(slot)
 	if h == nil || h.releasing.Load() || h.ctx.Err() != nil {
-		return nil, false
-	}
-	if s := m.session.Load(); s == nil || s.Valid() != nil {
 		return nil, false
 	}
 	return h.ctx, true

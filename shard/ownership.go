@@ -10,7 +10,17 @@ type Ownership interface {
 	// SlotContext returns the context of a held slot. The context is cancelled
 	// the moment the slot is lost or the member fences itself. ok is false when
 	// the slot is not held, or is being handed over: no new work may start then.
+	// A slot whose lease is in doubt (Validity) is still held: work on it waits.
 	SlotContext(slot int) (ctx context.Context, ok bool)
+}
+
+// Validity is an Ownership whose lease can be in doubt for a moment while its slots stay
+// held: its fence deadline has passed and the renewal has not been answered yet. Either the
+// answer comes (Valid is nil again, nothing was lost) or the session ends, and every slot's
+// context with it. The Manager implements it. A Dispatcher over a Validity starts no handler
+// while Valid reports an error, and keeps the requests for when it does not.
+type Validity interface {
+	Valid() error
 }
 
 // Drainer is a source of in-flight work on slots, such as a Dispatcher. Before

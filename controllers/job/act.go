@@ -71,10 +71,19 @@ func (c *Controller) createNamed(ctx context.Context, x kit.Expected, what strin
 		return err
 	case apierrors.IsAlreadyExists(err):
 		c.metrics.createsRefused.Inc()
-		x.ExpectCreate()
+		c.expectAgain(x)
 		return nil
 	}
 	return fmt.Errorf("create %s %s: %w", what, x.Name, err)
+}
+
+// expectAgain expects the create of an object that exists already and is not in the cache
+// yet, and looks at the Job again once that expectation would lapse: the plan that asked
+// for the create made no wake-up for it, and the object's add is the only other thing that
+// brings the Job back (it never comes if the object is one the cache does not show).
+func (c *Controller) expectAgain(x kit.Expected) {
+	x.ExpectCreate()
+	c.wakeAfter(x.Key, c.cfg.Cache.Expectations().TTL())
 }
 
 // createPods creates pods, a few at a time; AlreadyExists counts as created,
@@ -110,7 +119,7 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job,
 			// the cache yet: it is expected again, as if this create had made it, so that
 			// no reconcile creates it again before the cache shows it (the job
 			// controller's behaviour before kit.Create's policy).
-			x.ExpectCreate()
+			c.expectAgain(x)
 		}
 		return nil
 	})

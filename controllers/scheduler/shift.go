@@ -123,8 +123,8 @@ func (s *shift) cycle() {
 	defer func() { <-c.cycleLock }()
 	// Checked under cycleLock: once a handover has begun, Drain holds or
 	// has passed the lock and no new cycle starts.
-	if _, ok := c.cfg.Ownership.SlotContext(s.slot); !ok || s.ctx.Err() != nil {
-		return
+	if _, ok := c.cfg.Ownership.SlotContext(s.slot); !ok || s.ctx.Err() != nil || !c.valid() {
+		return // not held, or the lease is in doubt: the next cycle looks again
 	}
 	start := time.Now()
 	v := s.view(s.watch.read(), start)
@@ -151,5 +151,9 @@ func (s *shift) cycle() {
 // over: between gangs, a cycle stops acting once it is not.
 func (s *shift) stillOwner() bool {
 	_, ok := s.c.cfg.Ownership.SlotContext(s.slot)
-	return ok && s.ctx.Err() == nil
+	return ok && s.ctx.Err() == nil && s.c.valid()
 }
+
+// valid reports whether this replica's membership is valid right now (Config.Valid): while
+// its lease is in doubt, its slots are held and no cycle acts.
+func (c *Controller) valid() bool { return c.cfg.Valid == nil || c.cfg.Valid() == nil }
