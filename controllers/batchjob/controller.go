@@ -7,12 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -26,28 +23,11 @@ import (
 
 // Config configures the batch Job controller.
 type Config struct {
-	Kube kubernetes.Interface
-	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
-	// whether this replica's membership is still valid right now, checked before every write.
-	Ownership shard.Ownership
-	Valid     func() error
+	kit.Config
+	kit.Work
 	// Cache is the replica's: the batch/v1 Jobs (Cache.BatchJobs, asked for before the cache
 	// starts), the pods of the held slots and the expectations of creates and deletes.
 	Cache *cache.Cache
-	// Clock tells the time deadlines and backoffs are measured against. Default: real.
-	Clock clock.PassiveClock
-	// Workers reconcile Jobs in parallel; one Job is never in two at once. DefaultWorkers in
-	// DefaultConfig.
-	Workers int
-	// MaxRequeue bounds the retries of a reconcile failing for good before it is given up
-	// with a Warning event and tried again after giveUpRetry (or on the Job's next change).
-	// kit.DefaultMaxRequeue in DefaultConfig; 0 gives up at the first failure, kit.RetryForever
-	// never. Transient errors are retried for as long as they last.
-	MaxRequeue int
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
-	// Quarantine, when set, keeps poison Jobs from running (shard.Quarantine).
-	Quarantine *shard.Quarantine
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: Jobs reconciled in parallel.
@@ -56,7 +36,7 @@ const DefaultWorkers = 4
 // DefaultConfig returns a Config with the worker and retry defaults filled
 // in; the caller adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
+	return Config{Work: kit.DefaultWork(DefaultWorkers)}
 }
 
 // Controller runs the batch/v1 Jobs whose spec.managedBy is ringfire.io/job-controller, for
@@ -90,17 +70,14 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Cache == nil {
 		return nil, errors.New("batchjob controller: Cache is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = cfg.ClockOr()
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
 		unfinalizing: map[string]map[types.UID]time.Time{}}
 	err := c.Init(kit.Settings[request]{
-		Name: "batchjob", Kube: cfg.Kube, Scheme: scheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Name: "batchjob", Config: cfg.Config, Work: cfg.Work, Scheme: scheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
-		Coalesce:   func(request, request) bool { return true },
-		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.jobInf.GetStore() }),
+		Coalesce: func(request, request) bool { return true },
+		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.jobInf.GetStore() }),
 	})
 	if err != nil {
 		return nil, err

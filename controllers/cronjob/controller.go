@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	vcbatchinformers "volcano.sh/apis/pkg/client/informers/externalversions/batch/v1alpha1"
@@ -27,12 +23,8 @@ import (
 
 // Config configures the CronJob controller.
 type Config struct {
-	Kube    kubernetes.Interface
-	Volcano vcclient.Interface
-	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
-	// whether this replica's membership is still valid right now, checked before every write.
-	Ownership shard.Ownership
-	Valid     func() error
+	kit.Config
+	kit.Work
 	// CronJobs and Jobs, when set, are informers whose owner starts them (the replica's cache:
 	// cache.Cache.CronJobs, and cache.Jobs, which holds every Job at least as a summary —
 	// metadata and status.state, all this controller reads), so that a replica watches each
@@ -40,19 +32,6 @@ type Config struct {
 	// Run.
 	CronJobs vcbatchinformers.CronJobInformer
 	Jobs     JobSource
-	// Clock tells the time schedules are read against; tests set a fake one. Default: real.
-	Clock clock.PassiveClock
-	// Workers reconcile CronJobs in parallel; one CronJob is never in two at once. DefaultWorkers in
-	// DefaultConfig.
-	Workers int
-	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
-	// Warning event (Volcano's max-requeue-num). kit.DefaultMaxRequeue
-	// in DefaultConfig; 0 gives up at the first failure, kit.RetryForever never.
-	MaxRequeue int
-	// Quarantine, when set, keeps poison CronJobs from running (shard.Quarantine).
-	Quarantine *shard.Quarantine
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: CronJobs reconciled in parallel.
@@ -61,7 +40,7 @@ const DefaultWorkers = 2
 // DefaultConfig returns a Config with the worker and retry defaults filled
 // in; the caller adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
+	return Config{Work: kit.DefaultWork(DefaultWorkers)}
 }
 
 // JobSource is what the controller reads Jobs from: a shared informer, or the replica's
@@ -93,20 +72,17 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Volcano == nil {
 		return nil, errors.New("cronjob controller: Volcano is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = cfg.ClockOr()
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("cronjob controller: %w", err)
 	}
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, metrics: m}
 	err = c.Init(kit.Settings[request]{
-		Name: "cronjob", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Name: "cronjob", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
-		Coalesce:   func(request, request) bool { return true },
-		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.cronInf.GetStore() }),
+		Coalesce: func(request, request) bool { return true },
+		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.cronInf.GetStore() }),
 	})
 	if err != nil {
 		return nil, err

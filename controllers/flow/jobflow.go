@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 	vcflowinformers "volcano.sh/apis/pkg/client/informers/externalversions/flow/v1alpha1"
 	flowlisters "volcano.sh/apis/pkg/client/listers/flow/v1alpha1"
@@ -30,34 +26,17 @@ const DefaultStatusCoalesce = time.Second
 
 // Config configures the JobFlow and JobTemplate controllers.
 type Config struct {
-	Kube    kubernetes.Interface
-	Volcano vcclient.Interface
-	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
-	// whether this replica's membership is still valid right now, checked before every write.
-	Ownership shard.Ownership
-	Valid     func() error
+	kit.Config
+	kit.Work
 	// JobFlows, JobTemplates and Jobs are informers whose owner starts them (the replica's
 	// cache: cache.Cache.JobFlows, JobTemplates and Jobs, which holds every Job at least as a
 	// summary, with what a flow reports of its Jobs).
 	JobFlows     vcflowinformers.JobFlowInformer
 	JobTemplates vcflowinformers.JobTemplateInformer
 	Jobs         kit.JobSource
-	// Clock stamps the phase histories; tests set a fake one. Default: real.
-	Clock clock.PassiveClock
-	// Workers reconcile flows (and templates) in parallel; one key is never in two at once.
-	// DefaultWorkers in DefaultConfig.
-	Workers int
-	// MaxRequeue is how often a failing reconcile is retried before it is given up with a
-	// Warning event: kit.DefaultMaxRequeue in DefaultConfig; 0 gives up at the first
-	// failure, kit.RetryForever never.
-	MaxRequeue int
 	// StatusCoalesce merges a flow's status changes that move no phase over this window
 	// (DefaultStatusCoalesce when 0; negative writes each at once).
 	StatusCoalesce time.Duration
-	// Quarantine, when set, keeps poison JobFlows from running (shard.Quarantine).
-	Quarantine *shard.Quarantine
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: flows and templates reconciled in parallel.
@@ -66,7 +45,7 @@ const DefaultWorkers = 2
 // DefaultConfig returns a Config with the worker and retry defaults filled
 // in; the caller adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
+	return Config{Work: kit.DefaultWork(DefaultWorkers)}
 }
 
 // Flows is the JobFlow controller: it makes each step's Job once the Jobs it depends on have
@@ -105,19 +84,16 @@ func NewFlows(cfg Config) (*Flows, error) {
 	if cfg.Volcano == nil || cfg.JobFlows == nil || cfg.JobTemplates == nil || cfg.Jobs == nil {
 		return nil, errors.New("jobflow controller: Volcano, JobFlows, JobTemplates and Jobs are required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = cfg.ClockOr()
 	if cfg.StatusCoalesce == 0 {
 		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
 	c := &Flows{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock}
 	err := c.Init(kit.Settings[request]{
-		Name: "jobflow", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Name: "jobflow", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
-		Coalesce:   func(request, request) bool { return true },
-		Quarantine: cfg.Quarantine, ObjectOf: kit.StoreObject(func() toolscache.Store { return c.flowInf.GetStore() }),
+		Coalesce: func(request, request) bool { return true },
+		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.flowInf.GetStore() }),
 	})
 	if err != nil {
 		return nil, err

@@ -41,8 +41,7 @@ func NewTemplates(cfg Config) (*Templates, error) {
 	}
 	c := &Templates{cfg: cfg}
 	err := c.Init(kit.Settings[request]{
-		Name: "jobtemplate", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Name: "jobtemplate", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler:  c.reconcile,
 		Coalesce: func(request, request) bool { return true },
 	})

@@ -7,18 +7,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 
 	"github.com/ringfire/ringfire/cache"
@@ -31,24 +27,12 @@ import (
 
 // Config configures the Job controller.
 type Config struct {
-	Kube    kubernetes.Interface
-	Volcano vcclient.Interface
-	Cache   *cache.Cache
-	// Ownership is the ring's view of held slots (the shard.Manager); Valid,
-	// when set, reports whether this replica's membership is still valid
-	// right now, checked before every write.
-	Ownership shard.Ownership
-	Valid     func() error
+	kit.Config
+	kit.Work
+	Cache *cache.Cache
 	// SchedulerName is the scheduler of Jobs that name none (Volcano's
 	// webhook sets "volcano").
 	SchedulerName string
-	// Workers reconcile Jobs in parallel; one Job is never in two at once.
-	// DefaultWorkers in DefaultConfig.
-	Workers int
-	// MaxRequeue is how often a failing request is retried before the Job
-	// is terminated (Volcano's max-requeue-num): kit.DefaultMaxRequeue in DefaultConfig;
-	// 0 terminates at the first failure, kit.RetryForever never.
-	MaxRequeue int
 	// PodParallelism bounds the pod creations and deletions of one Job in
 	// flight at once.
 	PodParallelism int
@@ -57,16 +41,9 @@ type Config struct {
 	// negative: none are). A new
 	// phase is always written at once.
 	StatusCoalesce time.Duration
-	// Quarantine, when set, keeps poison Jobs from running (shard.Quarantine).
-	Quarantine *shard.Quarantine
 	// Observe, when set, is told of every reconcile: its Job key and when it
 	// ran (for tests and tracing).
 	Observe func(key string, start, end time.Time)
-	// Clock tells the time statuses, TTLs and the pacing of status writes
-	// are measured against. Default: real.
-	Clock      clock.PassiveClock
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: Jobs reconciled in parallel.
@@ -75,7 +52,7 @@ const DefaultWorkers = 3
 // DefaultConfig returns a Config with the worker and retry defaults filled
 // in; the caller adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
+	return Config{Work: kit.DefaultWork(DefaultWorkers)}
 }
 
 // Controller reconciles Jobs.
@@ -118,9 +95,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.PodParallelism <= 0 {
 		cfg.PodParallelism = 16
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = cfg.ClockOr()
 	if cfg.StatusCoalesce == 0 {
 		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
@@ -139,11 +114,10 @@ func New(cfg Config) (*Controller, error) {
 		}
 	}
 	err = c.Init(kit.Settings[request]{
-		Name: "job", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Name: "job", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: handler, OnGiveUp: c.giveUp, OnWait: c.onWait,
-		Coalesce:   func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
-		Quarantine: cfg.Quarantine, ObjectOf: c.jobObject,
+		Coalesce: func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
+		ObjectOf: c.jobObject,
 	})
 	if err != nil {
 		return nil, err

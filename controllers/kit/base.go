@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,24 +41,17 @@ type Base[R any] struct {
 	waits      *waits
 }
 
-// Settings configure a Base.
+// Settings configure a Base: the controller's Config and Work (Kube posts the Events;
+// Workers has no default here, the controllers' DefaultConfig have it), and the rest.
 type Settings[R any] struct {
+	Config
+	Work
 	// Name is the controller's: its logger's name, its dispatcher's (the
 	// metrics' controller label), and its Events' source
 	// "ringfire-<Name>-controller".
 	Name string
-	// Kube posts the Events; Scheme knows the kinds they are recorded on.
-	Kube   kubernetes.Interface
+	// Scheme knows the kinds the Events are recorded on.
 	Scheme *runtime.Scheme
-	// Ownership is the ring's view of held slots (the shard.Manager).
-	Ownership shard.Ownership
-	// Workers reconcile keys in parallel, at least one. MaxRequeue bounds
-	// the retries of a failing request, as the dispatcher's MaxRetries: 0
-	// gives it up at the first failure, RetryForever never. Neither has a
-	// default here; the controllers' DefaultConfig have them.
-	Workers, MaxRequeue int
-	Logger              hclog.Logger
-	Registerer          prometheus.Registerer
 	// Handler, OnGiveUp and Coalesce are the dispatcher's
 	// (shard.DispatcherConfig). A Handler's error that Classify calls transient is retried
 	// for ever and never reaches OnGiveUp: MaxRequeue bounds only the permanent ones.
@@ -70,11 +62,9 @@ type Settings[R any] struct {
 	// a new reason (see Classify's reasons): once per wait story, not per retry, so that it
 	// may record an Event (WaitMessage words it). The wait is logged either way.
 	OnWait func(key, reason string, err error)
-	// Quarantine, when set, keeps the controller's poison keys from running
-	// (shard.Quarantine); ObjectOf finds the object of a key, for the
-	// Warning Event "Quarantined" that tells its user (nil: logged only).
-	Quarantine *shard.Quarantine
-	ObjectOf   func(key string) runtime.Object
+	// ObjectOf finds the object of a key, for the Warning Event "Quarantined" that tells its
+	// user when Work.Quarantine keeps the key from running (nil: logged only).
+	ObjectOf func(key string) runtime.Object
 }
 
 // Init checks s and builds the Base.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -14,11 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/shard"
 
@@ -27,12 +23,8 @@ import (
 
 // Config configures the PodGroup controller.
 type Config struct {
-	Kube    kubernetes.Interface
-	Volcano vcclient.Interface
-	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
-	// whether this replica's membership is still valid right now, checked before every write.
-	Ownership shard.Ownership
-	Valid     func() error
+	kit.Config
+	kit.Work
 	// SchedulerNames are the schedulers whose pods get a PodGroup. Default
 	// [kit.DefaultSchedulerName].
 	SchedulerNames []string
@@ -40,16 +32,6 @@ type Config struct {
 	// does: read the pod's owners (ReplicaSet, DaemonSet, StatefulSet, batch Job) for their
 	// volcano.sh/ annotations and group-min-member. Reading them needs RBAC get on those.
 	SkipOwnerAnnotations bool
-	// Workers handle pods in parallel; one pod is never in two at once. DefaultWorkers in
-	// DefaultConfig.
-	Workers int
-	// MaxRequeue is how often a failing pod is retried before it is given up. kit.DefaultMaxRequeue
-	// in DefaultConfig; 0 gives up at the first failure, kit.RetryForever never.
-	MaxRequeue int
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
-	// Quarantine, when set, keeps poison pods from running (shard.Quarantine).
-	Quarantine *shard.Quarantine
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: pods reconciled in parallel.
@@ -58,7 +40,7 @@ const DefaultWorkers = 2
 // DefaultConfig returns a Config with the worker and retry defaults filled
 // in; the caller adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
+	return Config{Work: kit.DefaultWork(DefaultWorkers)}
 }
 
 // Controller gives a PodGroup to every pending pod of a served scheduler that has none, on the
@@ -105,11 +87,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m}
 	err = c.Init(kit.Settings[request]{
-		Name: "podgroup", Kube: cfg.Kube, Scheme: kubescheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
-		Handler:    c.reconcile,
-		Coalesce:   func(request, request) bool { return true },
-		Quarantine: cfg.Quarantine, ObjectOf: func(key string) runtime.Object {
+		Name: "podgroup", Config: cfg.Config, Work: cfg.Work, Scheme: kubescheme.Scheme,
+		Handler:  c.reconcile,
+		Coalesce: func(request, request) bool { return true },
+		ObjectOf: func(key string) runtime.Object {
 			if pod := c.pod(key); pod != nil {
 				return pod
 			}

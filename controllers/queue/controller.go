@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcscheme "volcano.sh/apis/pkg/client/clientset/versioned/scheme"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	vcbusinformers "volcano.sh/apis/pkg/client/informers/externalversions/bus/v1alpha1"
@@ -28,28 +24,15 @@ import (
 
 // Config configures the Queue controller.
 type Config struct {
-	Kube    kubernetes.Interface
-	Volcano vcclient.Interface
-	// Ownership is the ring's view of held slots (the shard.Manager); Valid, when set, reports
-	// whether this replica's membership is still valid right now, checked before every write.
-	Ownership shard.Ownership
-	Valid     func() error
-	// Workers reconcile queues in parallel; one queue is never in two at once. DefaultWorkers in
-	// DefaultConfig.
-	Workers int
-	// MaxRequeue is how often a failing request is retried before it is given up with a
-	// Warning event on the queue (Volcano's max-requeue-num). kit.DefaultMaxRequeue
-	// in DefaultConfig; 0 gives up at the first failure, kit.RetryForever never.
-	MaxRequeue int
+	kit.Config
+	kit.Work
 	// StatusInterval is the least time between two status writes of one queue that only
 	// refresh its PodGroup counts; state changes are written at once. Default 1s.
 	StatusInterval time.Duration
 	// Shared, when set, are informers whose owner starts them (the replica's cache), so that
 	// a replica watches each kind once. Nil makes informers of the controller's own, started
 	// by Run.
-	Shared     *Informers
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
+	Shared *Informers
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: queues reconciled in parallel.
@@ -58,7 +41,7 @@ const DefaultWorkers = 2
 // DefaultConfig returns a Config with the worker and retry defaults filled
 // in; the caller adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Workers: DefaultWorkers, MaxRequeue: kit.DefaultMaxRequeue}
+	return Config{Work: kit.DefaultWork(DefaultWorkers)}
 }
 
 // Informers are what the controller watches.
@@ -115,8 +98,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m, pace: newPacer(cfg.StatusInterval)}
 	err = c.Init(kit.Settings[request]{
-		Name: "queue", Kube: cfg.Kube, Scheme: vcscheme.Scheme, Ownership: cfg.Ownership,
-		Workers: cfg.Workers, MaxRequeue: cfg.MaxRequeue, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Name: "queue", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
 		Coalesce: func(queued, incoming request) bool { return queued == request{} && incoming == request{} },
 	})

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/ringfire/ringfire/shard"
 
@@ -28,14 +25,7 @@ const Key = "ringfire/scheduler"
 
 // Config configures the scheduler controller.
 type Config struct {
-	Kube    kubernetes.Interface
-	Volcano vcclient.Interface
-	// Ownership is the ring's view of held slots (the shard.Manager). The
-	// scheduler runs while this replica holds the slot of Key.
-	Ownership shard.Ownership
-	// Valid, when set, reports whether this replica's membership is still
-	// valid right now; it is checked before every write.
-	Valid func() error
+	kit.Config
 	// SchedulerNames are the pod scheduler names served. Default
 	// [kit.DefaultSchedulerName].
 	SchedulerNames []string
@@ -75,9 +65,7 @@ type Config struct {
 	Options core.Options
 	// Observe, when set, is told of every cycle this replica ran: when it
 	// started and ended and what it decided (for tests and tracing).
-	Observe    func(start, end time.Time, r core.Result)
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
+	Observe func(start, end time.Time, r core.Result)
 }
 
 // Controller runs the gang scheduler as a ring singleton. It implements

@@ -18,6 +18,7 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
@@ -114,8 +115,10 @@ func newCluster(t *testing.T, kubeObjs []runtime.Object, vcObjs []runtime.Object
 func (c *cluster) start(t *testing.T, own *fakeOwnership, reg prometheus.Registerer) *Controller {
 	t.Helper()
 	ctrl, err := New(Config{
-		Kube: c.kube, Volcano: c.vc, Ownership: own, Period: 100 * time.Millisecond, Debounce: 10 * time.Millisecond,
-		Registerer: reg, PodEvents: c.podEvents,
+		Config:    kit.Config{Kube: c.kube, Volcano: c.vc, Ownership: own, Registerer: reg},
+		Period:    100 * time.Millisecond,
+		Debounce:  10 * time.Millisecond,
+		PodEvents: c.podEvents,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +272,8 @@ func TestNeverBindsAPodTwice(t *testing.T) {
 	var cycles atomic.Int64
 	own := newFakeOwnership(true)
 	ctrl, err := New(Config{
-		Kube: c.kube, Volcano: c.vc, Ownership: own, Period: 20 * time.Millisecond,
+		Config:  kit.Config{Kube: c.kube, Volcano: c.vc, Ownership: own},
+		Period:  20 * time.Millisecond,
 		Observe: func(time.Time, time.Time, core.Result) { cycles.Add(1) },
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/job"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
@@ -153,9 +154,9 @@ func runGangScheduler(t *testing.T, s *stack.Stack) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ctrl, err := scheduler.New(scheduler.Config{
-		Kube: s.Kube, Volcano: s.Volcano, Ownership: shard.HoldAll{Ctx: ctx, S: 64},
-		PodsQuiet: time.Second, MessageQuiet: time.Second,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "scheduler", Level: hclog.Warn, Output: logWriter{t}}),
+		Config:       kit.Config{Kube: s.Kube, Volcano: s.Volcano, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, Logger: hclog.New(&hclog.LoggerOptions{Name: "scheduler", Level: hclog.Warn, Output: logWriter{t}})},
+		PodsQuiet:    time.Second,
+		MessageQuiet: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/cronjob"
 	"github.com/ringfire/ringfire/controllers/flow"
 	"github.com/ringfire/ringfire/controllers/job"
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/podgroup"
 	"github.com/ringfire/ringfire/controllers/queue"
 	"github.com/ringfire/ringfire/controllers/scheduler"
@@ -66,6 +67,11 @@ type deps struct {
 	api        clients
 	manager    *shard.Manager
 	schedulers []string
+	// kit and work are what every controller is given: the clients, the ring's view, the
+	// logger and registerer, and the workers, requeue limit and quarantine of the controllers
+	// of workloads (the Queue and PodGroup controllers keep worker counts of their own).
+	kit  kit.Config
+	work kit.Work
 }
 
 // parts are what one controller adds to the replica: its goroutines, the
@@ -89,9 +95,8 @@ var controllerTable = []controller{
 		build: func(r *Replica, d deps) (parts, error) {
 			var err error
 			c := job.DefaultConfig()
-			c.Kube, c.Volcano, c.Cache, c.Ownership, c.Valid = d.api.kube, d.api.vc, r.Cache, d.manager, d.manager.Valid
-			c.Workers, c.MaxRequeue, c.Observe, c.SchedulerName = d.cfg.Workers, d.cfg.MaxRequeue, d.cfg.Observe, d.cfg.SchedulerName
-			c.StatusCoalesce, c.Quarantine, c.Logger, c.Registerer = d.cfg.StatusCoalesce, r.quarantine, d.cfg.Logger, d.cfg.Registerer
+			c.Config, c.Work, c.Cache = d.kit, d.work, r.Cache
+			c.Observe, c.SchedulerName, c.StatusCoalesce = d.cfg.Observe, d.cfg.SchedulerName, d.cfg.StatusCoalesce
 			r.Jobs, err = job.New(c)
 			if err != nil {
 				return parts{}, err
@@ -109,9 +114,8 @@ var controllerTable = []controller{
 			// The Queue and PodGroup controllers keep their own worker
 			// counts: Config.Workers is for the controllers of workloads.
 			c := queue.DefaultConfig()
-			c.Kube, c.Volcano, c.Ownership, c.Valid = d.api.kube, d.api.vc, d.manager, d.manager.Valid
+			c.Config, c.MaxRequeue = d.kit, d.work.MaxRequeue
 			c.Shared = &queue.Informers{Queues: r.Cache.Queues(), Commands: r.Cache.Commands(), PodGroups: r.Cache.QueuePodGroups()}
-			c.MaxRequeue, c.Logger, c.Registerer = d.cfg.MaxRequeue, d.cfg.Logger, d.cfg.Registerer
 			r.Queues, err = queue.New(c)
 			if err != nil {
 				return parts{}, err
@@ -124,8 +128,7 @@ var controllerTable = []controller{
 		build: func(r *Replica, d deps) (parts, error) {
 			var err error
 			c := podgroup.DefaultConfig()
-			c.Kube, c.Volcano, c.Ownership, c.Valid, c.SchedulerNames = d.api.kube, d.api.vc, d.manager, d.manager.Valid, d.schedulers
-			c.MaxRequeue, c.Logger, c.Registerer, c.Quarantine = d.cfg.MaxRequeue, d.cfg.Logger, d.cfg.Registerer, r.quarantine
+			c.Config, c.MaxRequeue, c.Quarantine, c.SchedulerNames = d.kit, d.work.MaxRequeue, d.work.Quarantine, d.schedulers
 			r.PodGroups, err = podgroup.New(c)
 			if err != nil {
 				return parts{}, err
@@ -141,10 +144,8 @@ var controllerTable = []controller{
 		}},
 		build: func(r *Replica, d deps) (parts, error) {
 			fcfg := flow.DefaultConfig()
-			fcfg.Kube, fcfg.Volcano, fcfg.Ownership, fcfg.Valid = d.api.kube, d.api.vc, d.manager, d.manager.Valid
+			fcfg.Config, fcfg.Work, fcfg.StatusCoalesce = d.kit, d.work, d.cfg.StatusCoalesce
 			fcfg.JobFlows, fcfg.JobTemplates, fcfg.Jobs = r.Cache.JobFlows(), r.Cache.JobTemplates(), r.Cache.Jobs()
-			fcfg.Workers, fcfg.MaxRequeue, fcfg.StatusCoalesce = d.cfg.Workers, d.cfg.MaxRequeue, d.cfg.StatusCoalesce
-			fcfg.Logger, fcfg.Registerer, fcfg.Quarantine = d.cfg.Logger, d.cfg.Registerer, r.quarantine
 			var err error
 			if r.JobFlows, err = flow.NewFlows(fcfg); err != nil {
 				return parts{}, err
@@ -168,9 +169,7 @@ var controllerTable = []controller{
 		build: func(r *Replica, d deps) (parts, error) {
 			var err error
 			c := cronjob.DefaultConfig()
-			c.Kube, c.Volcano, c.Ownership, c.Valid = d.api.kube, d.api.vc, d.manager, d.manager.Valid
-			c.CronJobs, c.Jobs, c.Workers, c.MaxRequeue = r.Cache.CronJobs(), r.Cache.Jobs(), d.cfg.Workers, d.cfg.MaxRequeue
-			c.Logger, c.Registerer, c.Quarantine = d.cfg.Logger, d.cfg.Registerer, r.quarantine
+			c.Config, c.Work, c.CronJobs, c.Jobs = d.kit, d.work, r.Cache.CronJobs(), r.Cache.Jobs()
 			r.CronJobs, err = cronjob.New(c)
 			if err != nil {
 				return parts{}, err
@@ -183,8 +182,7 @@ var controllerTable = []controller{
 		build: func(r *Replica, d deps) (parts, error) {
 			var err error
 			c := batchjob.DefaultConfig()
-			c.Kube, c.Ownership, c.Valid, c.Cache, c.Quarantine = d.api.kube, d.manager, d.manager.Valid, r.Cache, r.quarantine
-			c.Workers, c.MaxRequeue, c.Logger, c.Registerer = d.cfg.Workers, d.cfg.MaxRequeue, d.cfg.Logger, d.cfg.Registerer
+			c.Config, c.Work, c.Cache = d.kit, d.work, r.Cache
 			r.BatchJobs, err = batchjob.New(c)
 			if err != nil {
 				return parts{}, err
@@ -198,10 +196,7 @@ var controllerTable = []controller{
 		name: SchedulerController,
 		build: func(r *Replica, d deps) (parts, error) {
 			var err error
-			r.Scheduler, err = scheduler.New(scheduler.Config{
-				Kube: d.api.kube, Volcano: d.api.vc, Ownership: d.manager, Valid: d.manager.Valid, SchedulerNames: d.schedulers,
-				PodEvents: d.cfg.SchedulerPodEvents, Logger: d.cfg.Logger, Registerer: d.cfg.Registerer,
-			})
+			r.Scheduler, err = scheduler.New(scheduler.Config{Config: d.kit, SchedulerNames: d.schedulers, PodEvents: d.cfg.SchedulerPodEvents})
 			if err != nil {
 				return parts{}, err
 			}

@@ -298,7 +298,13 @@ func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
 // registers them with the slot manager. The cache is the first listener: it
 // gains a slot's objects before any controller hears of the slot.
 func (r *Replica) buildControllers(api clients, manager *shard.Manager) error {
-	d := deps{cfg: r.cfg, api: api, manager: manager, schedulers: []string{r.cfg.SchedulerName}}
+	d := deps{cfg: r.cfg, api: api, manager: manager, schedulers: []string{r.cfg.SchedulerName},
+		kit: kit.Config{
+			Kube: api.kube, Volcano: api.vc, Ownership: manager, Valid: manager.Valid,
+			Logger: r.cfg.Logger, Registerer: r.cfg.Registerer,
+		},
+		work: kit.Work{Workers: r.cfg.Workers, MaxRequeue: r.cfg.MaxRequeue, Quarantine: r.quarantine},
+	}
 	manager.AddListener(r.Cache)
 	for _, c := range enabled(r.cfg.Controllers) {
 		if missing := c.missingCRDs(r); len(missing) > 0 {
