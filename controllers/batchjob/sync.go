@@ -71,7 +71,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	// Expectations first, then the pods: a create seen between the two would otherwise be
 	// missing from the pods read and no longer pending, and be made again.
 	if wait, pending := c.pendingPodWrites(slot, key); pending {
-		c.Disp.EnqueueAfter(key, request{}, wait)
+		c.WakeAfter(key, request{}, wait)
 		return nil
 	}
 	pods, err := c.podsOf(key)
@@ -118,7 +118,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		return err
 	}
 	if d.RequeueAfter > 0 {
-		c.Disp.EnqueueAfter(key, request{}, d.RequeueAfter)
+		c.WakeAfter(key, request{}, d.RequeueAfter)
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 			continue
 		}
 		if n == maxPodWrites {
-			c.Disp.EnqueueAfter(key, request{}, time.Second)
+			c.WakeAfter(key, request{}, time.Second)
 			break
 		}
 		n++
@@ -260,7 +260,7 @@ func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *
 	defer func() { c.podsEvent(job, "SuccessfulDelete", "Deleted", deleted) }()
 	for i, p := range pods {
 		if i == maxPodWrites {
-			c.Disp.EnqueueAfter(key, request{}, time.Second)
+			c.WakeAfter(key, request{}, time.Second)
 			break
 		}
 		x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: p.Namespace, Name: p.Name, UID: p.UID}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -127,7 +126,9 @@ func (c *Controller) SlotsGained(slots []int) {
 // them, and the slots' next owner asks its own. It implements shard.Listener.
 func (c *Controller) SlotsLost(slots []int) {
 	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
-	c.memory.forgetWhere(func(key string) bool { return held.HasKey(key, n) })
+	in := func(key string) bool { return held.HasKey(key, n) }
+	c.memory.forgetWhere(in)
+	c.Wakes.ForgetWhere(in)
 }
 
 // register adds the handlers to the informers.
@@ -185,6 +186,7 @@ func (c *Controller) onCronJobDelete(obj any) {
 		c.Disp.Release(key)
 		c.written.Forget(key)
 		c.memory.forget(key)
+		c.Wakes.Forget(key)
 	}
 }
 
@@ -239,19 +241,9 @@ func (c *Controller) jobsOf(cj *batch.CronJob) ([]*batch.Job, error) {
 func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
 	wait, err := c.sync(ctx, key)
 	if err == nil && wait > 0 {
-		c.wakeAfter(ctx, key, wait)
+		c.WakeAfter(key, request{}, wait)
 	}
 	return err
-}
-
-// wakeAfter enqueues the key after wait, unless a wake-up of this ownership term already
-// comes at or before then: the many reconciles between two schedule times (one per Job
-// event) must not each add a timer.
-func (c *Controller) wakeAfter(term context.Context, key string, wait time.Duration) {
-	now := c.clock.Now()
-	if c.memory.claimWake(key, term, now, now.Add(wait)) {
-		c.Disp.EnqueueAfter(key, request{}, wait)
-	}
 }
 
 // giveUp records that a CronJob failed MaxRequeue times in a row (a Job template the API

@@ -1,22 +1,19 @@
 package cronjob
 
 import (
-	"context"
 	"sync"
 	"time"
 )
 
-// keyMemory is what the controller remembers per CronJob between reconciles: the wake-up it
-// asked the dispatcher for, and the schedule times it has counted as missed. Neither is
-// needed for correctness; they keep timers and metrics from multiplying.
+// keyMemory is what the controller remembers per CronJob between reconciles: the schedule
+// times it has counted as missed. It is not needed for correctness; it keeps metrics from
+// multiplying. (The wake-ups are the Base's, kit.Wakeups.)
 type keyMemory struct {
 	mu   sync.Mutex
 	keys map[string]*memo
 }
 
 type memo struct {
-	wake  time.Time       // the wake-up asked for
-	term  context.Context // the slot context it was asked in: a lost slot drops it
 	noted map[string]time.Time
 }
 
@@ -30,19 +27,6 @@ func (m *keyMemory) get(key string) *memo {
 		m.keys[key] = e
 	}
 	return e
-}
-
-// claimWake reports whether a wake-up at at must be asked for: false when one asked in the
-// same live term comes after now and no later than at.
-func (m *keyMemory) claimWake(key string, term context.Context, now, at time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.get(key)
-	if e.term == term && term.Err() == nil && e.wake.After(now) && !e.wake.After(at) {
-		return false
-	}
-	e.wake, e.term = at, term
-	return true
 }
 
 // note notes the schedule time for reason and reports the one noted before; fresh is false

@@ -201,7 +201,7 @@ func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, j
 		// Refused for what it is (a bad template, a quota, a closed queue): told, and tried
 		// again now and then, and when the template changes, rather than spending the retries.
 		c.warn(key, jf, reasonCreateError, fmt.Sprintf("the API server refused Job %s: %v; fix JobTemplate %s (tried again every %v)", job.Name, err, job.Annotations[CreatedByJobTemplate], refusedRetry))
-		c.Disp.EnqueueAfter(key, request{}, refusedRetry)
+		c.WakeAfter(key, request{}, refusedRetry)
 		return nil
 	}
 	return fmt.Errorf("create job %s/%s: %w", job.Namespace, job.Name, err)
@@ -249,7 +249,7 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 	if !significant(&base.Status, &st) && c.cfg.StatusCoalesce > 0 {
 		if since := c.memory.sinceWrite(key, now); since < c.cfg.StatusCoalesce {
 			c.memory.holdBack(key, base.ResourceVersion, &st)
-			c.Disp.EnqueueAfter(key, request{}, c.cfg.StatusCoalesce-since)
+			c.WakeAfter(key, request{}, c.cfg.StatusCoalesce-since)
 			return nil
 		}
 	}

@@ -105,6 +105,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, metrics: m}
 	c.memory.pacer.window = max(cfg.StatusCoalesce, 0)
+	c.memory.wakes = &c.Wakes
 	handler := c.reconcile
 	if cfg.Observe != nil {
 		handler = func(ctx context.Context, key string, req request) error {
@@ -137,7 +138,7 @@ func New(cfg Config) (*Controller, error) {
 // event and comes first too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
-		c.memory.wakes.forget(key) // a look due from an earlier tenure went with the slot
+		c.memory.wakes.Forget(key) // a look due from an earlier tenure went with the slot
 		for _, req := range c.missedFailures(key) {
 			c.Disp.Enqueue(key, req)
 		}

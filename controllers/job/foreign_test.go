@@ -180,9 +180,7 @@ func TestCreateRefusedByAnotherUIDsPodIsAWaitNotACreate(t *testing.T) {
 	if !hasEvent(f.recorded(), "Normal WaitingForDeletion waiting for pod rc-worker-0 of an earlier Job rc") {
 		t.Error("no Event tells what the Job waits for")
 	}
-	f.c.memory.wakes.mu.Lock()
-	at, scheduled := f.c.memory.wakes.at["ns/rc"]
-	f.c.memory.wakes.mu.Unlock()
+	at, scheduled := f.c.memory.wakes.At("ns/rc")
 	if left := at.Sub(metav1.Now().Time); !scheduled || left < recheckForeign/2 {
 		t.Errorf("next look scheduled %v, in %v; want one about %v away, not a hot retry", scheduled, left, recheckForeign)
 	}

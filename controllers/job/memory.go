@@ -1,6 +1,7 @@
 package job
 
 import (
+	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -14,7 +15,7 @@ import (
 type memory struct {
 	delays  delays
 	pacer   pacer
-	wakes   wakeups
+	wakes   *kit.Wakeups // the Base's: its handler start passes them
 	told    told
 	waiting told
 }
@@ -23,7 +24,7 @@ type memory struct {
 func (m *memory) forget(key string) {
 	m.delays.forget(key)
 	m.pacer.forget(key)
-	m.wakes.forget(key)
+	m.wakes.Forget(key)
 	m.told.forget(key)
 	m.waiting.forget(key)
 }
@@ -34,7 +35,7 @@ func (m *memory) lost(slots []int, n int) {
 	in := func(key string) bool { return held.HasKey(key, n) }
 	m.delays.forgetWhere(in)
 	m.pacer.forgetWhere(in)
-	m.wakes.forgetWhere(in)
+	m.wakes.ForgetWhere(in)
 	m.told.forgetWhere(in)
 	m.waiting.forgetWhere(in)
 }

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestMemoryIsForgottenWithTheJobAndItsSlot(t *testing.T) {
 	remember := func(key string) {
 		c.memory.delays.add(key, "pod", bus.PodPendingEvent)
 		c.memory.pacer.wrote(key, now)
-		c.memory.wakes.due(key, now, now.Add(time.Minute))
+		c.memory.wakes.Due(key, context.Background(), now, now.Add(time.Minute))
 		c.memory.told.change(key, "story")
 		c.memory.waiting.change(key, "wait")
 	}
@@ -34,7 +35,7 @@ func TestMemoryIsForgottenWithTheJobAndItsSlot(t *testing.T) {
 		if _, ok := c.memory.pacer.last[key]; ok {
 			what = append(what, "pacer")
 		}
-		if _, ok := c.memory.wakes.at[key]; ok {
+		if _, ok := c.memory.wakes.At(key); ok {
 			what = append(what, "wakes")
 		}
 		if _, ok := c.memory.told.byKey[key]; ok {

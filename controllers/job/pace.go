@@ -104,62 +104,8 @@ func (p *pacer) forgetWhere(drop func(key string) bool) {
 	}
 }
 
-// wakeups keeps one delayed look per Job at a time: the earliest asked for.
-// Waiting for a window to end or for an expectation to lapse asks for one
-// on every reconcile that meets it; without this each would add a timer.
-type wakeups struct {
-	mu sync.Mutex
-	at map[string]time.Time
-}
-
-// due records a look at key at, at now, and reports whether it is to be
-// scheduled: not if a look is already due by then.
-func (w *wakeups) due(key string, now, at time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if due, ok := w.at[key]; ok && due.After(now) && !due.After(at) {
-		return false
-	}
-	if w.at == nil {
-		w.at = map[string]time.Time{}
-	}
-	w.at[key] = at
-	return true
-}
-
-// passed drops key's due look once it has passed at now.
-func (w *wakeups) passed(key string, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if due, ok := w.at[key]; ok && !due.After(now) {
-		delete(w.at, key)
-	}
-}
-
-func (w *wakeups) forget(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.at, key)
-}
-
-func (w *wakeups) forgetWhere(drop func(key string) bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for key := range w.at {
-		if drop(key) {
-			delete(w.at, key)
-		}
-	}
-}
-
 // wakeAfter looks at the Job at key again after d, unless a look is already
 // due by then.
 func (c *Controller) wakeAfter(key string, d time.Duration) {
-	now := c.clock.Now()
-	if c.memory.wakes.due(key, now, now.Add(d)) {
-		c.Disp.EnqueueAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, d)
-	}
+	c.WakeAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}}, d)
 }
-
-// woken drops key's due look once it has passed.
-func (c *Controller) woken(key string) { c.memory.wakes.passed(key, c.clock.Now()) }

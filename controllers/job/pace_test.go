@@ -154,9 +154,7 @@ func TestStatusCoalescing(t *testing.T) {
 	if n := statusUpdates(vc); n != 0 {
 		t.Fatalf("a count-only change inside the window was written (%d writes)", n)
 	}
-	c.memory.wakes.mu.Lock()
-	due, ok := c.memory.wakes.at["ns/a"]
-	c.memory.wakes.mu.Unlock()
+	due, ok := c.memory.wakes.At("ns/a")
 	if !ok || time.Until(due) < 59*time.Minute {
 		t.Fatalf("no look scheduled for the window's end (due %v, scheduled %v)", due, ok)
 	}

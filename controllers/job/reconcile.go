@@ -32,7 +32,6 @@ const ReasonInvalidReference = plan.ReasonInvalidReference
 // the Command taken → read → the TTL → the policies and their delays →
 // plan.Make → the plan carried out (carryOut), its status last.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
-	c.woken(key)
 	if !c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
 		// The slot was just gained and its objects are still being listed: on this partial
 		// view the Job would create what its last owner made. SlotsReady brings every Job of

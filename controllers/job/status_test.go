@@ -88,9 +88,7 @@ func TestStatusWritesAllButCountsAtOnce(t *testing.T) {
 			}
 			writes := statusUpdates(vc)
 			if tc.check == nil {
-				c.memory.wakes.mu.Lock()
-				_, scheduled := c.memory.wakes.at["ns/a"]
-				c.memory.wakes.mu.Unlock()
+				_, scheduled := c.memory.wakes.At("ns/a")
 				if writes != 0 || scheduled {
 					t.Fatalf("%d writes, a look scheduled: %v; want neither", writes, scheduled)
 				}

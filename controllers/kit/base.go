@@ -3,6 +3,7 @@ package kit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/ringfire/ringfire/shard"
 )
@@ -39,6 +41,38 @@ type Base[R any] struct {
 	events     record.EventBroadcaster
 	kube       kubernetes.Interface
 	waits      *waits
+	clock      clock.PassiveClock
+	ownership  shard.Ownership
+	// Wakes are the keys' delayed looks (WakeAfter); a handler's start passes its key's.
+	Wakes Wakeups
+}
+
+// now is the time by the Base's clock (the real one before Init).
+func (b *Base[R]) now() time.Time {
+	if b.clock == nil {
+		return time.Now()
+	}
+	return b.clock.Now()
+}
+
+// WakeAfter looks at key again with req after d, unless a look is already due by then.
+func (b *Base[R]) WakeAfter(key string, req R, d time.Duration) {
+	if d <= 0 {
+		b.Disp.Enqueue(key, req)
+		return
+	}
+	slots := b.ownership.Slots()
+	if slots == 0 {
+		return
+	}
+	term, held := b.ownership.SlotContext(shard.SlotOf(key, slots))
+	if !held {
+		return // the slot's next holder looks at the key
+	}
+	now := b.now()
+	if b.Wakes.Due(key, term, now, now.Add(d)) {
+		b.Disp.EnqueueAfter(key, req, d)
+	}
 }
 
 // Settings configure a Base: the controller's Config and Work (Kube posts the Events;
@@ -81,7 +115,7 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	if s.MaxRequeue < RetryForever {
 		return fmt.Errorf("%s controller: MaxRequeue %d, want %d (retry for ever) or more", s.Name, s.MaxRequeue, RetryForever)
 	}
-	b.Log, b.kube, b.MaxRequeue = s.Logger.Named(s.Name), s.Kube, s.MaxRequeue
+	b.Log, b.kube, b.MaxRequeue, b.clock, b.ownership = s.Logger.Named(s.Name), s.Kube, s.MaxRequeue, s.ClockOr(), s.Ownership
 	b.waits = newWaits(s.Name)
 	if err := b.waits.register(s.Registerer); err != nil {
 		return fmt.Errorf("%s controller: %w", s.Name, err)
@@ -108,6 +142,7 @@ func (b *Base[R]) Init(s Settings[R]) error {
 // watchWaits wraps a handler to count its transient errors and tell each wait story once.
 func (b *Base[R]) watchWaits(handler func(context.Context, string, R) error, onWait func(key, reason string, err error)) func(context.Context, string, R) error {
 	return func(ctx context.Context, key string, req R) error {
+		b.Wakes.Passed(key, b.now())
 		err := handler(ctx, key, req)
 		if ctx.Err() != nil { // the slot is gone: the dispatcher drops the request
 			b.waits.forget(key)

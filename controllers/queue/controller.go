@@ -233,6 +233,7 @@ func (c *Controller) onQueueDelete(obj any) {
 	}
 	c.written.Forget(q.Name)
 	c.pace.forget(q.Name)
+	c.Wakes.Forget(q.Name)
 	c.reported.forget(q.Name)
 	if p := ParentOf(q); p != "" {
 		c.Disp.Enqueue(p, request{})

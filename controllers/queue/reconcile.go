@@ -72,10 +72,8 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 		return nil
 	}
 	if state == queue.Status.State {
-		if wait, schedule := c.pace.hold(name, time.Now()); wait > 0 {
-			if schedule {
-				c.Disp.EnqueueAfter(name, request{}, wait)
-			}
+		if wait := c.pace.hold(name, time.Now()); wait > 0 {
+			c.WakeAfter(name, request{}, wait)
 			return nil
 		}
 	}
