@@ -63,6 +63,7 @@ type Flows struct {
 	jobInf    kit.JobSource
 	written   cache.Written[*flowv1.JobFlow]
 	memory    memory
+	pace      kit.Pacer // count-only status writes, over StatusCoalesce
 }
 
 // request is what the dispatcher carries for a key: look at it. Any two coalesce.
@@ -88,7 +89,7 @@ func NewFlows(cfg Config) (*Flows, error) {
 	if cfg.StatusCoalesce == 0 {
 		cfg.StatusCoalesce = DefaultStatusCoalesce
 	}
-	c := &Flows{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock}
+	c := &Flows{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, pace: kit.Pacer{Window: max(cfg.StatusCoalesce, 0)}}
 	err := c.Init(kit.Settings[request]{
 		Name: "jobflow", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
@@ -130,7 +131,9 @@ func (c *Flows) SlotsGained(slots []int) {
 // SlotsLost forgets what was remembered of the slots' flows. It implements shard.Listener.
 func (c *Flows) SlotsLost(slots []int) {
 	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
-	c.memory.forgetWhere(func(key string) bool { return held.HasKey(key, n) })
+	in := func(key string) bool { return held.HasKey(key, n) }
+	c.memory.forgetWhere(in)
+	c.pace.ForgetWhere(in)
 }
 
 // enqueueHeld enqueues the keys of inf that fall in slots.

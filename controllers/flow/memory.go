@@ -29,7 +29,6 @@ type memo struct {
 	creating map[string]time.Time // Job name → when the expectation lapses
 	deleting map[string]time.Time
 	told     map[string]string // warning reason → the message told
-	wrote    time.Time         // the last status write
 	// unwritten is the status computed and held back (coalesced) from the flow at resourceVersion
 	// from: the next reconcile goes on from it, so the phase histories keep what it saw.
 	unwritten *flowv1.JobFlowStatus
@@ -114,21 +113,12 @@ func (m *memory) resolved(key, reason string) {
 	}
 }
 
-// sinceWrite is how long ago the flow's status was last written; a long time when never.
-func (m *memory) sinceWrite(key string, now time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.flows[key]; e != nil && !e.wrote.IsZero() {
-		return now.Sub(e.wrote)
-	}
-	return time.Duration(1<<63 - 1)
-}
-
-func (m *memory) wrote(key string, now time.Time) {
+// wrote records that the flow's status was written: nothing is held back any more.
+func (m *memory) wrote(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.get(key)
-	e.wrote, e.unwritten, e.from = now, nil, ""
+	e.unwritten, e.from = nil, ""
 }
 
 // holdBack remembers st, computed from the flow at resourceVersion from and not written yet.

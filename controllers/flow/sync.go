@@ -121,6 +121,8 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 func (c *Flows) forget(key string) {
 	c.written.Forget(key)
 	c.memory.forget(key)
+	c.pace.Forget(key)
+	c.Wakes.Forget(key)
 }
 
 // startReady creates the Job of each ready step. A step whose template is missing waits for it
@@ -231,8 +233,8 @@ func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, 
 }
 
 // writeStatus writes the flow's status if it changed. A change that does not move the flow's
-// phase waits until StatusCoalesce has passed since the last write, so that a busy flow costs
-// at most one write per window.
+// phase waits a StatusCoalesce window (kit.Pacer: from the first change held, and from the
+// last write), so that a busy flow costs at most one write per window.
 func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlow, prev *flowv1.JobFlowStatus, jobs []*batch.Job, done int) error {
 	now := c.clock.Now()
 	st := Status(*prev, jobs, now)
@@ -247,9 +249,9 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 		return nil
 	}
 	if !significant(&base.Status, &st) && c.cfg.StatusCoalesce > 0 {
-		if since := c.memory.sinceWrite(key, now); since < c.cfg.StatusCoalesce {
+		if wait := c.pace.Wait(key, now); wait > 0 {
 			c.memory.holdBack(key, base.ResourceVersion, &st)
-			c.WakeAfter(key, request{}, c.cfg.StatusCoalesce-since)
+			c.WakeAfter(key, request{}, wait)
 			return nil
 		}
 	}
@@ -265,7 +267,8 @@ func (c *Flows) writeStatus(ctx context.Context, key string, base *flowv1.JobFlo
 	if err != nil {
 		return fmt.Errorf("update status of jobflow %s: %w", key, err)
 	}
-	c.memory.wrote(key, now)
+	c.memory.wrote(key)
+	c.pace.Wrote(key, now)
 	c.written.Remember(key, base.ResourceVersion, got)
 	if from, to := base.Status.State.Phase, st.State.Phase; from != to {
 		c.Log.Debug("jobflow phase", "jobflow", key, "from", from, "to", to)

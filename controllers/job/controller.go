@@ -104,7 +104,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, metrics: m}
-	c.memory.pacer.window = max(cfg.StatusCoalesce, 0)
+	c.memory.pacer.Window = max(cfg.StatusCoalesce, 0)
 	c.memory.wakes = &c.Wakes
 	handler := c.reconcile
 	if cfg.Observe != nil {

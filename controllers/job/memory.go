@@ -14,7 +14,7 @@ import (
 // slot starts without any of it, as this one does when it gains it back.
 type memory struct {
 	delays  delays
-	pacer   pacer
+	pacer   kit.Pacer
 	wakes   *kit.Wakeups // the Base's: its handler start passes them
 	told    told
 	waiting told
@@ -23,7 +23,7 @@ type memory struct {
 // forget drops all that is remembered of key.
 func (m *memory) forget(key string) {
 	m.delays.forget(key)
-	m.pacer.forget(key)
+	m.pacer.Forget(key)
 	m.wakes.Forget(key)
 	m.told.forget(key)
 	m.waiting.forget(key)
@@ -34,7 +34,7 @@ func (m *memory) lost(slots []int, n int) {
 	held := shard.NewSlotSet(slots)
 	in := func(key string) bool { return held.HasKey(key, n) }
 	m.delays.forgetWhere(in)
-	m.pacer.forgetWhere(in)
+	m.pacer.ForgetWhere(in)
 	m.wakes.ForgetWhere(in)
 	m.told.forgetWhere(in)
 	m.waiting.forgetWhere(in)

@@ -22,7 +22,7 @@ func TestMemoryIsForgottenWithTheJobAndItsSlot(t *testing.T) {
 	now := c.clock.Now()
 	remember := func(key string) {
 		c.memory.delays.add(key, "pod", bus.PodPendingEvent)
-		c.memory.pacer.wrote(key, now)
+		c.memory.pacer.Wait(key, now) // a count change held back since now
 		c.memory.wakes.Due(key, context.Background(), now, now.Add(time.Minute))
 		c.memory.told.change(key, "story")
 		c.memory.waiting.change(key, "wait")
@@ -32,8 +32,8 @@ func TestMemoryIsForgottenWithTheJobAndItsSlot(t *testing.T) {
 		if len(c.memory.delays.byKey[key]) > 0 {
 			what = append(what, "delays")
 		}
-		if _, ok := c.memory.pacer.last[key]; ok {
-			what = append(what, "pacer")
+		if c.memory.pacer.Wait(key, now.Add(500*time.Millisecond)) < time.Second {
+			what = append(what, "pacer") // still held since now, not since this look
 		}
 		if _, ok := c.memory.wakes.At(key); ok {
 			what = append(what, "wakes")

@@ -234,7 +234,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 		return nil
 	}
 	if s.CountsOnly {
-		if wait := c.memory.pacer.wait(key, c.clock.Now()); wait > 0 {
+		if wait := c.memory.pacer.Wait(key, c.clock.Now()); wait > 0 {
 			c.metrics.statusDeferred.Inc()
 			c.wakeAfter(key, wait) // then the counts of that moment are written
 			return nil
@@ -243,7 +243,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batch.Job
 	if err := c.updateStatus(ctx, key, job, s.Next); err != nil {
 		return err
 	}
-	c.memory.pacer.wrote(key, c.clock.Now())
+	c.memory.pacer.Wrote(key, c.clock.Now())
 	if s.Transition {
 		c.metrics.phaseWritten(job, &job.Status, s.Phase, s.At)
 	}

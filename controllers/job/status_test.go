@@ -82,7 +82,7 @@ func TestStatusWritesAllButCountsAtOnce(t *testing.T) {
 				tc.edit(job)
 			}
 			c, vc := statusWriter(t, time.Hour, job)
-			c.memory.pacer.wrote("ns/a", time.Now()) // a status write just went out
+			c.memory.pacer.Wrote("ns/a", time.Now()) // a status write just went out
 			if err := c.writeStatusOf(ctx, "ns/a", job, nil, tc.step, state.SpecOf(job), tc.counts); err != nil {
 				t.Fatal(err)
 			}

@@ -26,8 +26,9 @@ import (
 type Config struct {
 	kit.Config
 	kit.Work
-	// StatusInterval is the least time between two status writes of one queue that only
-	// refresh its PodGroup counts; state changes are written at once. Default 1s.
+	// StatusInterval is the window over which a queue's count-only status changes (its
+	// PodGroup counts) are merged into one write (kit.Pacer): a change waits a window from the
+	// first change held and from the last write. State changes are written at once. Default 1s.
 	StatusInterval time.Duration
 	// Shared, when set, are informers whose owner starts them (the replica's cache), so that
 	// a replica watches each kind once. Nil makes informers of the controller's own, started
@@ -66,7 +67,7 @@ type Controller struct {
 	pgInf    toolscache.SharedIndexInformer
 	metrics  *metrics
 	written  cache.Written[*scheduling.Queue]
-	pace     *pacer
+	pace     kit.Pacer // count-only status writes, over StatusInterval
 	taken    kit.Commands
 	reported reported
 }
@@ -96,7 +97,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue controller: %w", err)
 	}
-	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m, pace: newPacer(cfg.StatusInterval)}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, metrics: m, pace: kit.Pacer{Window: cfg.StatusInterval}}
 	err = c.Init(kit.Settings[request]{
 		Name: "queue", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
@@ -232,7 +233,7 @@ func (c *Controller) onQueueDelete(obj any) {
 		return
 	}
 	c.written.Forget(q.Name)
-	c.pace.forget(q.Name)
+	c.pace.Forget(q.Name)
 	c.Wakes.Forget(q.Name)
 	c.reported.forget(q.Name)
 	if p := ParentOf(q); p != "" {

@@ -72,7 +72,7 @@ func (c *Controller) reconcile(ctx context.Context, name string, req request) er
 		return nil
 	}
 	if state == queue.Status.State {
-		if wait := c.pace.hold(name, time.Now()); wait > 0 {
+		if wait := c.pace.Wait(name, time.Now()); wait > 0 {
 			c.WakeAfter(name, request{}, wait)
 			return nil
 		}
@@ -96,7 +96,7 @@ func (c *Controller) writeStatus(ctx context.Context, queue *scheduling.Queue, s
 		return fmt.Errorf("update status of queue %s: %w", queue.Name, err)
 	}
 	c.written.Remember(got.Name, queue.ResourceVersion, got)
-	c.pace.wrote(queue.Name, time.Now())
+	c.pace.Wrote(queue.Name, time.Now())
 	c.metrics.statusWrites.Inc()
 	from, to := queue.Status.State, status.State
 	if from == to {
