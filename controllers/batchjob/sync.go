@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -286,53 +287,48 @@ func (c *Controller) deletePods(ctx context.Context, slot int, key string, job *
 	return errors.Join(errs...)
 }
 
-// createPods creates the pods in slow-start batches of 1, 2, 4, ... (a Job whose pods are
-// refused stops at the first batch), each under a name chosen here, as the API server
+// createPods creates the pods in slow-start batches of 1, 2, 4, ... (kit.SlowStart: a Job
+// whose pods are refused stops at the first batch), each under a name chosen here, as the API server
 // would choose it from the generate name, so that the create is expected by name.
 func (c *Controller) createPods(ctx context.Context, slot int, key string, job *batchv1.Job, d state.Decision) error {
 	expect := c.cfg.Cache.Expectations()
 	indexes := d.Create[:min(len(d.Create), maxPodWrites)]
 	var created []string
-	defer func() { c.podsEvent(job, "SuccessfulCreate", "Created", created) }()
-	for batch := 1; len(indexes) > 0; batch *= 2 {
-		n := min(batch, len(indexes))
-		var errs []error
-		for _, index := range indexes[:n] {
-			pod := d.PodFor(job, index) // with its index's failure counts (backoffLimitPerIndex)
-			// The expectation is keyed by namespace and name: both as the cache will see them.
-			pod.Namespace, pod.Name = job.Namespace, generatedName(pod.GenerateName)
-			pod.GenerateName = ""
-			if pod.Labels == nil {
-				pod.Labels = map[string]string{}
-			}
-			pod.Labels[shard.SlotLabel] = strconv.Itoa(slot)
-			x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: pod.Namespace, Name: pod.Name}
-			var got *corev1.Pod
-			sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) (err error) {
-				got, err = c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-				return err
-			})
-			if !sent {
-				return err
-			}
-			if err != nil {
-				// A name taken (kit.Create forgot its expectation): the next reconcile picks
-				// another. A transient error is told once per wait (kit.Settings.OnWait), not
-				// per retry.
-				if !apierrors.IsAlreadyExists(err) && !kit.IsTransient(err) {
-					c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
-				}
-				errs = append(errs, fmt.Errorf("create a pod of job %s: %w", key, err))
-				continue
-			}
-			created = append(created, got.Name)
+	defer func() { slices.Sort(created); c.podsEvent(job, "SuccessfulCreate", "Created", created) }()
+	var mu sync.Mutex
+	errs, _ := kit.SlowStart(len(indexes), kit.DefaultPodParallelism, func(i int) error {
+		pod := d.PodFor(job, indexes[i]) // with its index's failure counts (backoffLimitPerIndex)
+		// The expectation is keyed by namespace and name: both as the cache will see them.
+		pod.Namespace, pod.Name = job.Namespace, generatedName(pod.GenerateName)
+		pod.GenerateName = ""
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
 		}
-		if len(errs) > 0 {
-			return errors.Join(errs...)
+		pod.Labels[shard.SlotLabel] = strconv.Itoa(slot)
+		x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: pod.Namespace, Name: pod.Name}
+		var got *corev1.Pod
+		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) (err error) {
+			got, err = c.cfg.Kube.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		})
+		if !sent {
+			return err
 		}
-		indexes = indexes[n:]
-	}
-	return nil
+		if err != nil {
+			// A name taken (kit.Create forgot its expectation): the next reconcile picks
+			// another. A transient error is told once per wait (kit.Settings.OnWait), not
+			// per retry.
+			if !apierrors.IsAlreadyExists(err) && !kit.IsTransient(err) {
+				c.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			}
+			return fmt.Errorf("create a pod of job %s: %w", key, err)
+		}
+		mu.Lock()
+		created = append(created, got.Name)
+		mu.Unlock()
+		return nil
+	})
+	return errors.Join(errs...)
 }
 
 // eventPodNames is how many pod names one Event lists before "and N more".

@@ -86,14 +86,15 @@ func (c *Controller) expectAgain(x kit.Expected) {
 	c.wakeAfter(x.Key, c.cfg.Cache.Expectations().TTL())
 }
 
-// createPods creates pods, a few at a time; AlreadyExists counts as created,
-// unless the pod there is another UID's (taken: the Job waits for its name).
+// createPods creates pods in slow-start batches (kit.SlowStart: creates the API server
+// refuses stop after the first batch, and the rest are tried on the retry); AlreadyExists
+// counts as created, unless the pod there is another UID's (taken: the Job waits for its name).
 // Each create is expected before it is issued, so that no reconcile issues it
 // again before the cache has seen the pod.
 func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (taken []plan.Holder, err error) {
 	slot := c.slotOf(key)
 	var mu sync.Mutex
-	errs := c.parallel(len(pods), func(i int) error {
+	errs, _ := kit.SlowStart(len(pods), c.cfg.PodParallelism, func(i int) error {
 		p := pods[i]
 		x := c.expected(slot, key, cache.Pods, p)
 		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
@@ -136,7 +137,7 @@ func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job,
 // at a time (the plan has only pods whose delete is not on its way already).
 func (c *Controller) deletePods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) error {
 	slot := c.slotOf(key)
-	errs := c.parallel(len(pods), func(i int) error {
+	errs := kit.Parallel(len(pods), c.cfg.PodParallelism, func(i int) error {
 		p := pods[i]
 		x := c.expected(slot, key, cache.Pods, p)
 		sent, err := kit.Delete(ctx, c.Guard, x, func(ctx context.Context) error {
@@ -201,27 +202,6 @@ func (c *Controller) priorityOf(name string) (int32, bool) {
 		return 0, false
 	}
 	return pc.Value, true
-}
-
-// parallel runs fn for 0..n-1, at most PodParallelism at once, and returns
-// the errors.
-func (c *Controller) parallel(n int, fn func(i int) error) []error {
-	if n == 0 {
-		return nil
-	}
-	errs := make([]error, n)
-	sem := make(chan struct{}, c.cfg.PodParallelism)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = fn(i)
-		}()
-	}
-	wg.Wait()
-	return errs
 }
 
 // expected names the create or delete by the Job at key (of slot) of obj, a

@@ -93,7 +93,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.SchedulerName = state.DefaultSchedulerName
 	}
 	if cfg.PodParallelism <= 0 {
-		cfg.PodParallelism = 16
+		cfg.PodParallelism = kit.DefaultPodParallelism
 	}
 	cfg.Clock = cfg.ClockOr()
 	if cfg.StatusCoalesce == 0 {
