@@ -138,7 +138,6 @@ func New(cfg Config) (*Controller, error) {
 // event and comes first too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
-		c.memory.wakes.Forget(key) // a look due from an earlier tenure went with the slot
 		for _, req := range c.missedFailures(key) {
 			c.Disp.Enqueue(key, req)
 		}

@@ -12,7 +12,7 @@ func Parallel(n, limit int, fn func(i int) error) []error {
 		return nil
 	}
 	errs := make([]error, n)
-	sem := make(chan struct{}, max(limit, 1))
+	sem := make(chan struct{}, min(max(limit, 1), n))
 	var wg sync.WaitGroup
 	for i := range n {
 		sem <- struct{}{}

@@ -66,3 +66,15 @@ func TestSlowStartStopsAfterTheFirstFailingBatch(t *testing.T) {
 		}
 	}
 }
+
+// An absurd bound changes nothing: the writes in flight are bounded by the writes there are.
+func TestParallelWithAnAbsurdLimit(t *testing.T) {
+	var calls atomic.Int32
+	errs := Parallel(3, 1<<40, func(int) error { calls.Add(1); return nil })
+	if calls.Load() != 3 || len(errs) != 3 {
+		t.Fatalf("%d calls, %d errors; want 3 and 3", calls.Load(), len(errs))
+	}
+	if errs, tried := SlowStart(5, -7, func(int) error { return nil }); tried != 5 || len(errs) != 5 {
+		t.Fatalf("a negative bound tried %d of 5", tried)
+	}
+}
