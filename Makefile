@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e bench-scale unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test
+.PHONY: help dev run test bench-e2e bench-scale unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test kind-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -73,6 +73,9 @@ node-tools: ## build what a real node runs (kubelet, kube-proxy, containerd, Cor
 
 node-test: node-tools ## ringfire deployed on a real kubelet node (root): images built and loaded, deploy/ applied, chaos through kubectl (docs/node.md)
 	RINGFIRE_TOOLS_BIN="$$(e2e/node/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_NODE=1 $(GO) test -race -count=1 -timeout 30m -v -run TestDeployment ./e2e/deploytest/
+
+kind-test: ## the deployment suite on kind, with a whole node lost (root): Docker, kind and its node image built here (docs/node.md)
+	e2e/kind/run.sh
 
 conformance: tools ## Volcano's own e2e suites against ringfire (Volcano's test binaries in VOLCANO_BIN: docs/conformance.md)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" CONFORMANCE_MODES="$(MODES)" e2e/conformance/run.sh $(SUITES)

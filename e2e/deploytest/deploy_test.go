@@ -79,6 +79,9 @@ func TestDeployment(t *testing.T) {
 	run("rollout restart", func(t *testing.T) faultResult { return tg.rolloutRestart(t, ring) })
 	run("delete an etcd member pod", func(t *testing.T) faultResult { return tg.deleteEtcdMember(t, ring, "ringfire-etcd-1") })
 	run("drain a replica's node", func(t *testing.T) faultResult { return tg.drain(t, ring) })
+	if cmd := nodeFault(); cmd != "" {
+		run("lose a replica's node", func(t *testing.T) faultResult { return tg.loseNode(t, ring, cmd, limit) })
+	}
 
 	created, retries := l.createdCount()
 	if stuck := l.waitCompleted(5 * time.Minute); len(stuck) > 0 {

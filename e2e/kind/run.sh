@@ -1,57 +1,101 @@
 #!/usr/bin/env bash
-# The deployment suite (e2e/deploytest) against a kind cluster, where Docker
-# runs: the same faults through kubectl as on the local real node.
+# The deployment suite (e2e/deploytest) on a kind cluster, with one fault more
+# than on the local real node: a whole kind node killed with a replica and an
+# etcd member on it, then started again.
 #
-#   e2e/kind/run.sh            create the cluster, load the images, deploy, test
-#   e2e/kind/run.sh --keep     leave the cluster running afterwards
+#   e2e/kind/run.sh               build what is needed, create the cluster, deploy, test
+#   e2e/kind/run.sh --keep        leave the cluster (and a dockerd it started) running
+#   e2e/kind/run.sh --published   kind's published node image instead of one built
+#                                 here (a machine with internet access)
 #
-# Needs docker, kind (sigs.k8s.io/kind) and network access for kind's node
-# image and kwok's (registry.k8s.io). Steps: kind create cluster
-# (cluster.yaml: a control plane and three workers); the images built
-# without Docker by e2e/node/images.sh, loaded with kind load image-archive;
-# kwok's controller and ringfire's KWOK stages, and four fake nodes
-# (label type=kwok, taint kwok.x-k8s.io/node=fake:NoSchedule) for the load's
-# pods; the CRDs, the etcd certificates and deploy/ (overlay/); then
-# `go test ./e2e/deploytest` with RINGFIRE_DEPLOY_KUBECONFIG.
-#
-# Not run on ringfire's CI machine, which has no Docker engine: there the
-# same suite runs on a real kubelet node (`make node-test`, docs/node.md).
+# Root. Nothing is pulled from a registry unless --published: Docker is
+# Debian's docker.io (installed when missing; a dockerd is started when none
+# runs, and stopped at the end if this script started it); kind and kubeadm
+# are built from e2e/kind/tools; the node image by e2e/kind/node-image.sh;
+# ringfire's and etcd's images by e2e/node/images.sh, loaded with kind load
+# image-archive. The pod network is wired from the host (node.sh network); the
+# fake nodes the load's pods go to are KWOK's, played by a kwok process on the
+# host with ringfire's stages; the etcd members' claims get a local
+# PersistentVolume on each worker. docs/node.md has the numbers.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 name=ringfire
 keep=0
-[[ ${1:-} == --keep ]] && keep=1
-kwok_version=v0.8.0 # as e2e/tools pins it
+published=0
+for arg in "$@"; do
+	case "$arg" in
+	--keep) keep=1 ;;
+	--published) published=1 ;;
+	*) echo "usage: $0 [--keep] [--published]" >&2; exit 2 ;;
+	esac
+done
+[[ $(id -u) == 0 ]] || { echo "kind/run.sh: needs root (Docker, debootstrap)" >&2; exit 1; }
 work="$(mktemp -d)"
 kubeconfig="$work/kubeconfig"
-log() { echo "kind/run.sh: $*" >&2; }
+export RINGFIRE_KIND_CLUSTER="$name" RINGFIRE_KIND_KUBECONFIG="$kubeconfig"
+log() { echo "kind/run.sh: $(date +%T) $*" >&2; }
+dockerd_pid=
+kwok_pid=
 cleanup() {
+	[[ -n $kwok_pid ]] && kill "$kwok_pid" 2>/dev/null || true
+	if [[ $keep == 0 ]]; then
+		[[ -x ${bin:-}/kind ]] && "$bin/kind" delete cluster --name "$name" >/dev/null 2>&1 || true
+		if [[ -n $dockerd_pid ]]; then
+			kill "$dockerd_pid" 2>/dev/null || true
+			wait "$dockerd_pid" 2>/dev/null || true
+		fi
+	fi
 	rm -rf "$work"
-	if [[ $keep == 0 ]]; then kind delete cluster --name "$name" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
+t_start=$SECONDS
 
-for bin in docker kind kubectl go; do
-	command -v "$bin" >/dev/null || { log "needs $bin on PATH"; exit 1; }
-done
+if ! command -v dockerd >/dev/null; then
+	log "installing Debian's docker.io"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y docker.io >&2
+fi
+if ! docker info >/dev/null 2>&1; then
+	log "starting dockerd"
+	dockerd >"$work/dockerd.log" 2>&1 &
+	dockerd_pid=$!
+	for i in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+	docker info >/dev/null 2>&1 || { log "dockerd did not start:"; tail -20 "$work/dockerd.log" >&2; exit 1; }
+fi
+
+t0=$SECONDS
+bin="$("$here/build.sh" | tail -n 1)"
+export PATH="$bin:$PATH"
+image_args=()
+if [[ $published == 0 ]]; then
+	image="$("$here/node-image.sh" | tail -n 1)"
+	image_args=(--image "$image")
+fi
+log "tools and node image ready in $((SECONDS - t0))s"
 k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
 
 log "creating the kind cluster $name"
-kind create cluster --config "$here/cluster.yaml" --kubeconfig "$kubeconfig" --wait 5m
+t0=$SECONDS
+"$bin/kind" delete cluster --name "$name" >/dev/null 2>&1 || true
+"$bin/kind" create cluster --config "$here/cluster.yaml" --kubeconfig "$kubeconfig" "${image_args[@]}"
+"$here/node.sh" network
+k wait --for=condition=Ready nodes --all --timeout=5m
+log "cluster ready in $((SECONDS - t0))s"
 
 log "building the images (e2e/node/images.sh) and loading them into the nodes"
 etcd_tag=
 while read -r ref archive; do
-	kind load image-archive "$archive" --name "$name"
+	"$bin/kind" load image-archive "$archive" --name "$name"
 	[[ $ref == ringfire.local/etcd:* ]] && etcd_tag="${ref#*:}"
 done < <("$repo/e2e/node/images.sh" "$work/images" e2e)
 
-log "installing kwok $kwok_version, its stages and four fake nodes"
-k apply -f "https://github.com/kubernetes-sigs/kwok/releases/download/$kwok_version/kwok.yaml"
-k -n kube-system rollout status deployment/kwok-controller --timeout=5m
-(cd "$repo" && go run ./e2e/kind/stages) | k apply -f -
+log "four fake nodes, played by kwok on this host with ringfire's stages"
+(cd "$repo" && go run ./e2e/kind/stages) >"$work/stages.yaml"
+"$bin/kwok" --kubeconfig="$kubeconfig" --config="$work/stages.yaml" --manage-all-nodes=false \
+	--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --node-ip=127.0.0.1 \
+	--cidr=10.250.0.0/16 >"$work/kwok.log" 2>&1 &
+kwok_pid=$!
 for i in 0 1 2 3; do
 	k apply -f - <<NODE
 apiVersion: v1
@@ -66,6 +110,27 @@ status:
   allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
   capacity: {cpu: "32", memory: 256Gi, pods: "110"}
 NODE
+done
+
+log "a local PersistentVolume on each worker for the etcd members' claims"
+for node in $("$bin/kind" get nodes --name "$name" | grep worker | sort); do
+	docker exec "$node" mkdir -p /var/local-pv/etcd
+	k apply -f - <<PV
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: etcd-$node
+spec:
+  capacity: {storage: 2Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Delete
+  storageClassName: standard
+  local: {path: /var/local-pv/etcd}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [$node]}]
+PV
 done
 
 log "installing the CRDs, the etcd certificates and deploy/"
@@ -83,5 +148,7 @@ k apply -k "$work/overlay"
 
 log "running the deployment suite"
 cd "$repo"
-RINGFIRE_DEPLOY_KUBECONFIG="$kubeconfig" RINGFIRE_KUBECTL="$(command -v kubectl)" \
+RINGFIRE_DEPLOY_KUBECONFIG="$kubeconfig" RINGFIRE_KUBECTL="$bin/kubectl" \
+	RINGFIRE_DEPLOY_NODE_FAULT="$here/node.sh" \
 	go test -race -count=1 -timeout 30m -v -run TestDeployment ./e2e/deploytest/
+log "done in $((SECONDS - t_start))s"
