@@ -84,7 +84,7 @@ done
 install -m 0644 "$here/node/default-storage.yaml" "$root/kind/manifests/default-storage.yaml"
 echo "$kube_version" >"$root/kind/version"
 # A container needs none of these, and some hang or fail without hardware.
-for unit in getty.target systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service systemd-remount-fs.service systemd-resolved.service systemd-timesyncd.service; do
+for unit in getty.target console-getty.service apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer e2scrub_reap.service systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service systemd-remount-fs.service systemd-resolved.service systemd-timesyncd.service; do
 	ln -sf /dev/null "$root/etc/systemd/system/$unit"
 done
 printf 'net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 0\nnet.ipv4.conf.default.rp_filter = 0\n' >"$root/etc/sysctl.d/10-ringfire-node.conf"
@@ -136,7 +136,6 @@ done
 
 tar -C "$root" --numeric-owner -c . | docker import \
 	--change 'ENV container=docker' \
-	--change 'STOPSIGNAL SIGRTMIN+3' \
 	--change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \
 	- "$image" >&2
 log "built $image in $((SECONDS - t0))s"

@@ -52,25 +52,41 @@ cleanup() {
 trap cleanup EXIT
 t_start=$SECONDS
 
+t0=$SECONDS
+bin="$("$here/build.sh" | tail -n 1)"
+export PATH="$bin:$PATH"
+(cd "$repo" && CGO_ENABLED=0 go build -o "$bin/capfit" ./e2e/kind/capfit)
+
+# Docker. A dockerd this script starts runs every container through capfit
+# (capfit/main.go): Debian's engine gives a privileged container capabilities
+# the machine may withhold, and kind's nodes are privileged.
 if ! command -v dockerd >/dev/null; then
 	log "installing Debian's docker.io"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y docker.io >&2
+	# The package starts its dockerd, without capfit: this script owns it.
+	if [[ -f /var/run/docker.pid ]]; then
+		kill "$(cat /var/run/docker.pid)" 2>/dev/null || true
+		for i in $(seq 1 30); do docker info >/dev/null 2>&1 || break; sleep 1; done
+	fi
 fi
 if ! docker info >/dev/null 2>&1; then
 	log "starting dockerd"
-	dockerd >"$work/dockerd.log" 2>&1 &
+	dockerd --add-runtime "capfit=$bin/capfit" --default-runtime capfit >"$work/dockerd.log" 2>&1 &
 	dockerd_pid=$!
 	for i in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 	docker info >/dev/null 2>&1 || { log "dockerd did not start:"; tail -20 "$work/dockerd.log" >&2; exit 1; }
 fi
 
-t0=$SECONDS
-bin="$("$here/build.sh" | tail -n 1)"
-export PATH="$bin:$PATH"
 image_args=()
 if [[ $published == 0 ]]; then
 	image="$("$here/node-image.sh" | tail -n 1)"
 	image_args=(--image "$image")
+	if ! out="$(docker run --rm --privileged --entrypoint /bin/true "$image" 2>&1)"; then
+		log "the running dockerd cannot start a privileged container: $out"
+		log "kind's nodes are privileged. Where the machine withholds a capability, run dockerd with"
+		log "  --add-runtime capfit=$bin/capfit --default-runtime capfit, or stop it and let this script start its own"
+		exit 1
+	fi
 fi
 log "tools and node image ready in $((SECONDS - t0))s"
 k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
