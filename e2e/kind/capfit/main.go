@@ -53,7 +53,11 @@ func main() {
 		os.Exit(1)
 	}
 	if file, process, ok := specOf(os.Args[1:]); ok {
-		if err := fit(file, process); err != nil {
+		held, err := boundingSet()
+		if err == nil {
+			err = fit(file, process, held)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "capfit:", err)
 			os.Exit(1)
 		}
@@ -101,12 +105,8 @@ func specOf(args []string) (file string, process bool, ok bool) {
 }
 
 // fit rewrites the OCI config (or, if process, the OCI process) at path
-// without the capabilities the bounding set of this process lacks.
-func fit(path string, process bool) error {
-	held, err := boundingSet()
-	if err != nil {
-		return err
-	}
+// without the capabilities held marks false.
+func fit(path string, process bool, held map[string]bool) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
