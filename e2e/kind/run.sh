@@ -97,6 +97,9 @@ t0=$SECONDS
 "$bin/kind" create cluster --config "$here/cluster.yaml" --kubeconfig "$kubeconfig" "${image_args[@]}"
 "$here/node.sh" network
 k wait --for=condition=Ready nodes --all --timeout=5m
+# kube-proxy's DaemonSet tolerates every taint: keep it off the fake nodes.
+k -n kube-system patch daemonset kube-proxy --type merge -p \
+	'{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["kwok"]}]}]}}}}}}}'
 log "cluster ready in $((SECONDS - t0))s"
 
 log "building the images (e2e/node/images.sh) and loading them into the nodes"
