@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,13 +93,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		}
 		orphans = stale
 	}
-	c.mu.Lock()
-	backoff := c.backoff[key]
-	c.mu.Unlock()
+	backoff, _ := c.backoff.Get(key)
 	d := state.Decide(state.Input{Job: job, Pods: own, Now: c.clock.Now(), Backoff: backoff})
-	c.mu.Lock()
-	c.backoff[key] = d.Backoff
-	c.mu.Unlock()
+	c.backoff.Set(key, d.Backoff)
 
 	if d.Status != nil {
 		if err := c.writeStatus(ctx, key, job, d.Status); err != nil {
@@ -202,10 +199,13 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 	now := c.clock.Now()
 	var errs []error
 	n := 0
+	var sentAt map[types.UID]time.Time
+	c.unfinalizing.Update(key, func(m map[types.UID]time.Time, ok bool) (map[types.UID]time.Time, bool) {
+		sentAt = maps.Clone(m)
+		return m, ok
+	})
 	for _, p := range pods {
-		c.mu.Lock()
-		at, sent := c.unfinalizing[key][p.UID]
-		c.mu.Unlock()
+		at, sent := sentAt[p.UID]
 		if sent && now.Sub(at) < unfinalizeTTL {
 			continue
 		}
@@ -221,12 +221,13 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 		_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 		switch {
 		case err == nil:
-			c.mu.Lock()
-			if c.unfinalizing[key] == nil {
-				c.unfinalizing[key] = map[types.UID]time.Time{}
-			}
-			c.unfinalizing[key][p.UID] = now
-			c.mu.Unlock()
+			c.unfinalizing.Update(key, func(m map[types.UID]time.Time, _ bool) (map[types.UID]time.Time, bool) {
+				if m == nil {
+					m = map[types.UID]time.Time{}
+				}
+				m[p.UID] = now
+				return m, true
+			})
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			// Gone, or another pod of the same name: nothing of this one to free.
 		default:
@@ -240,17 +241,14 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 // forgetUnfinalized drops the Job's remembered removals that the cache now shows done: those
 // of pods no longer among the ones that still carry the finalizer.
 func (c *Controller) forgetUnfinalized(key string, still []*corev1.Pod) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sent := c.unfinalizing[key]
-	for uid := range sent {
-		if !slices.ContainsFunc(still, func(p *corev1.Pod) bool { return p.UID == uid }) {
-			delete(sent, uid)
+	c.unfinalizing.Update(key, func(sent map[types.UID]time.Time, _ bool) (map[types.UID]time.Time, bool) {
+		for uid := range sent {
+			if !slices.ContainsFunc(still, func(p *corev1.Pod) bool { return p.UID == uid }) {
+				delete(sent, uid)
+			}
 		}
-	}
-	if len(sent) == 0 {
-		delete(c.unfinalizing, key)
-	}
+		return sent, len(sent) > 0
+	})
 }
 
 // deletePods deletes pods with their UID as precondition, expecting each delete.

@@ -130,10 +130,7 @@ func (c *Flows) SlotsGained(slots []int) {
 
 // SlotsLost forgets what was remembered of the slots' flows. It implements shard.Listener.
 func (c *Flows) SlotsLost(slots []int) {
-	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
-	in := func(key string) bool { return held.HasKey(key, n) }
-	c.memory.forgetWhere(in)
-	c.pace.ForgetWhere(in)
+	kit.ForgetSlots(slots, c.cfg.Ownership.Slots(), &c.memory, &c.pace)
 }
 
 // enqueueHeld enqueues the keys of inf that fall in slots.

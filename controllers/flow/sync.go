@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // Warning reasons, each told once per flow until it is resolved.
@@ -120,9 +122,7 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 // forget drops what is remembered of a flow that is gone.
 func (c *Flows) forget(key string) {
 	c.written.Forget(key)
-	c.memory.forget(key)
-	c.pace.Forget(key)
-	c.Wakes.Forget(key)
+	kit.Forget(key, &c.memory, &c.pace, &c.Wakes)
 }
 
 // startReady creates the Job of each ready step. A step whose template is missing waits for it
