@@ -8,7 +8,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -54,9 +53,6 @@ type Controller struct {
 	// backoff is each Job's pod-failure record (state.Backoff), as Kubernetes keeps it in
 	// memory: a new holder of the slot starts without it.
 	backoff kit.Keyed[state.Backoff]
-	// unfinalizing are, by Job key, the pods (by UID) whose tracking finalizer this replica
-	// asked to remove and the cache still shows, with when: the patch is not sent twice.
-	unfinalizing kit.Keyed[map[types.UID]time.Time]
 }
 
 // request is what the dispatcher carries for a Job key: look at the Job. Any two coalesce.
@@ -125,7 +121,7 @@ func (c *Controller) SlotsReady(slots []int) {
 // SlotsLost forgets what this replica remembers of the slots' Jobs. It implements
 // shard.Listener.
 func (c *Controller) SlotsLost(slots []int) {
-	kit.ForgetSlots(slots, c.cfg.Ownership.Slots(), &c.backoff, &c.unfinalizing)
+	kit.ForgetSlots(slots, c.cfg.Ownership.Slots(), &c.backoff)
 }
 
 // SlotsGained is a no-op: the Jobs of gained slots are enqueued once the cache has listed

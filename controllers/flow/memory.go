@@ -1,23 +1,15 @@
 package flow
 
 import (
-	"time"
-
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/kit"
 )
 
-// createTTL bounds how long a Job create the informer has not shown yet is remembered. The
-// informer normally catches up within a second; the bound only keeps a lost event from
-// holding a step up for longer.
-const createTTL = 30 * time.Second
-
-// memory is what the JobFlow controller remembers per flow between reconciles: the Job creates
-// and deletes issued and not seen yet (so that a reconcile running before the informer caught
-// up issues none of them again), the warnings already told (so that a flow that stays wrong
-// costs one Event, not one per reconcile), and when its status was last written with the
-// status held back since (so that changes that move no phase are merged into one write per
+// memory is what the JobFlow controller remembers per flow between reconciles (the Job creates
+// and deletes issued and not seen yet are the cache's expectations, Config.Expectations): the
+// warnings already told (so that a flow that stays wrong costs one Event, not one per
+// reconcile), and when its status was last written with the status held back since (so that changes that move no phase are merged into one write per
 // window, and the phase histories lose none of them). None of it is needed for correctness
 // across replicas: a slot's next owner starts with none, and the deterministic Job names and
 // preconditions keep its writes safe.
@@ -26,9 +18,7 @@ type memory struct {
 }
 
 type memo struct {
-	creating map[string]time.Time // Job name → when the expectation lapses
-	deleting map[string]time.Time
-	told     map[string]string // warning reason → the message told
+	told map[string]string // warning reason → the message told
 	// unwritten is the status computed and held back (coalesced) from the flow at resourceVersion
 	// from: the next reconcile goes on from it, so the phase histories keep what it saw.
 	unwritten *flowv1.JobFlowStatus
@@ -39,7 +29,7 @@ type memo struct {
 func (m *memory) change(key string, f func(e *memo)) {
 	m.Update(key, func(e memo, _ bool) (memo, bool) {
 		if e.told == nil {
-			e = memo{creating: map[string]time.Time{}, deleting: map[string]time.Time{}, told: map[string]string{}}
+			e = memo{told: map[string]string{}}
 		}
 		f(&e)
 		return e, true
@@ -53,45 +43,6 @@ func (m *memory) read(key string, f func(e *memo)) {
 			f(&e)
 		}
 		return e, ok
-	})
-}
-
-// expect records a create (or delete) of the Job name by the flow at key, issued at now.
-func (m *memory) expect(key, name string, deleting bool, now time.Time) {
-	m.change(key, func(e *memo) {
-		if deleting {
-			e.deleting[name] = now.Add(createTTL)
-		} else {
-			e.creating[name] = now.Add(createTTL)
-		}
-	})
-}
-
-// pending reports whether a create (or delete) of the Job name is on its way to the informer.
-func (m *memory) pending(key, name string, deleting bool, now time.Time) (pending bool) {
-	m.read(key, func(e *memo) {
-		set := e.creating
-		if deleting {
-			set = e.deleting
-		}
-		until, ok := set[name]
-		if ok && !now.Before(until) {
-			delete(set, name)
-			return
-		}
-		pending = ok
-	})
-	return pending
-}
-
-// seen forgets the expectation the informer has just met: the Job name appeared (or went).
-func (m *memory) seen(key, name string, deleted bool) {
-	m.read(key, func(e *memo) {
-		if deleted {
-			delete(e.deleting, name)
-		} else {
-			delete(e.creating, name)
-		}
 	})
 }
 
