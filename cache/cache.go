@@ -34,7 +34,7 @@ import (
 	"github.com/ringfire/ringfire/shard"
 )
 
-// Resource names a kind of object that Jobs own.
+// Resource names a kind of object that Jobs own (or, VolcanoJobs, that JobFlows make).
 type Resource string
 
 // The resources Jobs own.
@@ -46,6 +46,10 @@ const (
 	ConfigMaps      Resource = "configmaps"
 	Secrets         Resource = "secrets"
 	NetworkPolicies Resource = "networkpolicies"
+	// VolcanoJobs are the Jobs a JobFlow makes. The cache watches them all (Cache.Jobs), but
+	// they carry no slot label and their maker's key is its own: the controller that makes
+	// them feeds their expectations (Expectations.Observed).
+	VolcanoJobs Resource = "jobs"
 )
 
 // Owned lists the sharded resources: those the cache watches, by slot. Secrets
@@ -54,8 +58,8 @@ const (
 // the ssh plugin's Secret is created, read and deleted by name only.
 var Owned = []Resource{Pods, PodGroups, PVCs, Services, ConfigMaps, NetworkPolicies}
 
-// Watched reports whether the cache watches r (it is in Owned).
-func Watched(r Resource) bool { return slices.Contains(Owned, r) }
+// Watched reports whether the cache watches r (it is in Owned, or it is VolcanoJobs).
+func Watched(r Resource) bool { return r == VolcanoJobs || slices.Contains(Owned, r) }
 
 // Config configures a Cache.
 type Config struct {
@@ -314,10 +318,15 @@ func (c *Cache) Creating(slot int, key string, r Resource, namespace, name strin
 	if left, pending := c.expect.Creating(slot, key, r, namespace, name); pending {
 		return left, true
 	}
-	if !Watched(r) {
+	obj := toolscache.NewObjectName(namespace, name).String()
+	switch {
+	case r == VolcanoJobs:
+		_, present, _ := c.jobs.GetIndexer().GetByKey(obj)
+		return 0, present
+	case !Watched(r):
 		return 0, false // no cache of r: the expectation alone remembers the object
 	}
-	_, present, _ := c.owned[r].Indexer().GetByKey(toolscache.NewObjectName(namespace, name).String())
+	_, present, _ := c.owned[r].Indexer().GetByKey(obj)
 	return 0, present
 }
 

@@ -16,16 +16,19 @@ import (
 // and deleted again inside a watch gap) cannot hold a Job up for longer.
 const DefaultExpectationTTL = 30 * time.Second
 
-// Expectations remembers the creates and deletes a controller has issued
-// for a Job's objects until the cache has seen them, so that a reconcile
+// Expectations remembers the creates, deletes and updates a controller has
+// issued for a Job's objects until the cache has seen them, so that a reconcile
 // running before the cache caught up does not issue them again (a create
 // would come back AlreadyExists, a delete NotFound: both are writes the API
 // server pays for and the user's cluster waits behind).
 //
 // A create is seen when the object enters the cache; a delete when the
-// cached object is marked for deletion or leaves the cache. The cache feeds
-// those observations itself, before the controllers' handlers hear of the
-// object. Each expectation lapses after its TTL, so a lost observation
+// cached object is marked for deletion or leaves the cache; an update when the
+// cached object shows what the update was for (ExpectUpdate), or leaves. The
+// cache feeds those observations itself for the Owned resources, before the
+// controllers' handlers hear of the object; those of the VolcanoJobs a
+// controller makes, which carry no slot label, that controller's handler
+// feeds (Observed). Each expectation lapses after its TTL, so a lost observation
 // delays a Job by at most that long.
 //
 // A resource the cache does not watch (Secrets: see Owned) has no
@@ -41,8 +44,14 @@ type Expectations struct {
 	now func() time.Time
 
 	mu     sync.Mutex
-	slots  map[int]map[expectation]time.Time // slot → expectation → when it lapses
-	lapsed uint64                            // expectations that lapsed unmet, under mu
+	slots  map[int]map[expectation]entry // slot → expectation → when it lapses
+	lapsed uint64                        // expectations that lapsed unmet, under mu
+}
+
+// entry is an expectation's lapse and, for an update, what meets it.
+type entry struct {
+	lapses time.Time
+	done   func(metav1.Object) bool // an update's: the cached object shows it
 }
 
 // Lapsed is how many expectations lapsed before the cache saw what they
@@ -59,6 +68,7 @@ type op uint8
 const (
 	opCreate op = iota
 	opDelete
+	opUpdate
 )
 
 // expectation is one object a Job waits to see created or deleted.
@@ -68,7 +78,7 @@ type expectation struct {
 	job       string // the owning Job's key
 	namespace string
 	name      string
-	uid       types.UID // of the object deleted; empty for a create
+	uid       types.UID // of the object deleted or updated; empty for a create
 }
 
 // NewExpectations returns an empty memory whose entries lapse after ttl
@@ -77,7 +87,7 @@ func NewExpectations(ttl time.Duration) *Expectations {
 	if ttl <= 0 {
 		ttl = DefaultExpectationTTL
 	}
-	return &Expectations{ttl: ttl, now: time.Now, slots: map[int]map[expectation]time.Time{}}
+	return &Expectations{ttl: ttl, now: time.Now, slots: map[int]map[expectation]entry{}}
 }
 
 // ExpectCreate records that the Job at key (of slot) is about to create the
@@ -85,7 +95,7 @@ func NewExpectations(ttl time.Duration) *Expectations {
 // sight of the new object cannot come first, and CreateFailed if the create
 // failed (AlreadyExists is no failure: the object is there to be seen).
 func (e *Expectations) ExpectCreate(slot int, key string, r Resource, namespace, name string) {
-	e.add(slot, createOf(key, r, namespace, name))
+	e.add(slot, createOf(key, r, namespace, name), nil)
 }
 
 // TTL is how long an unseen create or delete is expected before it lapses.
@@ -106,7 +116,7 @@ func (e *Expectations) Creating(slot int, key string, r Resource, namespace, nam
 // ExpectDelete records that the Job at key (of slot) is about to delete the
 // object r namespace/name with the given UID; DeleteFailed undoes it.
 func (e *Expectations) ExpectDelete(slot int, key string, r Resource, namespace, name string, uid types.UID) {
-	e.add(slot, deleteOf(key, r, namespace, name, uid))
+	e.add(slot, deleteOf(key, r, namespace, name, uid), nil)
 }
 
 // DeleteFailed forgets a delete that did not happen. NotFound is no failure:
@@ -123,6 +133,33 @@ func (e *Expectations) Deleting(slot int, key string, r Resource, namespace, nam
 	return e.pending(slot, deleteOf(key, r, namespace, name, uid))
 }
 
+// ExpectUpdate records that the Job at key (of slot) is about to update the
+// object r namespace/name with the given UID (say, take a finalizer off it);
+// the cache sees the update when the cached object of that UID makes done
+// true, or leaves. UpdateFailed undoes it.
+func (e *Expectations) ExpectUpdate(slot int, key string, r Resource, namespace, name string, uid types.UID, done func(metav1.Object) bool) {
+	e.add(slot, updateOf(key, r, namespace, name, uid), done)
+}
+
+// UpdateFailed forgets an update that did not happen.
+func (e *Expectations) UpdateFailed(slot int, key string, r Resource, namespace, name string, uid types.UID) {
+	e.remove(slot, updateOf(key, r, namespace, name, uid))
+}
+
+// Updating reports whether an update of the object r namespace/name with the
+// given UID by the Job at key is still unseen, and how long until the
+// expectation lapses.
+func (e *Expectations) Updating(slot int, key string, r Resource, namespace, name string, uid types.UID) (time.Duration, bool) {
+	return e.pending(slot, updateOf(key, r, namespace, name, uid))
+}
+
+// Observed tells the expectations what a controller's handler saw of an object
+// of r that the cache does not feed them itself (VolcanoJobs): present, or
+// going, made by the object at key of slot.
+func (e *Expectations) Observed(slot int, key string, r Resource, obj metav1.Object, going bool) {
+	e.observe(slot, key, r, obj, going || obj.GetDeletionTimestamp() != nil)
+}
+
 // CreatingAny reports whether any create of an object of r by the Job at key
 // is still unseen, and how long until the last of them lapses: what a
 // controller whose objects' names are generated waits on, without keeping the
@@ -136,11 +173,11 @@ func (e *Expectations) CreatingAny(slot int, key string, r Resource) (time.Durat
 	now := e.now()
 	var wait time.Duration
 	found := false
-	for x, lapses := range m {
+	for x, en := range m {
 		if x.op != opCreate || x.job != key || x.res != r {
 			continue
 		}
-		left := lapses.Sub(now)
+		left := en.lapses.Sub(now)
 		if left <= 0 {
 			if Watched(x.res) {
 				e.lapsed++
@@ -164,6 +201,10 @@ func deleteOf(key string, r Resource, namespace, name string, uid types.UID) exp
 	return expectation{op: opDelete, res: r, job: key, namespace: namespace, name: name, uid: uid}
 }
 
+func updateOf(key string, r Resource, namespace, name string, uid types.UID) expectation {
+	return expectation{op: opUpdate, res: r, job: key, namespace: namespace, name: name, uid: uid}
+}
+
 // DropSlots forgets everything expected in slots.
 func (e *Expectations) DropSlots(slots []int) {
 	e.mu.Lock()
@@ -185,15 +226,15 @@ func (e *Expectations) len() int {
 	return n
 }
 
-func (e *Expectations) add(slot int, x expectation) {
+func (e *Expectations) add(slot int, x expectation, done func(metav1.Object) bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.slots[slot]
 	if m == nil {
-		m = map[expectation]time.Time{}
+		m = map[expectation]entry{}
 		e.slots[slot] = m
 	}
-	m[x] = e.now().Add(e.ttl)
+	m[x] = entry{lapses: e.now().Add(e.ttl), done: done}
 	if len(m)%256 == 0 {
 		e.lapsed += pruneLapsed(m, e.now())
 	}
@@ -214,11 +255,11 @@ func (e *Expectations) pending(slot int, x expectation) (time.Duration, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.slots[slot]
-	lapses, ok := m[x]
+	en, ok := m[x]
 	if !ok {
 		return 0, false
 	}
-	left := lapses.Sub(e.now())
+	left := en.lapses.Sub(e.now())
 	if left <= 0 {
 		if Watched(x.res) {
 			e.lapsed++
@@ -245,6 +286,10 @@ func (e *Expectations) observe(slot int, key string, r Resource, obj metav1.Obje
 	if going {
 		delete(m, deleteOf(key, r, obj.GetNamespace(), obj.GetName(), obj.GetUID()))
 	}
+	up := updateOf(key, r, obj.GetNamespace(), obj.GetName(), obj.GetUID())
+	if en, ok := m[up]; ok && (going || en.done == nil || en.done(obj)) {
+		delete(m, up)
+	}
 	if len(m) == 0 {
 		delete(e.slots, slot)
 	}
@@ -253,9 +298,9 @@ func (e *Expectations) observe(slot int, key string, r Resource, obj metav1.Obje
 // pruneLapsed drops the lapsed entries of a slot; add calls it now and
 // then, so a slot whose observations never come does not grow for ever. It
 // counts those of watched resources.
-func pruneLapsed(m map[expectation]time.Time, now time.Time) (n uint64) {
-	for x, lapses := range m {
-		if !lapses.After(now) {
+func pruneLapsed(m map[expectation]entry, now time.Time) (n uint64) {
+	for x, en := range m {
+		if !en.lapses.After(now) {
 			delete(m, x)
 			if Watched(x.res) {
 				n++

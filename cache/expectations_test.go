@@ -89,6 +89,61 @@ func TestExpectationsDeleteSeenByUID(t *testing.T) {
 	}
 }
 
+// An update is seen when the cached object shows what it was for, or leaves;
+// other updates of the object, and another object of the name, do not meet it.
+func TestExpectationsUpdateSeenWhenDone(t *testing.T) {
+	e, _ := newTestExpectations(time.Minute)
+	obs := observer{r: Pods, e: e}
+	pod := jobPod(4, "job-w-0", "a")
+	pod.Finalizers = []string{"f"}
+	unfinalized := func(o metav1.Object) bool { return len(o.GetFinalizers()) == 0 }
+	e.ExpectUpdate(4, "ns/job", Pods, "ns", "job-w-0", "a", unfinalized)
+	if _, ok := e.Updating(4, "ns/job", Pods, "ns", "job-w-0", "a"); !ok {
+		t.Fatal("an update just issued is not pending")
+	}
+	obs.OnUpdate(pod, pod) // another change of the pod, the finalizer still on
+	other := jobPod(4, "job-w-0", "b")
+	obs.OnAdd(other, false) // another pod of the name, without the finalizer
+	if _, ok := e.Updating(4, "ns/job", Pods, "ns", "job-w-0", "a"); !ok {
+		t.Fatal("the update was met by a change that is not it")
+	}
+	done := pod.DeepCopy()
+	done.Finalizers = nil
+	obs.OnUpdate(pod, done)
+	if _, ok := e.Updating(4, "ns/job", Pods, "ns", "job-w-0", "a"); ok {
+		t.Fatal("an update the cache shows done is still pending")
+	}
+	e.ExpectUpdate(4, "ns/job", Pods, "ns", "job-w-0", "a", unfinalized)
+	obs.OnDelete(pod)
+	if _, ok := e.Updating(4, "ns/job", Pods, "ns", "job-w-0", "a"); ok {
+		t.Fatal("the update of a pod that left is still pending")
+	}
+	e.ExpectUpdate(4, "ns/job", Pods, "ns", "job-w-0", "a", unfinalized)
+	e.UpdateFailed(4, "ns/job", Pods, "ns", "job-w-0", "a")
+	if e.len() != 0 {
+		t.Fatalf("%d expectations left after a failed update, want 0", e.len())
+	}
+}
+
+// A controller feeds the expectations of the VolcanoJobs it makes: they carry
+// no slot label, so the cache's observers never see them.
+func TestExpectationsObservedByTheController(t *testing.T) {
+	e, _ := newTestExpectations(time.Minute)
+	job := &metav1.ObjectMeta{Namespace: "ns", Name: "flow-a", UID: "j"}
+	e.ExpectCreate(9, "ns/flow", VolcanoJobs, "ns", "flow-a")
+	e.Observed(9, "ns/flow", VolcanoJobs, job, false)
+	if _, ok := e.Creating(9, "ns/flow", VolcanoJobs, "ns", "flow-a"); ok {
+		t.Fatal("a create the controller saw is still pending")
+	}
+	e.ExpectDelete(9, "ns/flow", VolcanoJobs, "ns", "flow-a", "j")
+	going := job.DeepCopy()
+	going.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	e.Observed(9, "ns/flow", VolcanoJobs, going, false)
+	if _, ok := e.Deleting(9, "ns/flow", VolcanoJobs, "ns", "flow-a", "j"); ok {
+		t.Fatal("a Job marked for deletion still has its delete pending")
+	}
+}
+
 // An observation the cache never makes (say, an object created and deleted
 // again inside a watch gap) holds a Job up for the TTL at most.
 func TestExpectationsLapse(t *testing.T) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -52,13 +50,9 @@ type Controller struct {
 
 	written cache.Written[*batchv1.Job]
 
-	mu sync.Mutex
 	// backoff is each Job's pod-failure record (state.Backoff), as Kubernetes keeps it in
 	// memory: a new holder of the slot starts without it.
-	backoff map[string]state.Backoff
-	// unfinalizing are, by Job key, the pods (by UID) whose tracking finalizer this replica
-	// asked to remove and the cache still shows, with when: the patch is not sent twice.
-	unfinalizing map[string]map[types.UID]time.Time
+	backoff kit.Keyed[state.Backoff]
 }
 
 // request is what the dispatcher carries for a Job key: look at the Job. Any two coalesce.
@@ -71,8 +65,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, errors.New("batchjob controller: Cache is required")
 	}
 	cfg.Clock = cfg.ClockOr()
-	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, backoff: map[string]state.Backoff{},
-		unfinalizing: map[string]map[types.UID]time.Time{}}
+	c := &Controller{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock}
 	err := c.Init(kit.Settings[request]{
 		Name: "batchjob", Config: cfg.Config, Work: cfg.Work, Scheme: scheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
@@ -128,19 +121,7 @@ func (c *Controller) SlotsReady(slots []int) {
 // SlotsLost forgets what this replica remembers of the slots' Jobs. It implements
 // shard.Listener.
 func (c *Controller) SlotsLost(slots []int) {
-	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for key := range c.backoff {
-		if held.HasKey(key, n) {
-			delete(c.backoff, key)
-		}
-	}
-	for key := range c.unfinalizing {
-		if held.HasKey(key, n) {
-			delete(c.unfinalizing, key)
-		}
-	}
+	kit.ForgetSlots(slots, c.cfg.Ownership.Slots(), &c.backoff)
 }
 
 // SlotsGained is a no-op: the Jobs of gained slots are enqueued once the cache has listed
@@ -178,9 +159,7 @@ func (c *Controller) onJobDelete(obj any) {
 	key := toolscache.MetaObjectToName(job).String()
 	c.Disp.Release(key)
 	c.written.Forget(key)
-	c.mu.Lock()
-	delete(c.backoff, key)
-	c.mu.Unlock()
+	c.backoff.Forget(key)
 	// Its pods may still carry the tracking finalizer: the reconcile of the key frees them.
 	c.Disp.Enqueue(key, request{})
 }

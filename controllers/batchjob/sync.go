@@ -28,10 +28,6 @@ import (
 // Kubernetes' Job controller bounds them; the rest come in the next one.
 const maxPodWrites = 500
 
-// unfinalizeTTL is how long a finalizer removal the cache has not shown yet holds back a
-// second one for the same pod.
-const unfinalizeTTL = time.Minute
-
 func (c *Controller) jobByKey(key string) (*batchv1.Job, error) {
 	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -48,7 +44,7 @@ func (c *Controller) jobByKey(key string) (*batchv1.Job, error) {
 // status first, then the pods' finalizers, deletes and creates. Nothing is written twice
 // before the cache shows the first write: creates and deletes are expected
 // (cache.Expectations) and the reconcile waits for them; the status written is remembered
-// until the informer has it; finalizer removals are remembered per pod.
+// until the informer has it; finalizer removals are expected updates (kit.Update).
 func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
 	slots := c.cfg.Ownership.Slots()
 	if !c.cfg.Cache.Listed(key, slots) {
@@ -66,7 +62,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		if err != nil {
 			return err
 		}
-		return c.removeFinalizers(ctx, key, withFinalizer(pods))
+		return c.removeFinalizers(ctx, slot, key, withFinalizer(pods))
 	}
 	job := c.written.Latest(key, cached)
 	// Expectations first, then the pods: a create seen between the two would otherwise be
@@ -92,13 +88,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		}
 		orphans = stale
 	}
-	c.mu.Lock()
-	backoff := c.backoff[key]
-	c.mu.Unlock()
+	backoff, _ := c.backoff.Get(key)
 	d := state.Decide(state.Input{Job: job, Pods: own, Now: c.clock.Now(), Backoff: backoff})
-	c.mu.Lock()
-	c.backoff[key] = d.Backoff
-	c.mu.Unlock()
+	c.backoff.Set(key, d.Backoff)
 
 	if d.Status != nil {
 		if err := c.writeStatus(ctx, key, job, d.Status); err != nil {
@@ -108,8 +100,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	for _, ev := range d.Events {
 		c.Recorder.Event(job, ev.Type, ev.Reason, ev.Message)
 	}
-	// One call: it also forgets the removals of the Job's pods the cache shows done.
-	if err := c.removeFinalizers(ctx, key, append(slices.Clone(d.RemoveFinalizers), orphans...)); err != nil {
+	if err := c.removeFinalizers(ctx, slot, key, append(slices.Clone(d.RemoveFinalizers), orphans...)); err != nil {
 		return err
 	}
 	if err := c.deletePods(ctx, slot, key, job, d.Delete); err != nil {
@@ -197,16 +188,15 @@ func (c *Controller) writeStatus(ctx context.Context, key string, job *batchv1.J
 	return nil
 }
 
-// removeFinalizers takes the tracking finalizer off pods, each once until the cache shows it.
-func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*corev1.Pod) error {
-	now := c.clock.Now()
+// removeFinalizers takes the tracking finalizer off pods, each once until the cache shows it
+// gone (an expected update, kit.Update, met when the cached pod has no finalizer left).
+func (c *Controller) removeFinalizers(ctx context.Context, slot int, key string, pods []*corev1.Pod) error {
+	expect := c.cfg.Cache.Expectations()
 	var errs []error
 	n := 0
 	for _, p := range pods {
-		c.mu.Lock()
-		at, sent := c.unfinalizing[key][p.UID]
-		c.mu.Unlock()
-		if sent && now.Sub(at) < unfinalizeTTL {
+		x := kit.Expected{Expectations: expect, Slot: slot, Key: key, Resource: cache.Pods, Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+		if _, pending := x.Updating(); pending {
 			continue
 		}
 		if n == maxPodWrites {
@@ -214,43 +204,28 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 			break
 		}
 		n++
-		if err := c.Guard(ctx); err != nil {
-			return err
-		}
 		patch := fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q],"uid":%q}}`, state.TrackingFinalizer, p.UID)
-		_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		sent, err := kit.Update(ctx, c.Guard, x, unfinalized, func(ctx context.Context) error {
+			_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		})
 		switch {
-		case err == nil:
-			c.mu.Lock()
-			if c.unfinalizing[key] == nil {
-				c.unfinalizing[key] = map[types.UID]time.Time{}
-			}
-			c.unfinalizing[key][p.UID] = now
-			c.mu.Unlock()
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone, or another pod of the same name: nothing of this one to free.
+		case !sent:
+			return err
+		case err == nil, apierrors.IsConflict(err):
+			// Done, gone already (NotFound), or another pod of the same name (Conflict):
+			// nothing of this one left to free.
 		default:
 			errs = append(errs, fmt.Errorf("remove the tracking finalizer of pod %s/%s: %w", p.Namespace, p.Name, err))
 		}
 	}
-	c.forgetUnfinalized(key, pods)
 	return errors.Join(errs...)
 }
 
-// forgetUnfinalized drops the Job's remembered removals that the cache now shows done: those
-// of pods no longer among the ones that still carry the finalizer.
-func (c *Controller) forgetUnfinalized(key string, still []*corev1.Pod) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sent := c.unfinalizing[key]
-	for uid := range sent {
-		if !slices.ContainsFunc(still, func(p *corev1.Pod) bool { return p.UID == uid }) {
-			delete(sent, uid)
-		}
-	}
-	if len(sent) == 0 {
-		delete(c.unfinalizing, key)
-	}
+// unfinalized reports whether the pod carries the tracking finalizer no more: what meets the
+// expected update of removeFinalizers.
+func unfinalized(pod metav1.Object) bool {
+	return !slices.Contains(pod.GetFinalizers(), state.TrackingFinalizer)
 }
 
 // deletePods deletes pods with their UID as precondition, expecting each delete.

@@ -125,10 +125,7 @@ func (c *Controller) SlotsGained(slots []int) {
 // SlotsLost forgets the wake-ups asked for the CronJobs of the slots: the dispatcher drops
 // them, and the slots' next owner asks its own. It implements shard.Listener.
 func (c *Controller) SlotsLost(slots []int) {
-	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
-	in := func(key string) bool { return held.HasKey(key, n) }
-	c.memory.forgetWhere(in)
-	c.Wakes.ForgetWhere(in)
+	kit.ForgetSlots(slots, c.cfg.Ownership.Slots(), &c.memory, &c.Wakes)
 }
 
 // register adds the handlers to the informers.
@@ -185,7 +182,7 @@ func (c *Controller) onCronJobDelete(obj any) {
 		key := toolscache.MetaObjectToName(cj).String()
 		c.Disp.Release(key)
 		c.written.Forget(key)
-		c.memory.forget(key)
+		c.memory.Forget(key)
 		c.Wakes.Forget(key)
 	}
 }

@@ -1,45 +1,29 @@
 package cronjob
 
 import (
-	"sync"
 	"time"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // keyMemory is what the controller remembers per CronJob between reconciles: the schedule
-// times it has counted as missed. It is not needed for correctness; it keeps metrics from
-// multiplying. (The wake-ups are the Base's, kit.Wakeups.)
+// times it has counted as missed, by reason. It is not needed for correctness; it keeps
+// metrics from multiplying. (The wake-ups are the Base's, kit.Wakeups.)
 type keyMemory struct {
-	mu   sync.Mutex
-	keys map[string]*memo
-}
-
-type memo struct {
-	noted map[string]time.Time
-}
-
-func (m *keyMemory) get(key string) *memo {
-	if m.keys == nil {
-		m.keys = map[string]*memo{}
-	}
-	e := m.keys[key]
-	if e == nil {
-		e = &memo{}
-		m.keys[key] = e
-	}
-	return e
+	kit.Keyed[map[string]time.Time]
 }
 
 // note notes the schedule time for reason and reports the one noted before; fresh is false
 // when it was that one already.
 func (m *keyMemory) note(key, reason string, scheduled time.Time) (prev time.Time, fresh bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.get(key)
-	if e.noted == nil {
-		e.noted = map[string]time.Time{}
-	}
-	prev = e.noted[reason]
-	e.noted[reason] = scheduled
+	m.Update(key, func(noted map[string]time.Time, _ bool) (map[string]time.Time, bool) {
+		if noted == nil {
+			noted = map[string]time.Time{}
+		}
+		prev = noted[reason]
+		noted[reason] = scheduled
+		return noted, true
+	})
 	return prev, !prev.Equal(scheduled)
 }
 
@@ -47,20 +31,4 @@ func (m *keyMemory) note(key, reason string, scheduled time.Time) (prev time.Tim
 func (m *keyMemory) firstNote(key, reason string, scheduled time.Time) bool {
 	_, fresh := m.note(key, reason, scheduled)
 	return fresh
-}
-
-func (m *keyMemory) forget(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.keys, key)
-}
-
-func (m *keyMemory) forgetWhere(match func(key string) bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for key := range m.keys {
-		if match(key) {
-			delete(m.keys, key)
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -34,6 +35,10 @@ type Config struct {
 	JobFlows     vcflowinformers.JobFlowInformer
 	JobTemplates vcflowinformers.JobTemplateInformer
 	Jobs         kit.JobSource
+	// Expectations holds the Job creates and deletes issued and not seen yet (the cache's,
+	// cache.Cache.Expectations, which forgets the slots this replica loses). The controller
+	// feeds them what its Jobs handler sees (cache.Expectations.Observed).
+	Expectations *cache.Expectations
 	// StatusCoalesce merges a flow's status changes that move no phase over this window
 	// (DefaultStatusCoalesce when 0; negative writes each at once).
 	StatusCoalesce time.Duration
@@ -82,8 +87,8 @@ const (
 // NewFlows builds the JobFlow controller and registers its handlers and indexes on the
 // informers, which must not have started yet.
 func NewFlows(cfg Config) (*Flows, error) {
-	if cfg.Volcano == nil || cfg.JobFlows == nil || cfg.JobTemplates == nil || cfg.Jobs == nil {
-		return nil, errors.New("jobflow controller: Volcano, JobFlows, JobTemplates and Jobs are required")
+	if cfg.Volcano == nil || cfg.JobFlows == nil || cfg.JobTemplates == nil || cfg.Jobs == nil || cfg.Expectations == nil {
+		return nil, errors.New("jobflow controller: Volcano, JobFlows, JobTemplates, Jobs and Expectations are required")
 	}
 	cfg.Clock = cfg.ClockOr()
 	if cfg.StatusCoalesce == 0 {
@@ -130,10 +135,7 @@ func (c *Flows) SlotsGained(slots []int) {
 
 // SlotsLost forgets what was remembered of the slots' flows. It implements shard.Listener.
 func (c *Flows) SlotsLost(slots []int) {
-	held, n := shard.NewSlotSet(slots), c.cfg.Ownership.Slots()
-	in := func(key string) bool { return held.HasKey(key, n) }
-	c.memory.forgetWhere(in)
-	c.pace.ForgetWhere(in)
+	kit.ForgetSlots(slots, c.cfg.Ownership.Slots(), &c.memory, &c.pace)
 }
 
 // enqueueHeld enqueues the keys of inf that fall in slots.
@@ -243,10 +245,19 @@ func (c *Flows) onJob(obj any, deleted bool) {
 		return
 	}
 	key := toolscache.NewObjectName(job.Namespace, name).String()
-	c.memory.seen(key, job.Name, deleted)
+	c.cfg.Expectations.Observed(c.slotOf(key), key, cache.VolcanoJobs, job, deleted)
 	if jf, err := c.flows.JobFlows(job.Namespace).Get(name); err == nil && jf.UID == uid {
 		c.Disp.Enqueue(key, request{})
 	}
+}
+
+func (c *Flows) slotOf(key string) int { return shard.SlotOf(key, c.cfg.Ownership.Slots()) }
+
+// expected names the create or delete of the Job name (of uid, for a delete) by the flow at
+// key.
+func (c *Flows) expected(key, namespace, name string, uid types.UID) kit.Expected {
+	return kit.Expected{Expectations: c.cfg.Expectations, Slot: c.slotOf(key), Key: key,
+		Resource: cache.VolcanoJobs, Namespace: namespace, Name: name, UID: uid}
 }
 
 // jobNameIndex is the byJobName index function: the names of a flow's steps' Jobs.

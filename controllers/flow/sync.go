@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	flowv1 "volcano.sh/apis/pkg/apis/flow/v1alpha1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // Warning reasons, each told once per flow until it is resolved.
@@ -82,7 +84,6 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 	for _, job := range jobs {
 		byName[job.Name] = job
 	}
-	now := c.clock.Now()
 	phase := func(step string) (batch.JobPhase, bool) {
 		jobName := JobName(base.Name, step)
 		if job, ok := byName[jobName]; ok {
@@ -91,7 +92,8 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 		if CompletedBefore(prev, jobName) {
 			return batch.Completed, true // done; its Job was deleted since
 		}
-		return "", c.memory.pending(key, jobName, false, now)
+		_, pending := c.expected(key, base.Namespace, jobName, "").Creating()
+		return "", pending
 	}
 	var createErr error
 	switch base.Status.State.Phase {
@@ -120,9 +122,7 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 // forget drops what is remembered of a flow that is gone.
 func (c *Flows) forget(key string) {
 	c.written.Forget(key)
-	c.memory.forget(key)
-	c.pace.Forget(key)
-	c.Wakes.Forget(key)
+	kit.Forget(key, &c.memory, &c.pace, &c.Wakes)
 }
 
 // startReady creates the Job of each ready step. A step whose template is missing waits for it
@@ -174,8 +174,8 @@ func (c *Flows) startReady(ctx context.Context, key string, jf *flowv1.JobFlow, 
 	return nil
 }
 
-// createJob creates a step's Job, once: the create is remembered until the informer shows
-// the Job, and a Job of that name found already is not made again.
+// createJob creates a step's Job, once: the create is expected (kit.Create) until the
+// informer shows the Job, and a Job of that name found already is not made again.
 func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, job *batch.Job) error {
 	if other, ok, _ := c.jobInf.GetIndexer().GetByKey(toolscache.MetaObjectToName(job).String()); ok {
 		// In the namespace, not controlled by this flow (ours are in jobs, by the index). Its
@@ -185,20 +185,25 @@ func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, j
 		}
 		return nil
 	}
-	if err := c.Guard(ctx); err != nil {
+	x := c.expected(key, job.Namespace, job.Name, "")
+	sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
+		_, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
 		return err
-	}
-	c.memory.expect(key, job.Name, false, c.clock.Now())
-	_, err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	})
 	switch {
+	case !sent:
+		return err
 	case err == nil:
 		c.memory.resolved(key, reasonCreateError)
 		c.Recorder.Eventf(jf, corev1.EventTypeNormal, "Created", "create a job named %v!", job.Name)
 		return nil
 	case apierrors.IsAlreadyExists(err):
-		return nil // the informer will show it; the expectation holds it until then
+		// The informer did not show a Job of the name (checked above): it is still to come.
+		// Expected again, so that no step makes it twice meanwhile; once it comes, a Job not
+		// this flow's is told as a name taken.
+		x.ExpectCreate()
+		return nil
 	}
-	c.memory.seen(key, job.Name, false)
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		// Refused for what it is (a bad template, a quota, a closed queue): told, and tried
 		// again now and then, and when the template changes, rather than spending the retries.
@@ -212,20 +217,22 @@ func (c *Flows) createJob(ctx context.Context, key string, jf *flowv1.JobFlow, j
 // deleteJobs deletes the Jobs of a Succeeded flow that keeps none, each once, with the Job's
 // UID as a precondition.
 func (c *Flows) deleteJobs(ctx context.Context, key string, jf *flowv1.JobFlow, jobs []*batch.Job) error {
-	now := c.clock.Now()
 	for _, job := range jobs {
-		if job.DeletionTimestamp != nil || c.memory.pending(key, job.Name, true, now) {
+		x := c.expected(key, job.Namespace, job.Name, job.UID)
+		if _, pending := x.Deleting(); job.DeletionTimestamp != nil || pending {
 			continue
 		}
-		if err := c.Guard(ctx); err != nil {
+		sent, err := kit.Delete(ctx, c.Guard, x, func(ctx context.Context) error {
+			return c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: ptr.To(job.UID)},
+			})
+		})
+		if !sent {
 			return err
 		}
-		c.memory.expect(key, job.Name, true, now)
-		err := c.cfg.Volcano.BatchV1alpha1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: ptr.To(job.UID)},
-		})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			c.memory.seen(key, job.Name, true)
+		// Gone already (NotFound, nil here) or replaced by another Job of the name
+		// (Conflict): nothing of this one left to delete.
+		if err != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete job %s/%s of jobflow %s: %w", job.Namespace, job.Name, key, err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
+	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -53,6 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	cfg.Valid, cfg.Clock = func() error { return f.valid }, f.clock
 	cfg.JobFlows, cfg.JobTemplates = inf.Flow().V1alpha1().JobFlows(), inf.Flow().V1alpha1().JobTemplates()
 	cfg.Jobs = inf.Batch().V1alpha1().Jobs().Informer()
+	cfg.Expectations = cache.NewExpectations(0)
 	c, err := NewFlows(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -136,9 +136,7 @@ func TestReCreatedJobWaitsForTheEarlierJobsPods(t *testing.T) {
 	if got := writes(&f.kube.Fake); !slices.Equal(got, []string{"create pods rc-worker-1"}) {
 		t.Fatalf("after rc-worker-1 went the Job wrote %v, want only its create", got)
 	}
-	f.c.memory.waiting.mu.Lock()
-	_, still := f.c.memory.waiting.byKey["ns/rc"]
-	f.c.memory.waiting.mu.Unlock()
+	_, still := f.c.memory.waiting.Get("ns/rc")
 	if still {
 		t.Error("the wait is still remembered with every name free")
 	}

@@ -2,7 +2,6 @@ package job
 
 import (
 	"github.com/ringfire/ringfire/controllers/kit"
-	"github.com/ringfire/ringfire/shard"
 )
 
 // memory is everything the controller remembers of a Job between its
@@ -20,22 +19,13 @@ type memory struct {
 	waiting told
 }
 
-// forget drops all that is remembered of key.
-func (m *memory) forget(key string) {
-	m.delays.forget(key)
-	m.pacer.Forget(key)
-	m.wakes.Forget(key)
-	m.told.forget(key)
-	m.waiting.forget(key)
+// all is every part of the memory, each forgotten by key and by slot.
+func (m *memory) all() []kit.Forgetter {
+	return []kit.Forgetter{&m.delays, &m.pacer, m.wakes, &m.told, &m.waiting}
 }
 
+// forget drops all that is remembered of key.
+func (m *memory) forget(key string) { kit.Forget(key, m.all()...) }
+
 // lost drops all that is remembered of the Jobs whose keys fall in slots, of n.
-func (m *memory) lost(slots []int, n int) {
-	held := shard.NewSlotSet(slots)
-	in := func(key string) bool { return held.HasKey(key, n) }
-	m.delays.forgetWhere(in)
-	m.pacer.ForgetWhere(in)
-	m.wakes.ForgetWhere(in)
-	m.told.forgetWhere(in)
-	m.waiting.forgetWhere(in)
-}
+func (m *memory) lost(slots []int, n int) { kit.ForgetSlots(slots, n, m.all()...) }

@@ -29,7 +29,7 @@ func TestMemoryIsForgottenWithTheJobAndItsSlot(t *testing.T) {
 	}
 	remembered := func(key string) []string {
 		var what []string
-		if len(c.memory.delays.byKey[key]) > 0 {
+		if _, ok := c.memory.delays.Get(key); ok {
 			what = append(what, "delays")
 		}
 		if c.memory.pacer.Wait(key, now.Add(500*time.Millisecond)) < time.Second {
@@ -38,10 +38,10 @@ func TestMemoryIsForgottenWithTheJobAndItsSlot(t *testing.T) {
 		if _, ok := c.memory.wakes.At(key); ok {
 			what = append(what, "wakes")
 		}
-		if _, ok := c.memory.told.byKey[key]; ok {
+		if _, ok := c.memory.told.Get(key); ok {
 			what = append(what, "told")
 		}
-		if _, ok := c.memory.waiting.byKey[key]; ok {
+		if _, ok := c.memory.waiting.Get(key); ok {
 			what = append(what, "waiting")
 		}
 		return what

@@ -87,7 +87,7 @@ func (c *Controller) choose(key string, job *batch.Job, req request) (bus.Action
 	}
 	action := choice.Action
 	if action != bus.SyncJobAction {
-		c.memory.delays.forget(key) // an action ran: timed ones of this job are moot
+		c.memory.delays.Forget(key) // an action ran: timed ones of this job are moot
 		if req.delay == 0 {
 			// Volcano's words, trailing space included; a postponed action was told
 			// when it was postponed, and is not told again when it runs.

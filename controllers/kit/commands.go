@@ -3,7 +3,6 @@ package kit
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,8 +41,7 @@ const TakenMemory = time.Hour
 // slot took has run there, and its stale copy in this replica's cache must
 // not run it again. Safe for concurrent use; the zero value is ready.
 type Commands struct {
-	mu    sync.Mutex
-	taken map[types.UID]time.Time
+	taken Keyed[time.Time] // Command UID → when this replica took it
 }
 
 // Take deletes the Command ref names. run reports whether its action is to
@@ -66,34 +64,19 @@ func (c *Commands) Take(ctx context.Context, vc vcclient.Interface, ref CommandR
 	case err != nil:
 		return false, false, fmt.Errorf("delete command %s: %w", ref, err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := time.Now()
-	if c.taken == nil {
-		c.taken = map[types.UID]time.Time{}
-	}
-	c.taken[ref.UID] = now
-	for uid, at := range c.taken {
-		if now.Sub(at) > TakenMemory {
-			delete(c.taken, uid)
-		}
-	}
+	c.taken.Set(string(ref.UID), now)
+	c.taken.Prune(func(_ string, at time.Time) bool { return now.Sub(at) > TakenMemory })
 	return true, true, nil
 }
 
 // Took reports whether this replica took the Command with uid (within
 // TakenMemory).
 func (c *Commands) Took(uid types.UID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	at, ok := c.taken[uid]
+	at, ok := c.taken.Get(string(uid))
 	return ok && time.Since(at) <= TakenMemory
 }
 
 // Forget drops uid: the cache has seen the Command go, and no stale copy of
 // it can come back.
-func (c *Commands) Forget(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.taken, uid)
-}
+func (c *Commands) Forget(uid types.UID) { c.taken.Forget(string(uid)) }

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ringfire/ringfire/cache"
 )
 
-// Expected names one create or delete a controller issues for the object at
+// Expected names one create, delete or update a controller issues for the object at
 // Key (of Slot) and waits for its cache to see: the object Resource
 // Namespace/Name, and for a delete the UID it is bound to.
 type Expected struct {
@@ -83,6 +84,45 @@ func Delete(ctx context.Context, guard func(context.Context) error, x Expected, 
 		x.Expectations.DeleteFailed(x.Slot, x.Key, x.Resource, x.Namespace, x.Name, x.UID)
 	}
 	return true, err
+}
+
+// Update issues an expected update of the object (say, a finalizer taken off),
+// every controller's way:
+//
+//	guard → expect the update → update → on failure, forget it.
+//
+// The cache sees the update when its copy of the object makes done true, or
+// the object leaves. The one policy for NotFound is Delete's: the object is
+// gone, and nothing of it is left to update, so it is a success (nil), and the
+// expectation is forgotten. Any other error (a Conflict: another object of the
+// name) is returned after the expectation is forgotten. sent reports whether
+// the update was issued, as for Delete.
+func Update(ctx context.Context, guard func(context.Context) error, x Expected, done func(metav1.Object) bool, update func(context.Context) error) (sent bool, err error) {
+	if err := guard(ctx); err != nil {
+		return false, err
+	}
+	x.Expectations.ExpectUpdate(x.Slot, x.Key, x.Resource, x.Namespace, x.Name, x.UID, done)
+	err = update(ctx)
+	if err == nil {
+		return true, nil
+	}
+	x.Expectations.UpdateFailed(x.Slot, x.Key, x.Resource, x.Namespace, x.Name, x.UID)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return true, err
+}
+
+// Creating reports whether the create is expected and not yet seen by the
+// cache, and how long until the expectation lapses.
+func (x Expected) Creating() (time.Duration, bool) {
+	return x.Expectations.Creating(x.Slot, x.Key, x.Resource, x.Namespace, x.Name)
+}
+
+// Updating reports whether the update is expected and not yet seen by the
+// cache, and how long until the expectation lapses.
+func (x Expected) Updating() (time.Duration, bool) {
+	return x.Expectations.Updating(x.Slot, x.Key, x.Resource, x.Namespace, x.Name, x.UID)
 }
 
 // Deleting reports whether the delete is expected and not yet seen by the

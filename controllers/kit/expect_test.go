@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ringfire/ringfire/cache"
@@ -54,5 +55,28 @@ func TestExpectedWritePolicy(t *testing.T) {
 	}
 	if _, ok := x.Deleting(); ok {
 		t.Fatal("a delete of an unwatched kind is pending; want none")
+	}
+
+	x.Resource = cache.Pods
+	done := func(metav1.Object) bool { return true }
+	if sent, err := Update(ctx, pass, x, done, func(context.Context) error { return nil }); !sent || err != nil {
+		t.Fatalf("an update: sent %v, err %v; want sent, no error", sent, err)
+	}
+	if _, ok := x.Updating(); !ok {
+		t.Fatal("an update just made is not expected")
+	}
+	x.Expectations.UpdateFailed(x.Slot, x.Key, x.Resource, x.Namespace, x.Name, x.UID)
+	if sent, err := Update(ctx, pass, x, done, func(context.Context) error { return apierrors.NewNotFound(gr, "p") }); !sent || err != nil {
+		t.Fatalf("an update of an object gone: sent %v, err %v; want a success", sent, err)
+	}
+	if _, ok := x.Updating(); ok {
+		t.Fatal("the update of an object gone is still expected")
+	}
+	conflict := apierrors.NewConflict(gr, "p", errors.New("uid"))
+	if _, err := Update(ctx, pass, x, done, func(context.Context) error { return conflict }); !apierrors.IsConflict(err) {
+		t.Fatalf("a Conflict: err %v; want it returned", err)
+	}
+	if _, ok := x.Updating(); ok {
+		t.Fatal("a failed update is still expected")
 	}
 }

@@ -1,7 +1,7 @@
 package kit
 
 import (
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,34 +17,36 @@ import (
 type Pacer struct {
 	Window time.Duration // 0: no merging
 
-	mu     sync.Mutex
-	last   map[string]time.Time // key → its last status write
-	held   map[string]time.Time // key → its first count change not written yet
-	writes int                  // since the last prune
+	keys   Keyed[paced]
+	writes atomic.Int64 // since the last prune
+}
+
+// paced is what a Pacer remembers of a key.
+type paced struct {
+	last, held       time.Time // its last status write; its first count change not written yet
+	hasLast, hasHeld bool
 }
 
 // Wait is how long a count-only write of key must wait at now; 0 to write.
 // The first call for a change starts its window.
-func (p *Pacer) Wait(key string, now time.Time) time.Duration {
+func (p *Pacer) Wait(key string, now time.Time) (wait time.Duration) {
 	if p.Window <= 0 {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held == nil {
-		p.held = map[string]time.Time{}
-	}
-	since, ok := p.held[key]
-	if !ok || now.Sub(since) > 2*p.Window {
-		// A change held back whose write never came (the counts went back, or the Job
-		// moved on without a write) does not make a new one due at once.
-		since, p.held[key] = now, now
-	}
-	due := since.Add(p.Window)
-	if last, ok := p.last[key]; ok && last.Add(p.Window).After(due) {
-		due = last.Add(p.Window)
-	}
-	return max(due.Sub(now), 0)
+	p.keys.Update(key, func(k paced, _ bool) (paced, bool) {
+		if !k.hasHeld || now.Sub(k.held) > 2*p.Window {
+			// A change held back whose write never came (the counts went back, or the Job
+			// moved on without a write) does not make a new one due at once.
+			k.held, k.hasHeld = now, true
+		}
+		due := k.held.Add(p.Window)
+		if k.hasLast && k.last.Add(p.Window).After(due) {
+			due = k.last.Add(p.Window)
+		}
+		wait = max(due.Sub(now), 0)
+		return k, true
+	})
+	return wait
 }
 
 // Wrote records a status write of key at now: whatever was held went out.
@@ -52,48 +54,16 @@ func (p *Pacer) Wrote(key string, now time.Time) {
 	if p.Window <= 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = map[string]time.Time{}
-	}
-	p.last[key] = now
-	delete(p.held, key)
-	if p.writes++; p.writes >= 1024 { // keep only what still bears on a window
-		p.writes = 0
-		for k, at := range p.last {
-			if now.Sub(at) >= p.Window {
-				delete(p.last, k)
-			}
-		}
-		for k, at := range p.held {
-			if now.Sub(at) > 2*p.Window {
-				delete(p.held, k)
-			}
-		}
+	p.keys.Set(key, paced{last: now, hasLast: true})
+	if p.writes.Add(1)%1024 == 0 { // keep only what still bears on a window
+		p.keys.Prune(func(_ string, k paced) bool {
+			return (!k.hasLast || now.Sub(k.last) >= p.Window) && (!k.hasHeld || now.Sub(k.held) > 2*p.Window)
+		})
 	}
 }
 
 // Forget drops key, whose object is gone.
-func (p *Pacer) Forget(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.last, key)
-	delete(p.held, key)
-}
+func (p *Pacer) Forget(key string) { p.keys.Forget(key) }
 
 // ForgetWhere drops the keys drop reports.
-func (p *Pacer) ForgetWhere(drop func(key string) bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for key := range p.last {
-		if drop(key) {
-			delete(p.last, key)
-		}
-	}
-	for key := range p.held {
-		if drop(key) {
-			delete(p.held, key)
-		}
-	}
-}
+func (p *Pacer) ForgetWhere(drop func(key string) bool) { p.keys.ForgetWhere(drop) }

@@ -2,7 +2,6 @@ package kit
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,11 +16,10 @@ import (
 // a wait is told once its retry failed too (tellAfter), so a conflict that the next read
 // resolves, 5 ms later, tells nothing.
 type waits struct {
-	mu sync.Mutex
 	// by is each waiting key's wait. A key leaves when its reconcile passes or fails for
 	// good. A key whose slot moves while it waits stays until it is reconciled here again:
 	// at most one entry per key this replica ever saw wait.
-	by map[string]wait
+	by Keyed[wait]
 
 	errors  *prometheus.CounterVec // ringfire_transient_errors_total{name, reason}
 	waiting prometheus.GaugeFunc   // ringfire_keys_waiting{name}
@@ -37,7 +35,7 @@ type wait struct {
 const tellAfter = 2
 
 func newWaits(controller string) *waits {
-	w := &waits{by: map[string]wait{}}
+	w := &waits{}
 	labels := prometheus.Labels{"name": controller}
 	w.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "ringfire_transient_errors_total",
@@ -51,11 +49,7 @@ func newWaits(controller string) *waits {
 		Name:        "ringfire_keys_waiting",
 		Help:        "Keys whose last reconcile failed with a transient error and that wait for their retry.",
 		ConstLabels: labels,
-	}, func() float64 {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return float64(len(w.by))
-	})
+	}, func() float64 { return float64(w.by.Len()) })
 	return w
 }
 
@@ -71,27 +65,25 @@ func (w *waits) observe(key string, err error) (reason string, news, ended bool)
 	if transient {
 		w.errors.WithLabelValues(reason).Inc()
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	cur, waited := w.by[key]
+	w.by.Update(key, func(cur wait, waited bool) (wait, bool) {
+		if !transient {
+			ended = waited && cur.told != ""
+			return cur, false
+		}
+		cur.failures++
+		if news = cur.failures >= tellAfter && cur.told != reason; news {
+			cur.told = reason
+		}
+		return cur, true
+	})
 	if !transient {
-		delete(w.by, key)
-		return "", false, waited && cur.told != ""
+		return "", false, ended
 	}
-	cur.failures++
-	if news = cur.failures >= tellAfter && cur.told != reason; news {
-		cur.told = reason
-	}
-	w.by[key] = cur
 	return reason, news, false
 }
 
 // forget drops key, whose reconcile was cut short by the loss of its slot.
-func (w *waits) forget(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.by, key)
-}
+func (w *waits) forget(key string) { w.by.Forget(key) }
 
 // EventWaiting is the reason of the Event that tells why an object waits (WaitMessage).
 const EventWaiting = "Waiting"

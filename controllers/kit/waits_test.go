@@ -54,7 +54,7 @@ func TestWaitsAreToldOncePerStory(t *testing.T) {
 	if fmt.Sprint(told) != fmt.Sprint(want) {
 		t.Errorf("told %v, want %v", told, want)
 	}
-	if n := len(b.waits.by); n != 1 {
+	if n := b.waits.by.Len(); n != 1 {
 		t.Errorf("%d keys waiting, want 1 (ns/b)", n)
 	}
 	for reason, want := range map[string]float64{ReasonQuota: 5, ReasonServerError: 4, ReasonTimeout: 0} {
@@ -72,7 +72,7 @@ func TestWaitsAreToldOncePerStory(t *testing.T) {
 	cancel()
 	results = append(results, context.Canceled)
 	_ = handler(ctx, "ns/b", 0)
-	if _, ok := b.waits.by["ns/b"]; ok {
+	if _, ok := b.waits.by.Get("ns/b"); ok {
 		t.Error("ns/b still waits after its slot was lost")
 	}
 }

@@ -2,7 +2,6 @@ package kit
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -13,8 +12,7 @@ import (
 // lost, and its timer dropped with it) counts as none, as does one whose time has passed.
 // The zero value is ready to use.
 type Wakeups struct {
-	mu sync.Mutex
-	at map[string]wake
+	at Keyed[wake]
 }
 
 type wake struct {
@@ -24,50 +22,32 @@ type wake struct {
 
 // Due records a look at key at at, asked at now in term, and reports whether its timer is to
 // be set: not when a look of a live term is already due by then.
-func (w *Wakeups) Due(key string, term context.Context, now, at time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if due, ok := w.at[key]; ok && due.term.Err() == nil && due.at.After(now) && !due.at.After(at) {
-		return false
-	}
-	if w.at == nil {
-		w.at = map[string]wake{}
-	}
-	w.at[key] = wake{at: at, term: term}
-	return true
+func (w *Wakeups) Due(key string, term context.Context, now, at time.Time) (set bool) {
+	w.at.Update(key, func(due wake, ok bool) (wake, bool) {
+		if ok && due.term.Err() == nil && due.at.After(now) && !due.at.After(at) {
+			return due, true
+		}
+		set = true
+		return wake{at: at, term: term}, true
+	})
+	return set
 }
 
 // Passed drops key's look once its time has passed at now: the reconcile it asked for runs.
 func (w *Wakeups) Passed(key string, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if due, ok := w.at[key]; ok && !due.at.After(now) {
-		delete(w.at, key)
-	}
+	w.at.Update(key, func(due wake, ok bool) (wake, bool) {
+		return due, ok && due.at.After(now)
+	})
 }
 
 // Forget drops key's look (its object is gone, or its slot changed hands).
-func (w *Wakeups) Forget(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.at, key)
-}
+func (w *Wakeups) Forget(key string) { w.at.Forget(key) }
 
 // ForgetWhere drops the looks of the keys drop reports.
-func (w *Wakeups) ForgetWhere(drop func(key string) bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for key := range w.at {
-		if drop(key) {
-			delete(w.at, key)
-		}
-	}
-}
+func (w *Wakeups) ForgetWhere(drop func(key string) bool) { w.at.ForgetWhere(drop) }
 
 // At reports when key's look is due, if one is.
 func (w *Wakeups) At(key string) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	due, ok := w.at[key]
+	due, ok := w.at.Get(key)
 	return due.at, ok
 }

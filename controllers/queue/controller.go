@@ -235,7 +235,7 @@ func (c *Controller) onQueueDelete(obj any) {
 	c.written.Forget(q.Name)
 	c.pace.Forget(q.Name)
 	c.Wakes.Forget(q.Name)
-	c.reported.forget(q.Name)
+	c.reported.Forget(q.Name)
 	if p := ParentOf(q); p != "" {
 		c.Disp.Enqueue(p, request{})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // ByParent indexes Queues by the parent they have in the hierarchy (ParentOf): the children of
@@ -142,34 +143,21 @@ func (c *Controller) writeMarks(ctx context.Context, queue *scheduling.Queue, ma
 // reported remembers the problems of the hierarchy already reported in an Event, per queue:
 // reason → the generation it was reported at.
 type reported struct {
-	mu   sync.Mutex
-	seen map[string]map[string]int64
+	kit.Keyed[map[string]int64]
 }
 
 // first reports whether reason is new for queue at its generation, and remembers it.
-func (r *reported) first(queue *scheduling.Queue, reason string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[string]map[string]int64{}
-	}
-	byReason := r.seen[queue.Name]
-	if byReason == nil {
-		byReason = map[string]int64{}
-		r.seen[queue.Name] = byReason
-	}
-	if g, ok := byReason[reason]; ok && g == queue.Generation {
-		return false
-	}
-	byReason[reason] = queue.Generation
-	return true
-}
-
-// forget drops what was reported of the named queue.
-func (r *reported) forget(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.seen, name)
+func (r *reported) first(queue *scheduling.Queue, reason string) (news bool) {
+	r.Update(queue.Name, func(byReason map[string]int64, _ bool) (map[string]int64, bool) {
+		if byReason == nil {
+			byReason = map[string]int64{}
+		}
+		if g, ok := byReason[reason]; !ok || g != queue.Generation {
+			byReason[reason], news = queue.Generation, true
+		}
+		return byReason, true
+	})
+	return news
 }
 
 // reportOnce records a Warning event on queue, unless reason was reported at its generation.

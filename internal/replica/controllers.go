@@ -146,6 +146,7 @@ var controllerTable = []controller{
 			fcfg := flow.DefaultConfig()
 			fcfg.Config, fcfg.Work, fcfg.StatusCoalesce = d.kit, d.work, d.cfg.StatusCoalesce
 			fcfg.JobFlows, fcfg.JobTemplates, fcfg.Jobs = r.Cache.JobFlows(), r.Cache.JobTemplates(), r.Cache.Jobs()
+			fcfg.Expectations = r.Cache.Expectations()
 			var err error
 			if r.JobFlows, err = flow.NewFlows(fcfg); err != nil {
 				return parts{}, err
