@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -384,10 +385,106 @@ volcano: {admissionPolicies: false, queues: false}
 		}
 	}
 
+	// The NOTES of an install on an external etcd under another prefix, with the monitoring
+	// (a client-side dry run: no cluster).
+	out, err := runHelm(t, helm, nil, append([]string{"install", "ringfire", chartDir, "--namespace", "batch-system", "--dry-run=client"},
+		valuesArgs(t, `
+etcd: {enabled: false, external: {endpoints: [https://etcd-a.example.com:2379, https://etcd-b.example.com:2379]}, clientSecretName: etcd-client}
+etcdPrefix: /ring-b
+scheduler: {enabled: true, name: ringfire-gang}
+monitoring: {enabled: true}
+`)...)...)
+	if err != nil {
+		t.Fatalf("helm install --dry-run=client: %v\n%s", err, out)
+	}
+	notesSay(t, out,
+		"ringfire (ringfire, revision 1) is in namespace batch-system",
+		"controllers: "+strings.Join(replica.DefaultControllers(), ",")+",scheduler\n",
+		"places the pods of schedulerName ringfire-gang",
+		"the ring's etcd: yours, at https://etcd-a.example.com:2379, https://etcd-b.example.com:2379\n",
+		"the etcd TLS Secrets are in batch-system: etcd-client, ringfire's client",
+		"--etcd-endpoints=https://etcd-a.example.com:2379,https://etcd-b.example.com:2379 --etcd-ca=",
+		"--etcd-key=/etc/ringfire/etcd/tls.key --etcd-prefix=/ring-b\n",
+		"the ServiceMonitor ringfire", "the PrometheusRule ringfire", "ConfigMap ringfire-grafana-dashboard",
+	)
+	if _, notes, _ := strings.Cut(out, "\nNOTES:\n"); strings.Contains(notes, "statefulset/ringfire-etcd") || strings.Contains(notes, "ringfire certs") {
+		t.Errorf("the NOTES of an external etcd speak of the in-chart one:\n%s", out)
+	}
+
 	// Without an etcd, the chart needs one's endpoints.
-	out, err := runHelm(t, helm, nil, append([]string{"template", "ringfire", chartDir}, valuesArgs(t, "etcd: {enabled: false}")...)...)
+	out, err = runHelm(t, helm, nil, append([]string{"template", "ringfire", chartDir}, valuesArgs(t, "etcd: {enabled: false}")...)...)
 	if err == nil || !strings.Contains(err.Error(), "etcd.external.endpoints") {
 		t.Errorf("no etcd and no endpoints rendered, or failed otherwise: %v\n%s", err, out)
+	}
+}
+
+// A value of the wrong type, outside its set or misspelt is refused by the chart's
+// values.schema.json before anything renders: `helm lint` and `helm template` fail, naming the
+// value's path and what it must be.
+func TestChartRejectsBadValues(t *testing.T) {
+	helm := requireHelm(t)
+	for _, tc := range []struct {
+		values string
+		want   []string // in the error
+	}{
+		{`replicas: three`, []string{"at '/replicas'", "want integer"}},
+		{`replicas: -1`, []string{"at '/replicas'", "minimum"}},
+		{`etcd: {antiAffinity: sometimes}`, []string{"at '/etcd/antiAffinity'", "'required'", "'preferred'"}},
+		{`replica: 5`, []string{"additional properties 'replica' not allowed"}},
+		{`etcd: {replica: 5}`, []string{"at '/etcd'", "additional properties 'replica' not allowed"}},
+		{`leaseTTL: 5`, []string{"at '/leaseTTL'", "want string"}},
+		{`drainTimeout: 5 seconds`, []string{"at '/drainTimeout'", "does not match pattern"}},
+		{`controllers: [job, queue, podgroup, gc]`, []string{"at '/controllers/3'", "'batchjob'", "'scheduler'"}},
+		{`image: {pullPolicy: Sometimes}`, []string{"at '/image/pullPolicy'", "'IfNotPresent'"}},
+		{`image: {tag: ""}`, []string{"at '/image/tag'"}},
+		{`kubeAPI: {qps: -5}`, []string{"at '/kubeAPI/qps'"}},
+		{`workers: 0`, []string{"at '/workers'"}},
+		{`etcdPrefix: ringfire`, []string{"at '/etcdPrefix'", "does not match pattern"}},
+		{`logLevel: loud`, []string{"at '/logLevel'", "'debug'"}},
+		{`etcd: {storage: {size: lots}}`, []string{"at '/etcd/storage/size'"}},
+		{`resources: {requests: {cpu: many}}`, []string{"at '/resources/requests/cpu'"}},
+		{`tolerations: [{key: a, operator: Maybe}]`, []string{"at '/tolerations/0/operator'", "'Exists'"}},
+		{`etcd: {external: {endpoints: [etcd-a:2379]}}`, []string{"at '/etcd/external/endpoints/0'", "does not match pattern"}},
+		{`monitoring: {enabled: "yes"}`, []string{"at '/monitoring/enabled'", "want boolean"}},
+		{`scheduler: true`, []string{"at '/scheduler'", "want object"}},
+	} {
+		args := valuesArgs(t, tc.values)
+		for _, cmd := range [][]string{{"lint", chartDir}, {"template", "ringfire", chartDir}} {
+			out, err := runHelm(t, helm, nil, append(cmd, args...)...)
+			if err == nil {
+				t.Errorf("helm %s with %q: passed\n%s", cmd[0], tc.values, out)
+				continue
+			}
+			msg := err.Error() + out // helm lint reports on its standard output
+			for _, w := range append([]string{"values don't meet the specifications of the schema"}, tc.want...) {
+				if !strings.Contains(msg, w) {
+					t.Errorf("helm %s with %q: the error lacks %q:\n%s", cmd[0], tc.values, w, msg)
+				}
+			}
+		}
+	}
+}
+
+// The schema's controller names are ringfire's: every one it knows, no other.
+func TestChartSchemaControllers(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Controllers struct {
+				Items struct {
+					Enum []string `json:"enum"`
+				} `json:"items"`
+			} `json:"controllers"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := schema.Properties.Controllers.Items.Enum, replica.KnownControllers(); !slices.Equal(got, want) {
+		t.Errorf("values.schema.json's controllers are %v, ringfire's %v", got, want)
 	}
 }
 
@@ -418,10 +515,23 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	start := time.Now()
-	if out, err := runHelm(t, helm, kube, "install", "ringfire", chartDir, "--namespace", ns, "--create-namespace"); err != nil {
+	out, err := runHelm(t, helm, kube, "install", "ringfire", chartDir, "--namespace", ns, "--create-namespace")
+	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Logf("helm install: %v", time.Since(start).Round(time.Millisecond))
+	// The NOTES say what was installed and how to see the ring and its metrics.
+	notesSay(t, out,
+		"ringfire (ringfire, revision 1) is in namespace ringfire-system",
+		"3 replicas of ghcr.io/ringfire/ringfire:latest",
+		"controllers: ringfire's default set ("+strings.Join(replica.DefaultControllers(), ",")+")",
+		"3 members of quay.io/coreos/etcd:v3.6.8 with TLS, StatefulSet ringfire-etcd (one member per node)",
+		"ringfire certs --namespace ringfire-system | kubectl apply -f -",
+		"kubectl -n ringfire-system rollout status statefulset/ringfire\n",
+		"kubectl -n ringfire-system exec ringfire-0 -c ringfire -- /ringfire ring status --etcd-endpoints=https://ringfire-etcd-0.ringfire-etcd.ringfire-system.svc:2379,https://ringfire-etcd-1.ringfire-etcd.ringfire-system.svc:2379,https://ringfire-etcd-2.ringfire-etcd.ringfire-system.svc:2379 --etcd-ca=/etc/ringfire/etcd/ca.crt --etcd-cert=/etc/ringfire/etcd/tls.crt --etcd-key=/etc/ringfire/etcd/tls.key\n",
+		"--clusterrole=ringfire-metrics-reader --serviceaccount=ringfire-system:ringfire-reader",
+		"kubectl -n ringfire-system port-forward pod/ringfire-0 8080 &",
+	)
 	if s := statefulSetOf("ringfire"); fmt.Sprint(field(s, "spec", "replicas")) != "3" || container(t, s)["image"] != "ghcr.io/ringfire/ringfire:latest" {
 		t.Errorf("installed ringfire: replicas %v, image %v", field(s, "spec", "replicas"), container(t, s)["image"])
 	}
@@ -489,11 +599,13 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	start = time.Now()
-	if out, err := runHelm(t, helm, kube, "upgrade", "ringfire", chartDir, "--namespace", ns,
-		"--set", "replicas=5", "--set", "image.tag=v0.2.0"); err != nil {
+	out, err = runHelm(t, helm, kube, "upgrade", "ringfire", chartDir, "--namespace", ns,
+		"--set", "replicas=5", "--set", "image.tag=v0.2.0")
+	if err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
 	t.Logf("helm upgrade: %v", time.Since(start).Round(time.Millisecond))
+	notesSay(t, out, "(ringfire, revision 2)", "5 replicas of ghcr.io/ringfire/ringfire:v0.2.0")
 	if s := statefulSetOf("ringfire"); fmt.Sprint(field(s, "spec", "replicas")) != "5" || container(t, s)["image"] != "ghcr.io/ringfire/ringfire:v0.2.0" {
 		t.Errorf("upgraded ringfire: replicas %v, image %v", field(s, "spec", "replicas"), container(t, s)["image"])
 	}
@@ -542,6 +654,16 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("helm install after uninstall: %v\n%s", err, out)
 	}
 	statefulSetOf("ringfire")
+}
+
+// notesSay fails for each of want that helm's output (its NOTES) lacks.
+func notesSay(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("the NOTES lack %q:\n%s", w, out)
+		}
+	}
 }
 
 // requireHelm returns the pinned helm of the tools directory. Without it the test is skipped,

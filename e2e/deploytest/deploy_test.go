@@ -146,12 +146,24 @@ func leaseTTL(t *testing.T, sts *appsv1.StatefulSet) time.Duration {
 // the current revision.
 func (tg *target) waitStatefulSet(t *testing.T, name string, n int32, limit time.Duration) *appsv1.StatefulSet {
 	t.Helper()
-	deadline := time.Now().Add(limit)
+	start := time.Now()
+	deadline := start.Add(limit)
+	probed := false
 	for {
 		sts, err := tg.kube.AppsV1().StatefulSets(tg.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err == nil && sts.Status.ObservedGeneration >= sts.Generation && sts.Status.ReadyReplicas == n &&
 			sts.Status.UpdatedReplicas == n && sts.Status.Replicas == n && sts.Status.CurrentRevision == sts.Status.UpdateRevision {
 			return sts
+		}
+		// On the local real node, pods slow to get ready may be pods that
+		// cannot reach each other (the host's firewall): probe the pod
+		// network once, and say so now rather than at the limit.
+		if tg.local != nil && !probed && time.Since(start) > podNetworkProbeAfter {
+			probed = true
+			if err := tg.local.CheckPodNetwork(context.Background()); err != nil {
+				t.Fatalf("statefulset %s: %d of %d ready after %v, and %v\n%s", name, readyOf(sts), n,
+					time.Since(start).Round(time.Second), err, tg.podsSummary())
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("statefulset %s: not %d ready replicas of one revision after %v (%v): %s\n%s", name, n, limit, err,
@@ -159,6 +171,17 @@ func (tg *target) waitStatefulSet(t *testing.T, name string, n int32, limit time
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// podNetworkProbeAfter is how long waitStatefulSet waits for ready pods on
+// the local real node before it probes their network.
+const podNetworkProbeAfter = 20 * time.Second
+
+func readyOf(sts *appsv1.StatefulSet) int32 {
+	if sts == nil {
+		return 0
+	}
+	return sts.Status.ReadyReplicas
 }
 
 func statusOf(sts *appsv1.StatefulSet) string {

@@ -125,7 +125,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	if c.opts.RealNode {
-		if err := c.setUpNodeHost(); err != nil {
+		if err := c.setUpNodeHost(ctx); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,9 @@ const (
 	nodeBridge  = "ringfire0"
 	nodeCIDR    = "10.244.0.0/24"
 	nodeGateway = "10.244.0.1" // the host, on the bridge
+	// nodeRangeEnd is the last address a pod gets: the bridge probe's two
+	// ends (nodeProbe) take 10.244.0.253 and .254.
+	nodeRangeEnd = "10.244.0.250"
 	// nodeCgroup is the cgroup (in every v1 hierarchy) the kubelet puts pods
 	// under, so that a cleanup finds exactly the node's processes.
 	nodeCgroup = "ringfire-node"
@@ -138,8 +142,10 @@ func (c *Cluster) lockNode() error {
 }
 
 // setUpNodeHost marks the node directory, makes the bridge with the host's
-// address on it and the node's cgroups.
-func (c *Cluster) setUpNodeHost() error {
+// address on it, lets its traffic through the host's firewall (nodenet.go)
+// and checks that two pods on it will reach each other, and makes the node's
+// cgroups.
+func (c *Cluster) setUpNodeHost(ctx context.Context) error {
 	p := c.nodePaths()
 	if err := os.MkdirAll(p.root, 0o755); err != nil {
 		return err
@@ -156,12 +162,34 @@ func (c *Cluster) setUpNodeHost() error {
 	if err := run("ip", "link", "set", nodeBridge, "up"); err != nil {
 		return err
 	}
+	if err := allowBridge("iptables", nodeBridge); err != nil {
+		return err
+	}
+	fw := readForwarding("iptables")
+	c.log.Debug("host forwarding", "bridge_nf_call_iptables", fw.bridgeNF, "forward_policy", fw.policy)
+	probed := time.Now()
+	if err := nodeProbe.check(ctx); err != nil {
+		return err
+	}
+	c.log.Debug("pods on the node's bridge reach each other", "probe", time.Since(probed))
 	for _, h := range cgroupHierarchies() {
 		if err := os.MkdirAll(filepath.Join(h, nodeCgroup), 0o755); err != nil {
 			return fmt.Errorf("make the node's cgroup: %w", err)
 		}
 	}
 	return nil
+}
+
+// CheckPodNetwork probes again what Start probed before the kubelet started:
+// that two pods on the real node's bridge reach each other over TCP. It
+// returns why not, naming what on the host drops their traffic, within a few
+// seconds; a suite whose pods do not become ready calls it to say so at
+// once rather than at its timeout.
+func (c *Cluster) CheckPodNetwork(ctx context.Context) error {
+	if c.nodeLock == nil {
+		return fmt.Errorf("check the pod network: the cluster runs no real node")
+	}
+	return nodeProbe.check(ctx)
 }
 
 // releaseNode cleans the machine after the node's processes stopped and

@@ -34,6 +34,7 @@ func (c *Cluster) writeNodeFiles(f credentialFiles, ports []int) error {
 		Bridge:             nodeBridge,
 		CIDR:               nodeCIDR,
 		Gateway:            nodeGateway,
+		RangeEnd:           nodeRangeEnd,
 		IPAMDir:            filepath.Join(p.root, "ipam"),
 		DNSReadyPort:       dnsReady,
 		ClusterDomain:      clusterDomain,
@@ -83,8 +84,9 @@ type nodeConfigValues struct {
 
 	// The pod network: the bridge, its CIDR, the host's address on it
 	// (the pods' gateway, where CoreDNS and the kubelet listen), the
+	// last address it gives a pod (those above are the bridge probe's), the
 	// host-local IPAM's directory.
-	Bridge, CIDR, Gateway, IPAMDir string
+	Bridge, CIDR, Gateway, RangeEnd, IPAMDir string
 
 	// CoreDNS: its readiness port, the cluster domain, its kubeconfig.
 	DNSReadyPort  int
@@ -190,7 +192,7 @@ var cniConfig = nodeTemplate("10-ringfire.conflist", `{
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": {{quote .CIDR}}, "gateway": {{quote .Gateway}}}]],
+        "ranges": [[{"subnet": {{quote .CIDR}}, "rangeEnd": {{quote .RangeEnd}}, "gateway": {{quote .Gateway}}}]],
         "routes": [{"dst": "0.0.0.0/0", "gw": {{quote .Gateway}}}],
         "dataDir": {{quote .IPAMDir}}
       }

@@ -99,7 +99,7 @@ var nodeFilesGolden = map[string]string{
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "10.244.0.0/24", "gateway": "10.244.0.1"}]],
+        "ranges": [[{"subnet": "10.244.0.0/24", "rangeEnd": "10.244.0.250", "gateway": "10.244.0.1"}]],
         "routes": [{"dst": "0.0.0.0/0", "gw": "10.244.0.1"}],
         "dataDir": "<dir>/node/ipam"
       }

@@ -11,13 +11,16 @@ import (
 )
 
 // The cleanup of what real nodes left on this machine: their processes and
-// cgroups, containerd shims, mounts, iptables chains and bridge.
+// cgroups, containerd shims, mounts, iptables chains and rules, the bridge
+// probe's namespaces and the bridge.
 
 // cleanNodeHost removes what real nodes of this machine left: their pods'
 // processes (everything in the node cgroup) and the cgroups, the containerd
 // shims of their node directories, the mounts under those directories
 // (container root filesystems, network namespaces, secret volumes), the
-// iptables chains of kube-proxy and the kubelet, and the bridge. Only the
+// iptables chains of kube-proxy and the kubelet, the FORWARD rule that let
+// the bridge's traffic through, the bridge probe's namespaces, and the
+// bridge. Only the
 // holder of the node lock calls it, after its own containerd and kubelet
 // stopped (or before they start), so nothing found is in use. Safe to call
 // when nothing is left.
@@ -39,6 +42,10 @@ func cleanNodeHost(warn func(string, ...any)) {
 	}
 	unmountNodeDirs(warn)
 	flushKubeChains(warn)
+	nodeProbe.remove()
+	if _, err := exec.LookPath("iptables"); err == nil {
+		disallowBridge("iptables", nodeBridge, warn)
+	}
 	if _, err := net.InterfaceByName(nodeBridge); err == nil {
 		if err := run("ip", "link", "del", nodeBridge); err != nil {
 			warn("remove the node's bridge", "error", err)
