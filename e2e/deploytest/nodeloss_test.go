@@ -38,11 +38,11 @@ func (tg *target) loseNode(t *testing.T, ring *ringWatch, cmd string, limit time
 			members[p.Spec.NodeName] = p.Name
 		}
 	}
-	var node, replica string
+	var node string
 	for _, name := range replicaNames("ringfire", 3) {
 		for _, p := range pods.Items {
 			if p.Name == name && members[p.Spec.NodeName] != "" {
-				node, replica = p.Spec.NodeName, name
+				node = p.Spec.NodeName
 				break
 			}
 		}
@@ -53,13 +53,26 @@ func (tg *target) loseNode(t *testing.T, ring *ringWatch, cmd string, limit time
 	if node == "" {
 		t.Fatalf("no replica shares a node with an etcd member:\n%s", tg.podsSummary())
 	}
-	var left []string
+	// The replicas left: those on other nodes (the scheduler may have put
+	// two on the one lost).
+	var left, lost []string
 	for _, name := range replicaNames("ringfire", 3) {
-		if name != replica {
+		on := ""
+		for _, p := range pods.Items {
+			if p.Name == name {
+				on = p.Spec.NodeName
+			}
+		}
+		if on == node {
+			lost = append(lost, name)
+		} else {
 			left = append(left, name)
 		}
 	}
-	t.Logf("killing node %s (replica %s, member %s)", node, replica, members[node])
+	if len(left) == 0 {
+		t.Fatalf("every replica runs on %s:\n%s", node, tg.podsSummary())
+	}
+	t.Logf("killing node %s (replicas %v, member %s)", node, lost, members[node])
 	start := time.Now()
 	nodeCommand(t, cmd, "kill", node)
 	started := false
@@ -78,7 +91,7 @@ func (tg *target) loseNode(t *testing.T, ring *ringWatch, cmd string, limit time
 		if !v.at.After(start) {
 			continue
 		}
-		v.pods = slices.DeleteFunc(slices.Clone(v.pods), func(p corev1.Pod) bool { return p.Name == replica })
+		v.pods = slices.DeleteFunc(slices.Clone(v.pods), func(p corev1.Pod) bool { return slices.Contains(lost, p.Name) })
 		if lag = v.settledLag(left); lag == "" {
 			settled = v.at.Sub(start)
 			break
@@ -95,8 +108,8 @@ func (tg *target) loseNode(t *testing.T, ring *ringWatch, cmd string, limit time
 	tg.waitStatefulSet(t, "ringfire", 3, 5*time.Minute)
 	waitSettled(t, ring, replicaNames("ringfire", 3), 3*time.Minute)
 	return faultResult{start: start, settled: settled,
-		note: fmt.Sprintf("over %v (node %s killed with %s and %s; started again after, all 3 back and settled %v later)",
-			left, node, replica, members[node], time.Since(back).Round(time.Millisecond))}
+		note: fmt.Sprintf("over %v (node %s killed with %v and %s; started again after, all 3 back and settled %v later)",
+			left, node, lost, members[node], time.Since(back).Round(time.Millisecond))}
 }
 
 // nodeCommand runs the node fault command, failing the test if it fails.
