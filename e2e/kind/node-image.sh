@@ -122,9 +122,14 @@ for ref in "${wanted[@]}"; do
 		# libraries and extensions.
 		args=(-name "$ref" -out "$out" -file "/usr/local/bin/kube-proxy=$bin/kube-proxy")
 		while read -r pair; do args+=(-file "$pair"); done < <(files_of /usr/sbin/xtables-nft-multi /usr/sbin/conntrack)
-		for ext in "$root"/usr/lib/x86_64-linux-gnu/xtables/*.so; do
-			args+=(-file "${ext#"$root"}=$ext")
-		done
+		# The extensions, and what they load (statistic, for one, needs libm).
+		while read -r pair; do args+=(-file "$pair"); done < <(
+			for ext in "$root"/usr/lib/x86_64-linux-gnu/xtables/*.so; do
+				echo "${ext#"$root"}=$ext"
+				chroot "$root" ldd "${ext#"$root"}" | awk '/=> \// {print $3}' | while read -r lib; do
+					echo "$lib=$root$(chroot "$root" readlink -f "$lib")"
+				done
+			done | sort -u | grep -v -F -x -f <(files_of /usr/sbin/xtables-nft-multi /usr/sbin/conntrack))
 		for n in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
 			args+=(-file "/usr/local/bin/$n=$root/usr/sbin/xtables-nft-multi")
 		done
