@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 25m
 # nor the tools' cache key.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help dev run test bench-e2e bench-scale unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test kind-test
+.PHONY: help dev run test bench-e2e bench-scale unit bench build vet lint fmt tools conformance sidebyside screenshot node-tools node-test node-test-helm kind-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -71,8 +71,15 @@ bench-scale: tools ## 10,000 resident Jobs x 10 pods with a steady load through 
 node-tools: ## build what a real node runs (kubelet, kube-proxy, containerd, CoreDNS, ...) and install its Debian packages (root)
 	@e2e/node/build.sh
 
+# How `make node-test` installs ringfire: kustomize (`kubectl apply -k`) or helm (`helm install` of charts/ringfire).
+DEPLOY_VIA ?= kustomize
+
 node-test: node-tools ## ringfire deployed on a real kubelet node (root): images built and loaded, deploy/ applied, chaos through kubectl (docs/node.md)
-	RINGFIRE_TOOLS_BIN="$$(e2e/node/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_NODE=1 $(GO) test -race -count=1 -timeout 30m -v -run TestDeployment ./e2e/deploytest/
+	RINGFIRE_TOOLS_BIN="$$(e2e/node/build.sh | tail -n 1)" RINGFIRE_E2E=1 RINGFIRE_NODE=1 RINGFIRE_DEPLOY_VIA=$(DEPLOY_VIA) \
+		$(GO) test -race -count=1 -timeout 30m -v -run TestDeployment ./e2e/deploytest/
+
+node-test-helm: ## the same suite, ringfire installed with `helm install` of charts/ringfire (root; docs/node.md)
+	$(MAKE) node-test DEPLOY_VIA=helm
 
 kind-test: ## the deployment suite on kind, with a whole node lost (root): Docker, kind and its node image built here (docs/node.md)
 	e2e/kind/run.sh

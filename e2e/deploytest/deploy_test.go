@@ -50,6 +50,9 @@ func TestDeployment(t *testing.T) {
 	took := waitSettled(t, ring, three, 2*time.Minute)
 	t.Logf("ringfire: 3 replicas ready, ring settled %v after they were (lease TTL %v)", took.Round(time.Millisecond), ttl)
 
+	if tg.via == "helm" {
+		t.Run("the ring status NOTES tells of", func(t *testing.T) { tg.notesRingStatus(t, 3) })
+	}
 	if tg.local != nil {
 		t.Run("samples complete", func(t *testing.T) { tg.samplesComplete(t) })
 	}
@@ -115,7 +118,32 @@ func TestDeployment(t *testing.T) {
 		fmt.Fprintf(&b, "longest pause of any Job: %v (%s, %s, at %s); median %v\n", p.took.Round(time.Millisecond), p.job, p.what,
 			p.at.Format("15:04:05"), pauses[len(pauses)/2].took.Round(time.Millisecond))
 	}
-	t.Logf("faults:\n%s", b.String())
+	how := "as deployed"
+	if tg.via != "" {
+		how = "installed with " + tg.via
+	}
+	t.Logf("faults (ringfire %s):\n%s", how, b.String())
+}
+
+// notesRingStatus runs the `ringfire ring status` command the chart's NOTES
+// print (`helm get notes`), through kubectl exec into a replica, and checks
+// that it reads a ring of n members from the ring's etcd.
+func (tg *target) notesRingStatus(t *testing.T, n int) {
+	notes := tg.helm(t, "get", "notes", "ringfire", "--namespace", tg.ns)
+	var cmd []string
+	for _, line := range strings.Split(notes, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "kubectl" && strings.Contains(line, " ring status ") {
+			cmd = f[1:]
+		}
+	}
+	if cmd == nil {
+		t.Fatalf("the NOTES print no ring status command:\n%s", notes)
+	}
+	out := tg.kubectlRun(t, cmd...)
+	if want := fmt.Sprintf(", %d members,", n); !strings.Contains(out, want) {
+		t.Errorf("kubectl %s: want %q in\n%s", strings.Join(cmd, " "), want, out)
+	}
+	t.Logf("kubectl %s:\n%s", strings.Join(cmd, " "), out)
 }
 
 // longestIn describes the longest pause that began in [from, to].

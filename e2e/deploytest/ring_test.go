@@ -31,6 +31,7 @@ type ringView struct {
 	at       time.Time
 	pods     []corev1.Pod
 	statuses map[string]replicaStatus // by pod name
+	errs     map[string]string        // why a running pod did not answer, by pod name
 }
 
 // ringWatch reads every ringfire pod's /status.json (through a port-forward
@@ -95,7 +96,7 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 		return ringView{}, err
 	}
 	w.status.keep(pods.Items)
-	v := ringView{at: time.Now(), pods: pods.Items, statuses: map[string]replicaStatus{}}
+	v := ringView{at: time.Now(), pods: pods.Items, statuses: map[string]replicaStatus{}, errs: map[string]string{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range pods.Items {
@@ -106,16 +107,17 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			raw, err := w.status.get(sctx, &p)
-			if err != nil {
-				return
-			}
 			var st replicaStatus
-			if json.Unmarshal(raw, &st) != nil {
-				return
+			if err == nil {
+				err = json.Unmarshal(raw, &st)
 			}
 			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				v.errs[p.Name] = err.Error()
+				return
+			}
 			v.statuses[p.Name] = st
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -220,6 +222,8 @@ func (v ringView) settledLag(want []string) string {
 		}
 		st, ok := v.statuses[name]
 		switch {
+		case !ok && v.errs[name] != "":
+			lag = append(lag, name+" does not answer ("+v.errs[name]+")")
 		case !ok:
 			lag = append(lag, name+" does not answer")
 		case !st.Ready:

@@ -36,6 +36,11 @@ const (
 	KubeconfigEnv = "RINGFIRE_DEPLOY_KUBECONFIG"
 	NamespaceEnv  = "RINGFIRE_DEPLOY_NAMESPACE"
 	KubectlEnv    = "RINGFIRE_KUBECTL"
+	// DeployViaEnv picks how the local run installs ringfire: "kustomize"
+	// (the default: the CRDs, then `kubectl apply -k` of localOverlay) or
+	// "helm" (`helm install` of charts/ringfire with helmValues, the CRDs,
+	// admission policies and Queues included). Not read with KubeconfigEnv.
+	DeployViaEnv = "RINGFIRE_DEPLOY_VIA"
 )
 
 // target is the cluster the suite runs against, reached through its API
@@ -48,6 +53,10 @@ type target struct {
 	kubectl    string
 	ns         string // ringfire's and its etcd's namespace
 	local      *cluster.Cluster
+	// via is how the local run installed ringfire: kustomize or helm.
+	via string
+	// helm runs the pinned helm against the target (via helm).
+	helm func(t *testing.T, args ...string) string
 	// kwokSelector places the load's pods on the fake nodes.
 	kwokSelector map[string]string
 }
@@ -105,12 +114,26 @@ func (tg *target) clients(t *testing.T) {
 // local changes (localOverlay), as a user would with kubectl.
 func upLocal(t *testing.T) *target {
 	tools := cluster.RequireTools(t)
+	via := os.Getenv(DeployViaEnv)
+	switch via {
+	case "":
+		via = "kustomize"
+	case "kustomize", "helm":
+	default:
+		t.Fatalf("%s=%q: kustomize or helm", DeployViaEnv, via)
+	}
+	if via == "helm" {
+		if _, err := os.Stat(filepath.Join(tools, "helm")); err != nil {
+			t.Fatalf("%s=helm: no helm in %s (e2e/tools/build.sh builds it): %v", DeployViaEnv, tools, err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c := cluster.StartForTest(t, cluster.Options{Nodes: 4, RealNode: true, ToolsBin: tools, DefaultPodDuration: time.Second})
 	tg := &target{cfg: c.RESTConfig(), kubeconfig: c.Kubeconfig(), kubectl: filepath.Join(tools, "kubectl"),
-		ns: "ringfire-system", local: c, kwokSelector: map[string]string{"type": "kwok"}}
+		ns: "ringfire-system", local: c, via: via, kwokSelector: map[string]string{"type": "kwok"}}
 	tg.clients(t)
+	tg.helm = helmRunner(filepath.Join(tools, "helm"), c.Kubeconfig(), t.TempDir())
 
 	images := filepath.Join(c.Dir(), "images")
 	start := time.Now()
@@ -129,8 +152,11 @@ func upLocal(t *testing.T) *target {
 	}
 	t.Logf("images %v built and loaded into the node in %v", refs, time.Since(start).Round(time.Second))
 
-	if err := crds.Install(ctx, tg.cfg); err != nil {
-		t.Fatal(err)
+	if via == "kustomize" {
+		// As docs/operations.md installs them; Helm installs the chart's own.
+		if err := crds.Install(ctx, tg.cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tg.kubectlRun(t, "create", "namespace", tg.ns)
 	// The etcd TLS Secrets, as docs/operations.md tells a user to make them.
@@ -140,9 +166,62 @@ func upLocal(t *testing.T) *target {
 	}
 	tg.kubectlStdin(t, certs, "apply", "-f", "-")
 	tg.etcdVolumes(t, 3)
+	start = time.Now()
+	if via == "helm" {
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(values, []byte(helmValues(refs["ringfire"], refs["etcd"])), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := tg.helm(t, "install", "ringfire", filepath.Join(repoRoot(), "charts", "ringfire"), "--namespace", tg.ns, "--values", values)
+		t.Logf("helm install of charts/ringfire took %v; it says:\n%s", time.Since(start).Round(time.Millisecond), out)
+		return tg
+	}
 	overlay := localOverlay(t, refs["ringfire"], refs["etcd"])
 	tg.kubectlRun(t, "apply", "-k", overlay)
+	t.Logf("kubectl apply -k of the local overlay took %v", time.Since(start).Round(time.Millisecond))
 	return tg
+}
+
+// helmRunner runs helm against kubeconfig with its configuration, cache and
+// data under home, so that it reads and writes nothing of the user's.
+func helmRunner(helm, kubeconfig, home string) func(t *testing.T, args ...string) string {
+	return func(t *testing.T, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig)...)
+		cmd.Env = append(os.Environ(),
+			"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+			"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+			"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+}
+
+// helmValues are the chart's values that say what localOverlay says: the
+// images just built, all three etcd members on the one node (anti-affinity
+// preferred, as deploy/overlays/single-node), both StatefulSets on the real
+// node (selector and toleration), CPU requests of 50m, and ringfire's gang
+// scheduler beside the default controllers.
+func helmValues(ringfireRef, etcdRef string) string {
+	rfName, rfTag, _ := strings.Cut(ringfireRef, ":")
+	etcdName, etcdTag, _ := strings.Cut(etcdRef, ":")
+	return fmt.Sprintf(`image: {repository: %s, tag: %s}
+nodeSelector: {%s: "true"}
+tolerations: [{key: %s, operator: Exists, effect: NoSchedule}]
+resources: {requests: {cpu: 50m}}
+scheduler: {enabled: true}
+etcd:
+  image: {repository: %s, tag: %s}
+  antiAffinity: preferred
+  resources: {requests: {cpu: 50m}}
+`, rfName, rfTag, devcluster.RealNodeLabel, devcluster.RealNodeTaint, etcdName, etcdTag)
 }
 
 func stderrOf(err error) string {

@@ -129,6 +129,7 @@ func TestBridgeProbeAndRule(t *testing.T) {
 		return string(out)
 	}
 	ctx := context.Background()
+	threadsBefore := threads(t)
 
 	drop := []string{"FORWARD", "-i", bridge, "-o", bridge, "-m", "comment", "--comment", "ringfire test: drop on " + bridge, "-j", "DROP"}
 	filtered := readForwarding("iptables").bridgeNF == "1"
@@ -175,6 +176,22 @@ func TestBridgeProbeAndRule(t *testing.T) {
 		t.Errorf("with the harness's rule: %v", err)
 	}
 
+	// No thread of this process ended or stayed in a probe's namespace: a
+	// thread that ends sends its children their parent-death signal, and the
+	// cluster's processes are started with one.
+	self, _ := os.Readlink("/proc/self/ns/net")
+	threadsAfter := threads(t)
+	for tid := range threadsBefore {
+		if _, ok := threadsAfter[tid]; !ok {
+			t.Errorf("thread %s ended during the probes", tid)
+		}
+	}
+	for tid, ns := range threadsAfter {
+		if ns != self {
+			t.Errorf("thread %s is in network namespace %s, the process in %s", tid, ns, self)
+		}
+	}
+
 	disallowBridge("iptables", bridge, t.Errorf)
 	after := save()
 	if got := ownBridgeRules(after, bridge); len(got) != 0 {
@@ -186,4 +203,21 @@ func TestBridgeProbeAndRule(t *testing.T) {
 	if filtered && !strings.Contains(after, "ringfire test: drop on "+bridge) {
 		t.Errorf("removing the harness's rule removed the test's DROP")
 	}
+}
+
+// threads maps this process's threads to their network namespaces.
+func threads(t *testing.T) map[string]string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, task := range tasks {
+		ns, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net")
+		if err == nil {
+			out[task.Name()] = ns
+		}
+	}
+	return out
 }
