@@ -155,10 +155,16 @@ type heldSlot struct {
 
 // Status is the Manager's view of the ring, for status pages and readiness.
 type Status struct {
-	ID       string
-	Slots    int
-	Members  []string
-	Held     []int // slots held here, sorted
+	ID      string
+	Slots   int
+	Members []string
+	Held    []int // slots held here, sorted
+	// InDoubt are the slots held here while the lease is in doubt (its fence
+	// deadline passed, the renewal not answered yet): no handler starts on
+	// them and no write goes out until the lease is renewed, or the session
+	// ends and they go. Reported apart from Held, for another replica may
+	// already hold them over the expired lease.
+	InDoubt  []int
 	Assigned int   // slots the assignment gives this replica
 	Orphaned int   // slots no member holds
 	Revision int64 // etcd revision of the member view
@@ -235,7 +241,18 @@ func (m *Manager) Status() Status {
 	if v := m.view.Load(); v != nil {
 		v.fill(&st, time.Now())
 	}
+	inDoubt(&st, m.Valid())
 	return st
+}
+
+// inDoubt moves the held slots to InDoubt when the lease is not valid: a
+// replica acts on none of them then, and a reader of its status (a status
+// page, an audit of who holds what) must not count them held twice when
+// another replica has taken them over the lease that ran out.
+func inDoubt(st *Status, valid error) {
+	if valid != nil && len(st.Held) > 0 {
+		st.InDoubt, st.Held = st.Held, nil
+	}
 }
 
 func (m *Manager) held(slot int) *heldSlot {
