@@ -104,10 +104,11 @@ log "cluster ready in $((SECONDS - t0))s"
 
 log "building the images (e2e/node/images.sh) and loading them into the nodes"
 etcd_tag=
+"$repo/e2e/node/images.sh" "$work/images" e2e >"$work/images.txt" # its failure stops the run
 while read -r ref archive; do
 	"$bin/kind" load image-archive "$archive" --name "$name"
 	[[ $ref == ringfire.local/etcd:* ]] && etcd_tag="${ref#*:}"
-done < <("$repo/e2e/node/images.sh" "$work/images" e2e)
+done <"$work/images.txt"
 
 log "four fake nodes, played by kwok on this host with ringfire's stages"
 (cd "$repo" && go run ./e2e/kind/stages) >"$work/stages.yaml"
