@@ -81,7 +81,23 @@ type request struct {
 	delay uint64
 	// ttl asks to delete the Job if it finished longer ago than its TTL.
 	ttl bool
+	// seen is set on a request a pod's update or delete made: the change
+	// cancels the pod's postponed action it ends, and may end its task
+	// (taskEvent). pending and restarts are the pod as the change showed it.
+	seen     podSeen
+	pending  bool
+	restarts int32
 }
+
+// podSeen is what a pod's update or delete tells its Job's reconcile.
+type podSeen uint8
+
+const (
+	podUnseen    podSeen = iota // not a pod's update or delete
+	podChanged                  // the event says it all
+	podSucceeded                // the pod has just succeeded: TaskCompleted if its task is done
+	podRestarted                // pending or running, restarts counted: TaskFailed if its task's are too many
+)
 
 // New builds the controller and registers its handlers on the cache's
 // informers; the cache must not have started yet.
@@ -360,11 +376,12 @@ func pending(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodPending || pod.Status.Phase == ""
 }
 
-// onPodUpdate turns a pod's change into Volcano's events: PodFailed with the
-// exit code, TaskCompleted when the task's last pod succeeded, PodRunning when
-// it starts running, TaskFailed when the task's live pods have restarted
-// maxRetry times (state.TaskFailed), OutOfSync otherwise (PodPending is the
-// add's); and cancels the postponed action of a pod that moved on (cancels).
+// onPodUpdate turns a pod's change into the request Volcano's event would be:
+// PodFailed with the exit code, PodRunning when it starts running, OutOfSync
+// otherwise (PodPending is the add's). A change that may end the pod's task,
+// a success, or a pending or running pod's restarts, is recorded in the
+// request as the handler saw it (seen, restarts), and the reconcile raises
+// TaskCompleted or TaskFailed from it (taskEvent): the handler only enqueues.
 // The order is Volcano's, as its controller shows it: a pod that starts
 // running raises PodRunning even when the task has failed; its next change
 // raises TaskFailed.
@@ -378,8 +395,8 @@ func (c *Controller) onPodUpdate(old, new any) {
 		c.onPodDelete(newPod)
 		return
 	}
-	event := bus.OutOfSyncEvent
-	var exitCode int32
+	event, seen := bus.OutOfSyncEvent, podChanged
+	var exitCode, restarts int32
 	switch newPod.Status.Phase {
 	case corev1.PodFailed:
 		if oldPod.Status.Phase != corev1.PodFailed {
@@ -389,26 +406,23 @@ func (c *Controller) onPodUpdate(old, new any) {
 			}
 		}
 	case corev1.PodSucceeded:
-		if oldPod.Status.Phase != corev1.PodSucceeded && c.taskCompleted(newPod) {
-			event = bus.TaskCompletedEvent
+		if oldPod.Status.Phase != corev1.PodSucceeded {
+			seen = podSucceeded
 		}
 	case corev1.PodPending:
-		if c.taskFailed(newPod) {
-			event = bus.TaskFailedEvent
-		}
+		seen, restarts = podRestarted, state.PodRestarts(newPod)
 	case corev1.PodRunning:
 		if oldPod.Status.Phase != corev1.PodRunning {
 			event = bus.PodRunningEvent
-		} else if c.taskFailed(newPod) {
-			event = bus.TaskFailedEvent
+		} else {
+			seen, restarts = podRestarted, state.PodRestarts(newPod)
 		}
 	}
 	key, req, ok := podRequest(newPod, event)
 	if !ok {
 		return
 	}
-	c.memory.delays.cancelPod(key, newPod.Name, event, pending(newPod))
-	req.ExitCode = exitCode
+	req.ExitCode, req.seen, req.pending, req.restarts = exitCode, seen, pending(newPod), restarts
 	c.Disp.Enqueue(key, req)
 }
 
@@ -421,59 +435,9 @@ func (c *Controller) onPodDelete(obj any) {
 		return
 	}
 	if key, req, ok := podRequest(pod, bus.PodEvictedEvent); ok {
-		c.memory.delays.cancelPod(key, pod.Name, bus.PodEvictedEvent, false)
+		req.seen = podChanged
 		c.Disp.Enqueue(key, req)
 	}
-}
-
-// taskOfPod is the cached Job's task the pod belongs to, and the cached pods
-// of that task (the pod among them, as the cache stores before it tells).
-func (c *Controller) taskOfPod(pod *corev1.Pod) (*batch.TaskSpec, map[string]*corev1.Pod) {
-	key, req, ok := podRequest(pod, "")
-	if !ok {
-		return nil, nil
-	}
-	info, err := c.cfg.Cache.JobInfo(key)
-	if err != nil || info == nil || info.Job == nil {
-		return nil, nil
-	}
-	for i := range info.Job.Spec.Tasks {
-		if t := &info.Job.Spec.Tasks[i]; state.TaskName(t, i) == req.TaskName {
-			return t, info.Pods[req.TaskName]
-		}
-	}
-	return nil, nil
-}
-
-// taskCompleted reports whether every pod of the pod's task has succeeded.
-func (c *Controller) taskCompleted(pod *corev1.Pod) bool {
-	task, pods := c.taskOfPod(pod)
-	if task == nil {
-		return false
-	}
-	var succeeded int32
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Name == pod.Name {
-			succeeded++
-		}
-	}
-	return task.Replicas > 0 && succeeded >= task.Replicas
-}
-
-// taskFailed reports whether the pod's task has failed: its live pods have
-// restarted maxRetry times (state.TaskFailed). The pod is counted as it is
-// now, whatever the cache holds (the map is the cache's answer, built for
-// this call).
-func (c *Controller) taskFailed(pod *corev1.Pod) bool {
-	task, pods := c.taskOfPod(pod)
-	if task == nil {
-		return false
-	}
-	if pods == nil {
-		pods = map[string]*corev1.Pod{}
-	}
-	pods[pod.Name] = pod
-	return state.TaskFailed(task, pods)
 }
 
 // onPodGroupAdd looks at the Job of a PodGroup that enters the cache of a listed slot: a

@@ -57,7 +57,7 @@ func podReq(event bus.Event, taskName, pod string) enqueued {
 }
 
 // Every pod event maps to the one request docs/jobs.md ("One request at a time
-// per Job") gives for it, carrying the pod's task, name, job version and Job
+// per Job") gives for it, as the reconcile sees it (seePod), carrying the pod's task, name, job version and Job
 // UID; pods that are not a Job's, or carry no job version, make none.
 func TestPodEventsMakeVolcanosRequests(t *testing.T) {
 	job := eventJob()
@@ -190,9 +190,76 @@ func TestPodEventsMakeVolcanosRequests(t *testing.T) {
 				f.cacheOwned(t, cache.Pods, p)
 			}
 			got := f.requestsOf(t, func() { tc.fire(f.c) })
-			assertRequests(t, got, tc.want)
+			assertRequests(t, f.seen(t, got), tc.want)
 		})
 	}
+}
+
+// seen is the requests as the reconcile makes their events (seePod), from
+// the cache as it is now.
+func (f *fixture) seen(t *testing.T, reqs []enqueued) []enqueued {
+	t.Helper()
+	out := make([]enqueued, len(reqs))
+	for i, e := range reqs {
+		info, err := f.c.cfg.Cache.JobInfo(e.key)
+		if err != nil || info == nil {
+			t.Fatalf("job %s not cached: %v", e.key, err)
+		}
+		out[i] = enqueued{e.key, f.c.seePod(e.key, info.Job, info.Pods, e.req)}
+	}
+	return out
+}
+
+// The reconcile, not the handler, raises TaskCompleted and TaskFailed, from
+// the cache as it is when it looks and the pod as its change showed it:
+// two pods that finish together raise TaskCompleted once, a task made again
+// raises it again, and a pod's restarts count as its change showed them.
+func TestTaskEventsAreRaisedByTheReconcile(t *testing.T) {
+	job := eventJob()
+	w0running, w1running := podOf(job, "w", 0, corev1.PodRunning), podOf(job, "w", 1, corev1.PodRunning)
+	w0done, w1done := changed(w0running, inPhase(corev1.PodSucceeded)), changed(w1running, inPhase(corev1.PodSucceeded))
+
+	t.Run("two pods finishing together: TaskCompleted once", func(t *testing.T) {
+		f := newFixture(t, nil, eventJob())
+		f.cacheOwned(t, cache.Pods, w0done)
+		f.cacheOwned(t, cache.Pods, w1done)
+		got := f.requestsOf(t, func() {
+			f.c.onPodUpdate(w0running, w0done)
+			f.c.onPodUpdate(w1running, w1done)
+		})
+		assertRequests(t, f.seen(t, got), []enqueued{
+			podReq(bus.TaskCompletedEvent, "w", "a-w-0"), podReq(bus.OutOfSyncEvent, "w", "a-w-1"),
+		})
+	})
+	t.Run("the task made again completes again", func(t *testing.T) {
+		f := newFixture(t, nil, eventJob())
+		f.cacheOwned(t, cache.Pods, w0done)
+		f.cacheOwned(t, cache.Pods, w1done)
+		first := f.seen(t, f.requestsOf(t, func() { f.c.onPodUpdate(w1running, w1done) }))
+		again := func(p *corev1.Pod) *corev1.Pod {
+			p = p.DeepCopy()
+			p.UID += "-again"
+			return p
+		}
+		f.cacheOwned(t, cache.Pods, again(w0done))
+		f.cacheOwned(t, cache.Pods, again(w1done))
+		second := f.seen(t, f.requestsOf(t, func() { f.c.onPodUpdate(again(w1running), again(w1done)) }))
+		want := []enqueued{podReq(bus.TaskCompletedEvent, "w", "a-w-1")}
+		assertRequests(t, first, want)
+		assertRequests(t, second, want)
+	})
+	t.Run("a succeeded pod the cache no longer holds still counts", func(t *testing.T) {
+		f := newFixture(t, nil, eventJob())
+		f.cacheOwned(t, cache.Pods, w1done)
+		got := f.requestsOf(t, func() { f.c.onPodUpdate(w0running, w0done) })
+		assertRequests(t, f.seen(t, got), []enqueued{podReq(bus.TaskCompletedEvent, "w", "a-w-0")})
+	})
+	t.Run("restarts count as the change showed them, though the pod has failed since", func(t *testing.T) {
+		f := newFixture(t, nil, eventJob())
+		f.cacheOwned(t, cache.Pods, changed(w0running, exited(1)))
+		got := f.requestsOf(t, func() { f.c.onPodUpdate(w0running, changed(w0running, restarts(3))) })
+		assertRequests(t, f.seen(t, got), []enqueued{podReq(bus.TaskFailedEvent, "w", "a-w-0")})
+	})
 }
 
 // A PodGroup's phase change brings its Job back (Unknown as the event
@@ -314,8 +381,8 @@ func TestJobAndCommandEventsMakeVolcanosRequests(t *testing.T) {
 	}
 }
 
-// A pod's change cancels the action a policy timeout postponed for it as
-// Volcano's rule says (cancels): a PodPending timeout ends when the pod is no
+// A pod's change, when the reconcile sees it (seePod), cancels the action a
+// policy timeout postponed for it as Volcano's rule says (cancels): a PodPending timeout ends when the pod is no
 // longer pending (it runs, fails, succeeds, goes), not when a pending pod
 // changes otherwise; a PodFailed or PodEvicted timeout ends when the pod runs
 // again. Another pod's change keeps it.
@@ -353,7 +420,7 @@ func TestPodThatMovesOnCancelsItsPostponedAction(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil, eventJob())
 			token := f.c.memory.delays.add("ns/a", "a-w-0", tc.started)
-			f.requestsOf(t, func() { tc.fire(f.c) })
+			f.seen(t, f.requestsOf(t, func() { tc.fire(f.c) }))
 			if kept := f.c.memory.delays.take("ns/a", token); kept != tc.keeps {
 				t.Fatalf("postponed action still pending: %v, want %v", kept, tc.keeps)
 			}

@@ -17,11 +17,13 @@ type memory struct {
 	wakes   *kit.Wakeups // the Base's: its handler start passes them
 	told    told
 	waiting told
+	// completions are the pods that last completed each task (podseen.go).
+	completions completions
 }
 
 // all is every part of the memory, each forgotten by key and by slot.
 func (m *memory) all() []kit.Forgetter {
-	return []kit.Forgetter{&m.delays, &m.pacer, m.wakes, &m.told, &m.waiting}
+	return []kit.Forgetter{&m.delays, &m.pacer, m.wakes, &m.told, &m.waiting, &m.completions}
 }
 
 // forget drops all that is remembered of key.

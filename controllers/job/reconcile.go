@@ -60,6 +60,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		return c.expire(ctx, key, job)
 	}
 	job = c.defaulted(job)
+	req = c.seePod(key, job, info.Pods, req)
 	action, run := c.choose(key, job, req)
 	if !run {
 		return nil
@@ -81,6 +82,7 @@ func (c *Controller) choose(key string, job *batch.Job, req request) (bus.Action
 	case choice.Timeout > 0:
 		delayed := req
 		delayed.Action, delayed.delay = choice.Action, c.memory.delays.add(key, req.PodName, req.Event)
+		delayed.seen = podUnseen // seen once, when it was postponed
 		c.Disp.EnqueueAfter(key, delayed, choice.Timeout)
 		c.Recorder.Eventf(job, corev1.EventTypeNormal, string(batch.ExecuteAction), "Execute action %s after %s", choice.Action, choice.Timeout)
 		return "", false

@@ -57,9 +57,23 @@ func TestTaskFailed(t *testing.T) {
 				pods[p.Name] = p
 			}
 			task := &batch.TaskSpec{Name: "t", Replicas: tc.replicas, MaxRetry: tc.maxRetry}
-			if got := TaskFailed(task, pods); got != tc.want {
+			if got := TaskFailed(task, TaskRestarts(pods, "")); got != tc.want {
 				t.Errorf("TaskFailed = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TaskRestarts leaves out the pod the caller counts itself, as its change showed it.
+func TestTaskRestartsLeavesOutThePodNamed(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"a": restarted("a", corev1.PodRunning, []int32{1}, 2),
+		"b": restarted("b", corev1.PodRunning, nil, 4),
+	}
+	if got := TaskRestarts(pods, ""); got != 7 {
+		t.Errorf("TaskRestarts(all) = %d, want 7", got)
+	}
+	if got := TaskRestarts(pods, "b"); got != 3 {
+		t.Errorf("TaskRestarts(except b) = %d, want 3", got)
 	}
 }

@@ -1,0 +1,97 @@
+package job
+
+import (
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	corev1 "k8s.io/api/core/v1"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/controllers/kit"
+)
+
+// seePod makes the event of a request a pod's change made (request.seen),
+// from the Job's cached pods as they are now and the pod as its change showed
+// it: TaskCompleted when the pod's success leaves every pod of its task
+// succeeded, TaskFailed when the task's live pods have restarted maxRetry
+// times (state.TaskFailed). Then it cancels the pod's postponed action that
+// the change ends (cancels). A success is for good, so a later look at the
+// cache sees at least what the handler saw; two pods that finish together
+// both find their task done, and TaskCompleted is raised once for that set
+// of pods (completions).
+func (c *Controller) seePod(key string, job *batch.Job, pods map[string]map[string]*corev1.Pod, req request) request {
+	if req.seen == podUnseen {
+		return req
+	}
+	if task := taskNamed(job, req.TaskName); task != nil {
+		switch req.seen {
+		case podSucceeded:
+			if c.memory.completions.news(key, req.TaskName, task.Replicas, pods[req.TaskName], req.PodName) {
+				req.Event = bus.TaskCompletedEvent
+			}
+		case podRestarted:
+			if state.TaskFailed(task, state.TaskRestarts(pods[req.TaskName], req.PodName)+req.restarts) {
+				req.Event = bus.TaskFailedEvent
+			}
+		}
+	}
+	c.memory.delays.cancelPod(key, req.PodName, req.Event, req.pending)
+	return req
+}
+
+// taskNamed is the Job's task of that name, or nil.
+func taskNamed(job *batch.Job, name string) *batch.TaskSpec {
+	for i := range job.Spec.Tasks {
+		if t := &job.Spec.Tasks[i]; state.TaskName(t, i) == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// completions remembers, per Job and task, the pods whose successes last
+// completed the task (a hash of their names and UIDs), so that TaskCompleted
+// is raised once for them. A task whose pods were made again (a restart) is
+// completed by other UIDs, and raises it again.
+type completions struct {
+	kit.Keyed[map[string]uint64] // key → task → the completing pods' hash
+}
+
+// news reports whether the task of that many replicas is completed by the
+// succeeded pods among pods, with the pod named succeeded counted whatever
+// the cache shows of it, and not yet told for those pods; it records them.
+func (c *completions) news(key, task string, replicas int32, pods map[string]*corev1.Pod, succeeded string) (news bool) {
+	if replicas <= 0 {
+		return false
+	}
+	done := []string{succeeded + "/"}
+	if p := pods[succeeded]; p != nil {
+		done[0] += string(p.UID)
+	}
+	for name, p := range pods {
+		if name != succeeded && p.Status.Phase == corev1.PodSucceeded {
+			done = append(done, name+"/"+string(p.UID))
+		}
+	}
+	if int64(len(done)) < int64(replicas) {
+		return false
+	}
+	slices.Sort(done)
+	h := xxhash.New()
+	for _, d := range done {
+		_, _ = h.WriteString(d)
+		_, _ = h.Write([]byte{0})
+	}
+	sum := h.Sum64()
+	c.Update(key, func(tasks map[string]uint64, _ bool) (map[string]uint64, bool) {
+		if tasks == nil {
+			tasks = map[string]uint64{}
+		}
+		news = tasks[task] != sum
+		tasks[task] = sum
+		return tasks, true
+	})
+	return news
+}
