@@ -107,7 +107,7 @@ func (tg *target) loseNode(t *testing.T, ring *ringWatch, cmd string, limit time
 	tg.waitStatefulSet(t, "ringfire-etcd", 3, 5*time.Minute)
 	tg.waitStatefulSet(t, "ringfire", 3, 5*time.Minute)
 	waitSettled(t, ring, replicaNames("ringfire", 3), 3*time.Minute)
-	return faultResult{start: start, settled: settled,
+	return faultResult{start: start, settled: settled, etcdLeaderMayGo: members[node] != "",
 		note: fmt.Sprintf("over %v (node %s killed with %v and %s; started again after, all 3 back and settled %v later)",
 			left, node, lost, members[node], time.Since(back).Round(time.Millisecond))}
 }

@@ -52,19 +52,34 @@ type ringWatch struct {
 	mu          sync.Mutex
 	last        ringView
 	rounds      int
-	unownedFrom map[int]time.Time // slot -> first round it had no live holder
-	longest     time.Duration     // the longest such stretch that ended
-	longestSlot int
-	prevDup     map[int]string // slots two replicas held in the previous round
+	unownedFrom map[int]time.Time     // slot -> first round it had no live holder
+	slowest     map[int]time.Duration // slot -> the longest round since it had none
+	gaps        []gap                 // the stretches without a live holder that ended
+	prevDup     map[int]string        // slots two replicas held in the previous round
 	overlaps    []string
 }
+
+// gap is one stretch a slot had no live holder: from the first round that
+// found none to the first that found one again. A round reads every replica
+// at once and waits for the slowest (up to its 2-s timeout, the wait for a
+// replica that died), so the stretch is measured only to within the longest
+// round in it (slack).
+type gap struct {
+	slot  int
+	from  time.Time
+	took  time.Duration
+	slack time.Duration
+}
+
+// maxGaps bounds what the watch keeps: a run has a few hundred stretches.
+const maxGaps = 100000
 
 const ringSelector = "app.kubernetes.io/name=ringfire"
 
 func watchRing(kube kubernetes.Interface, status *statusReader, ns string, period time.Duration) *ringWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &ringWatch{kube: kube, status: status, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
-		unownedFrom: map[int]time.Time{}, prevDup: map[int]string{}}
+		unownedFrom: map[int]time.Time{}, slowest: map[int]time.Duration{}, prevDup: map[int]string{}}
 	go func() {
 		defer close(w.done)
 		defer status.close()
@@ -154,19 +169,22 @@ func (w *ringWatch) record(v ringView) {
 		}
 	}
 	w.prevDup = dup
+	round := time.Since(v.at)
 	for s := range slots {
 		if len(holders[s]) > 0 {
 			if from, ok := w.unownedFrom[s]; ok {
-				if d := v.at.Sub(from); d > w.longest {
-					w.longest, w.longestSlot = d, s
+				if len(w.gaps) < maxGaps {
+					w.gaps = append(w.gaps, gap{slot: s, from: from, took: v.at.Sub(from), slack: max(w.slowest[s], round)})
 				}
 				delete(w.unownedFrom, s)
+				delete(w.slowest, s)
 			}
 			continue
 		}
 		if _, ok := w.unownedFrom[s]; !ok {
 			w.unownedFrom[s] = v.at
 		}
+		w.slowest[s] = max(w.slowest[s], round)
 	}
 }
 
@@ -177,18 +195,24 @@ func (w *ringWatch) view() ringView {
 	return w.last
 }
 
-// unowned returns the longest time a slot had no replica that answered
-// holding it, counting stretches still open, and that slot.
-func (w *ringWatch) unowned() (time.Duration, int) {
+// longestGap returns the longest stretch without a live holder that began
+// in [from, to), counting stretches still open at the last round; ok is
+// false when there was none.
+func (w *ringWatch) longestGap(from, to time.Time) (g gap, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	longest, slot := w.longest, w.longestSlot
-	for s, from := range w.unownedFrom {
-		if d := w.last.at.Sub(from); d > longest {
-			longest, slot = d, s
+	consider := func(c gap) {
+		if !c.from.Before(from) && c.from.Before(to) && (!ok || c.took > g.took) {
+			g, ok = c, true
 		}
 	}
-	return longest, slot
+	for _, c := range w.gaps {
+		consider(c)
+	}
+	for s, start := range w.unownedFrom {
+		consider(gap{slot: s, from: start, took: w.last.at.Sub(start), slack: w.slowest[s]})
+	}
+	return g, ok
 }
 
 func (w *ringWatch) heldTwice() []string {
