@@ -49,6 +49,11 @@ type ringWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// failing are the pods whose last read failed: the next waits for them
+	// only briefly, so that a replica that died (a node lost) does not slow
+	// every round to the full timeout and blur the others' answers.
+	failing map[string]bool
+
 	mu          sync.Mutex
 	last        ringView
 	rounds      int
@@ -61,9 +66,9 @@ type ringWatch struct {
 
 // gap is one stretch a slot had no live holder: from the first round that
 // found none to the first that found one again. A round reads every replica
-// at once and waits for the slowest (up to its 2-s timeout, the wait for a
-// replica that died), so the stretch is measured only to within the longest
-// round in it (slack).
+// at once and waits for the slowest (up to 2 s, or 0.5 s for one whose last
+// read failed: a replica that died), so the stretch is measured only to
+// within the longest round in it (slack).
 type gap struct {
 	slot  int
 	from  time.Time
@@ -79,7 +84,7 @@ const ringSelector = "app.kubernetes.io/name=ringfire"
 func watchRing(kube kubernetes.Interface, status *statusReader, ns string, period time.Duration) *ringWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &ringWatch{kube: kube, status: status, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
-		unownedFrom: map[int]time.Time{}, slowest: map[int]time.Duration{}, prevDup: map[int]string{}}
+		failing: map[string]bool{}, unownedFrom: map[int]time.Time{}, slowest: map[int]time.Duration{}, prevDup: map[int]string{}}
 	go func() {
 		defer close(w.done)
 		defer status.close()
@@ -118,8 +123,12 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
 			continue
 		}
+		timeout := 2 * time.Second
+		if w.failing[p.Name] {
+			timeout = 500 * time.Millisecond
+		}
 		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			raw, err := w.status.get(sctx, &p)
 			var st replicaStatus
@@ -136,6 +145,10 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 		})
 	}
 	wg.Wait()
+	clear(w.failing)
+	for name := range v.errs {
+		w.failing[name] = true
+	}
 	return v, nil
 }
 

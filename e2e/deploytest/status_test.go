@@ -56,7 +56,7 @@ func newStatusReader(t *testing.T, tg *target) *statusReader {
 
 // get returns pod's /status.json.
 func (r *statusReader) get(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-	f, err := r.forwardTo(pod)
+	f, err := r.forwardTo(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +77,9 @@ func (r *statusReader) get(ctx context.Context, pod *corev1.Pod) ([]byte, error)
 	return io.ReadAll(resp.Body)
 }
 
-// forwardTo returns the pod's forward, opening one when it has none.
-func (r *statusReader) forwardTo(pod *corev1.Pod) (*forward, error) {
+// forwardTo returns the pod's forward, opening one when it has none, within
+// 5 s or ctx.
+func (r *statusReader) forwardTo(ctx context.Context, pod *corev1.Pod) (*forward, error) {
 	r.mu.Lock()
 	f, ok := r.forwards[pod.UID]
 	r.mu.Unlock()
@@ -110,6 +111,9 @@ func (r *statusReader) forwardTo(pod *corev1.Pod) (*forward, error) {
 	case <-time.After(5 * time.Second):
 		close(f.stop)
 		return nil, errors.New("port-forward to " + pod.Name + " not ready within 5 s")
+	case <-ctx.Done():
+		close(f.stop)
+		return nil, fmt.Errorf("port-forward to %s: %w", pod.Name, ctx.Err())
 	}
 	ports, err := pf.GetPorts()
 	if err != nil || len(ports) == 0 {
