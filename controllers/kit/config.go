@@ -57,6 +57,14 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// LoggerOr is c's Logger, or one that discards when it has none.
+func (c Config) LoggerOr() hclog.Logger {
+	if c.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return c.Logger
+}
+
 // Work configures the per-key dispatcher of a controller that reconciles keys; such a
 // controller's Config embeds it.
 type Work struct {
