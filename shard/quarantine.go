@@ -50,7 +50,8 @@ type Quarantine struct {
 	pressure bool // the heap is over budget: logged once per episode
 }
 
-// QuarantineConfig configures a Quarantine. Client and Member are required.
+// QuarantineConfig configures a Quarantine. Start from
+// DefaultQuarantineConfig; Client and Member are required.
 type QuarantineConfig struct {
 	// Client reaches the ring's etcd; Prefix is the ring's key prefix. Marks
 	// live under <Prefix>/quarantine/<dispatcher>/<key>.
@@ -59,27 +60,74 @@ type QuarantineConfig struct {
 	// Member is this replica's id, written in its marks for people.
 	Member string
 	// TimeBudget is the longest one handler call may run: past it the
-	// call's context is cancelled and the key quarantined (default 2 min,
-	// far above a reconcile's tens of milliseconds and a slow API server's
-	// request timeout).
+	// call's context is cancelled and the key quarantined (2 min in
+	// DefaultQuarantineConfig, far above a reconcile's tens of milliseconds
+	// and a slow API server's request timeout).
 	TimeBudget time.Duration
 	// MemoryBudget is the heap, in bytes, past which the runs in flight for
-	// longer than MarkAfter are suspects. Zero takes DefaultMemoryBudget().
-	// Negative turns the memory check off.
+	// longer than MarkAfter are suspects: DefaultMemoryBudget() in
+	// DefaultQuarantineConfig. Negative turns the memory check off; 0 is
+	// not accepted.
 	MemoryBudget int64
 	// MarkAfter is how long a run must have been in flight to be suspected
-	// when memory is over budget (default 1 s): reconciles that began a
-	// moment ago did not bring the heap there.
+	// when memory is over budget (1 s in DefaultQuarantineConfig): reconciles
+	// that began a moment ago did not bring the heap there.
 	MarkAfter time.Duration
 	// StuckAfter is how long a run may go on after its slot's context ended
-	// (a handover, a fence) before it is suspected (default 15 s: well past
-	// the drain's cancel grace).
+	// (a handover, a fence) before it is suspected (15 s in
+	// DefaultQuarantineConfig: well past the drain's cancel grace).
 	StuckAfter time.Duration
-	// Check is the watchdog's period (default 250 ms).
+	// Check is the watchdog's period (250 ms in DefaultQuarantineConfig).
 	Check time.Duration
-	// HeapBytes reads the heap in use; the runtime's by default (tests set it).
+	// HeapBytes reads the heap in use: the runtime's in
+	// DefaultQuarantineConfig (tests set their own). Required while the
+	// memory check is on.
 	HeapBytes func() int64
 	Logger    hclog.Logger
+}
+
+// DefaultQuarantineConfig returns a QuarantineConfig with every default
+// filled in; the caller adds Client, Prefix and Member.
+func DefaultQuarantineConfig() QuarantineConfig {
+	return QuarantineConfig{
+		TimeBudget:   2 * time.Minute,
+		MemoryBudget: DefaultMemoryBudget(),
+		MarkAfter:    time.Second,
+		StuckAfter:   15 * time.Second,
+		Check:        250 * time.Millisecond,
+		HeapBytes:    heapBytes,
+		Logger:       hclog.NewNullLogger(),
+	}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing:
+// defaults come from DefaultQuarantineConfig, not from here.
+func (c *QuarantineConfig) Validate() error {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("an etcd client is required"))
+	}
+	if c.Member == "" {
+		errs = append(errs, errors.New("a member id is required"))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"time budget", c.TimeBudget}, {"mark after", c.MarkAfter}, {"stuck after", c.StuckAfter}, {"check period", c.Check}} {
+		if d.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.d))
+		}
+	}
+	if c.MemoryBudget == 0 {
+		errs = append(errs, errors.New("memory budget 0: bytes, positive, or negative to turn the memory check off (DefaultMemoryBudget follows the cgroup's limit)"))
+	}
+	if c.MemoryBudget > 0 && c.HeapBytes == nil {
+		errs = append(errs, fmt.Errorf("memory budget %d with no HeapBytes to read the heap: set it, or a negative budget", c.MemoryBudget))
+	}
+	if c.Logger == nil {
+		errs = append(errs, errors.New("a logger is required"))
+	}
+	return errors.Join(errs...)
 }
 
 // Mark is a key's quarantine record in etcd.
@@ -103,32 +151,11 @@ type quarantineRun struct {
 	suspect string    // why the watchdog marked it; "" while it behaves
 }
 
-// NewQuarantine checks cfg and returns a Quarantine; Run follows the marks
-// and runs the watchdog.
+// NewQuarantine validates cfg and returns a Quarantine; Run follows the
+// marks and runs the watchdog.
 func NewQuarantine(cfg QuarantineConfig) (*Quarantine, error) {
-	if cfg.Client == nil || cfg.Member == "" {
-		return nil, errors.New("quarantine: Client and Member are required")
-	}
-	if cfg.TimeBudget <= 0 {
-		cfg.TimeBudget = 2 * time.Minute
-	}
-	if cfg.MemoryBudget == 0 {
-		cfg.MemoryBudget = DefaultMemoryBudget()
-	}
-	if cfg.MarkAfter <= 0 {
-		cfg.MarkAfter = time.Second
-	}
-	if cfg.StuckAfter <= 0 {
-		cfg.StuckAfter = 15 * time.Second
-	}
-	if cfg.Check <= 0 {
-		cfg.Check = 250 * time.Millisecond
-	}
-	if cfg.HeapBytes == nil {
-		cfg.HeapBytes = heapBytes
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("quarantine config: %w", err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])

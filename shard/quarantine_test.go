@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,10 +20,9 @@ import (
 // ends.
 func quarantineFor(t *testing.T, endpoint, member string, edit func(*QuarantineConfig)) (*Quarantine, func()) {
 	t.Helper()
-	cfg := QuarantineConfig{
-		Client: localetcd.ClientForTest(t, endpoint), Prefix: "/qt", Member: member,
-		MemoryBudget: -1, Check: 10 * time.Millisecond,
-	}
+	cfg := DefaultQuarantineConfig()
+	cfg.Client, cfg.Prefix, cfg.Member = localetcd.ClientForTest(t, endpoint), "/qt", member
+	cfg.MemoryBudget, cfg.Check = -1, 10*time.Millisecond
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -212,4 +212,67 @@ func TestQuarantineSurvivesTheCrashOfItsReplica(t *testing.T) {
 	}
 	b.Enqueue("ns/hog", 2)
 	awaitCondition(t, "the released key to run on the next holder", func() bool { _, ok := runs.Load("ns/hog"); return ok })
+}
+
+// TestQuarantineConfigValidate: DefaultQuarantineConfig with a client and a
+// member validates, each field that cannot work is reported, and Validate
+// changes nothing.
+func TestQuarantineConfigValidate(t *testing.T) {
+	valid := func() QuarantineConfig {
+		cfg := DefaultQuarantineConfig()
+		cfg.Client, cfg.Prefix, cfg.Member = new(clientv3.Client), "/qt", "r0" // never dialled
+		return cfg
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*QuarantineConfig)
+		want []string // in the error; none: valid
+	}{
+		{name: "defaults"},
+		{name: "memory check off", edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = -1, nil }},
+		{name: "memory budget set", edit: func(c *QuarantineConfig) { c.MemoryBudget = 1 << 30 }},
+		{name: "no client", edit: func(c *QuarantineConfig) { c.Client = nil }, want: []string{"etcd client"}},
+		{name: "no member", edit: func(c *QuarantineConfig) { c.Member = "" }, want: []string{"member id"}},
+		{name: "no time budget", edit: func(c *QuarantineConfig) { c.TimeBudget = 0 }, want: []string{"time budget 0s"}},
+		{name: "no mark after", edit: func(c *QuarantineConfig) { c.MarkAfter = 0 }, want: []string{"mark after 0s"}},
+		{name: "negative stuck after", edit: func(c *QuarantineConfig) { c.StuckAfter = -1 }, want: []string{"stuck after -1ns"}},
+		{name: "no check", edit: func(c *QuarantineConfig) { c.Check = 0 }, want: []string{"check period 0s"}},
+		{name: "memory budget 0", edit: func(c *QuarantineConfig) { c.MemoryBudget = 0 }, want: []string{"memory budget 0"}},
+		{name: "no heap reader", edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = 1<<30, nil }, want: []string{"memory budget 1073741824 with no HeapBytes"}},
+		{name: "no logger", edit: func(c *QuarantineConfig) { c.Logger = nil }, want: []string{"logger"}},
+		{name: "zero value", edit: func(c *QuarantineConfig) { *c = QuarantineConfig{} }, want: []string{
+			"etcd client", "member id", "time budget 0s", "mark after 0s", "stuck after 0s", "check period 0s", "memory budget 0", "logger",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := valid()
+			if tc.edit != nil {
+				tc.edit(&cfg)
+			}
+			// Compared as printed: DeepEqual never finds two non-nil funcs
+			// (HeapBytes) equal; %#v shows pointers and funcs by address.
+			before := fmt.Sprintf("%#v", cfg)
+			err := cfg.Validate()
+			if after := fmt.Sprintf("%#v", cfg); after != before {
+				t.Errorf("Validate changed the config:\n%s\nto\n%s", before, after)
+			}
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate passed, want an error naming %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+			if _, err := NewQuarantine(cfg); err == nil {
+				t.Error("NewQuarantine built a Quarantine from a config Validate rejects")
+			}
+		})
+	}
 }

@@ -39,18 +39,40 @@ type Config struct {
 	// cache.Cache.Expectations, which forgets the slots this replica loses). The controller
 	// feeds them what its Jobs handler sees (cache.Expectations.Observed).
 	Expectations *cache.Expectations
-	// StatusCoalesce merges a flow's status changes that move no phase over this window
-	// (DefaultStatusCoalesce when 0; negative writes each at once).
+	// StatusCoalesce merges a flow's status changes that move no phase over this window:
+	// DefaultStatusCoalesce in DefaultConfig; 0 or negative writes each at once.
 	StatusCoalesce time.Duration
 }
 
 // DefaultWorkers is the Workers of DefaultConfig: flows and templates reconciled in parallel.
 const DefaultWorkers = 2
 
-// DefaultConfig returns a Config with the worker and retry defaults filled
-// in; the caller adds the clients and the ring's Ownership.
+// DefaultConfig returns a Config with every default filled in; the caller
+// adds the clients, the informers, the Expectations and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Work: kit.DefaultWork(DefaultWorkers)}
+	return Config{Work: kit.DefaultWork(DefaultWorkers), StatusCoalesce: DefaultStatusCoalesce}
+}
+
+// Validate reports every field of c that cannot work, for either controller: the two are
+// built from one Config. It changes nothing: defaults come from DefaultConfig, not from here.
+func (c *Config) Validate() error {
+	errs := []error{c.Config.Validate(), c.Work.Validate()}
+	if c.Volcano == nil {
+		errs = append(errs, errors.New("a Volcano client is required"))
+	}
+	if c.JobFlows == nil {
+		errs = append(errs, errors.New("a JobFlows informer is required"))
+	}
+	if c.JobTemplates == nil {
+		errs = append(errs, errors.New("a JobTemplates informer is required"))
+	}
+	if c.Jobs == nil {
+		errs = append(errs, errors.New("a Jobs informer is required"))
+	}
+	if c.Expectations == nil {
+		errs = append(errs, errors.New("the Expectations are required"))
+	}
+	return errors.Join(errs...)
 }
 
 // Flows is the JobFlow controller: it makes each step's Job once the Jobs it depends on have
@@ -84,16 +106,13 @@ const (
 	byTemplate = "jobtemplate"
 )
 
-// NewFlows builds the JobFlow controller and registers its handlers and indexes on the
-// informers, which must not have started yet.
+// NewFlows validates cfg, builds the JobFlow controller and registers its handlers and
+// indexes on the informers, which must not have started yet.
 func NewFlows(cfg Config) (*Flows, error) {
-	if cfg.Volcano == nil || cfg.JobFlows == nil || cfg.JobTemplates == nil || cfg.Jobs == nil || cfg.Expectations == nil {
-		return nil, errors.New("jobflow controller: Volcano, JobFlows, JobTemplates, Jobs and Expectations are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("jobflow controller: %w", err)
 	}
 	cfg.Clock = cfg.ClockOr()
-	if cfg.StatusCoalesce == 0 {
-		cfg.StatusCoalesce = DefaultStatusCoalesce
-	}
 	c := &Flows{Fence: kit.Fence{Valid: cfg.Valid}, cfg: cfg, clock: cfg.Clock, pace: kit.Pacer{Window: max(cfg.StatusCoalesce, 0)}}
 	err := c.Init(kit.Settings[request]{
 		Name: "jobflow", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,11 +32,11 @@ type Templates struct {
 	written   cache.Written[*flowv1.JobTemplate]
 }
 
-// NewTemplates builds the JobTemplate controller and registers its handlers and indexes on
-// the informers, which must not have started yet.
+// NewTemplates validates cfg, builds the JobTemplate controller and registers its handlers
+// and indexes on the informers, which must not have started yet.
 func NewTemplates(cfg Config) (*Templates, error) {
-	if cfg.Volcano == nil || cfg.JobTemplates == nil || cfg.Jobs == nil {
-		return nil, errors.New("jobtemplate controller: Volcano, JobTemplates and Jobs are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("jobtemplate controller: %w", err)
 	}
 	c := &Templates{cfg: cfg}
 	err := c.Init(kit.Settings[request]{

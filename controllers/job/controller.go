@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -31,14 +32,15 @@ type Config struct {
 	kit.Work
 	Cache *cache.Cache
 	// SchedulerName is the scheduler of Jobs that name none (Volcano's
-	// webhook sets "volcano").
+	// webhook sets "volcano"); state.DefaultSchedulerName in DefaultConfig.
 	SchedulerName string
 	// PodParallelism bounds the pod creations and deletions of one Job in
-	// flight at once.
+	// flight at once, at least one; kit.DefaultPodParallelism in
+	// DefaultConfig.
 	PodParallelism int
 	// StatusCoalesce is the window over which a Job's count-only status
-	// changes are merged into one write (DefaultStatusCoalesce when 0;
-	// negative: none are). A new
+	// changes are merged into one write: DefaultStatusCoalesce in
+	// DefaultConfig; 0 or negative writes every change at once. A new
 	// phase is always written at once.
 	StatusCoalesce time.Duration
 	// Observe, when set, is told of every reconcile: its Job key and when it
@@ -49,10 +51,34 @@ type Config struct {
 // DefaultWorkers is the Workers of DefaultConfig: Jobs reconciled in parallel.
 const DefaultWorkers = 3
 
-// DefaultConfig returns a Config with the worker and retry defaults filled
-// in; the caller adds the clients and the ring's Ownership.
+// DefaultConfig returns a Config with every default filled in; the caller
+// adds the clients, the Cache and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Work: kit.DefaultWork(DefaultWorkers)}
+	return Config{
+		Work:           kit.DefaultWork(DefaultWorkers),
+		SchedulerName:  state.DefaultSchedulerName,
+		PodParallelism: kit.DefaultPodParallelism,
+		StatusCoalesce: DefaultStatusCoalesce,
+	}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing:
+// defaults come from DefaultConfig, not from here.
+func (c *Config) Validate() error {
+	errs := []error{c.Config.Validate(), c.Work.Validate()}
+	if c.Volcano == nil {
+		errs = append(errs, errors.New("a Volcano client is required"))
+	}
+	if c.Cache == nil {
+		errs = append(errs, errors.New("a Cache is required"))
+	}
+	if c.SchedulerName == "" {
+		errs = append(errs, errors.New("a scheduler name is required (state.DefaultSchedulerName is Volcano's)"))
+	}
+	if c.PodParallelism < 1 {
+		errs = append(errs, fmt.Errorf("pod parallelism %d: at least 1", c.PodParallelism))
+	}
+	return errors.Join(errs...)
 }
 
 // Controller reconciles Jobs.
@@ -99,22 +125,13 @@ const (
 	podRestarted                // pending or running, restarts counted: TaskFailed if its task's are too many
 )
 
-// New builds the controller and registers its handlers on the cache's
-// informers; the cache must not have started yet.
+// New validates cfg, builds the controller and registers its handlers on
+// the cache's informers; the cache must not have started yet.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Volcano == nil || cfg.Cache == nil {
-		return nil, errors.New("job controller: Volcano and Cache are required")
-	}
-	if cfg.SchedulerName == "" {
-		cfg.SchedulerName = state.DefaultSchedulerName
-	}
-	if cfg.PodParallelism <= 0 {
-		cfg.PodParallelism = kit.DefaultPodParallelism
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("job controller: %w", err)
 	}
 	cfg.Clock = cfg.ClockOr()
-	if cfg.StatusCoalesce == 0 {
-		cfg.StatusCoalesce = DefaultStatusCoalesce
-	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err

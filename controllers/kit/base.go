@@ -106,16 +106,13 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	if s.Kube == nil || s.Ownership == nil {
 		return fmt.Errorf("%s controller: Kube and Ownership are required", s.Name)
 	}
-	if s.Logger == nil {
-		s.Logger = hclog.NewNullLogger()
-	}
 	if s.Workers < 1 {
 		return fmt.Errorf("%s controller: %d workers, want at least one", s.Name, s.Workers)
 	}
 	if s.MaxRequeue < RetryForever {
 		return fmt.Errorf("%s controller: MaxRequeue %d, want %d (retry for ever) or more", s.Name, s.MaxRequeue, RetryForever)
 	}
-	b.Log, b.kube, b.MaxRequeue, b.clock, b.ownership = s.Logger.Named(s.Name), s.Kube, s.MaxRequeue, s.ClockOr(), s.Ownership
+	b.Log, b.kube, b.MaxRequeue, b.clock, b.ownership = s.LoggerOr().Named(s.Name), s.Kube, s.MaxRequeue, s.ClockOr(), s.Ownership
 	b.waits = newWaits(s.Name)
 	if err := b.waits.register(s.Registerer); err != nil {
 		return fmt.Errorf("%s controller: %w", s.Name, err)

@@ -1,6 +1,9 @@
 package kit
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -39,6 +42,29 @@ func (c Config) ClockOr() clock.PassiveClock {
 	return c.Clock
 }
 
+// Validate reports the dependencies every controller needs that c lacks: the Kubernetes
+// client and the ring's Ownership. It changes nothing. A nil Clock (the real clock), Logger
+// (no logs), Registerer (no metrics) or Valid (no check beside the Ownership's) is valid;
+// each controller's Validate adds the clients of its own (Volcano).
+func (c Config) Validate() error {
+	var errs []error
+	if c.Kube == nil {
+		errs = append(errs, errors.New("a Kubernetes client (Kube) is required"))
+	}
+	if c.Ownership == nil {
+		errs = append(errs, errors.New("the ring's Ownership is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// LoggerOr is c's Logger, or one that discards when it has none.
+func (c Config) LoggerOr() hclog.Logger {
+	if c.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return c.Logger
+}
+
 // Work configures the per-key dispatcher of a controller that reconciles keys; such a
 // controller's Config embeds it.
 type Work struct {
@@ -55,3 +81,15 @@ type Work struct {
 
 // DefaultWork is the Work of a controller with the given workers and Volcano's requeue limit.
 func DefaultWork(workers int) Work { return Work{Workers: workers, MaxRequeue: DefaultMaxRequeue} }
+
+// Validate reports every field of w that cannot work. It changes nothing.
+func (w Work) Validate() error {
+	var errs []error
+	if w.Workers < 1 {
+		errs = append(errs, fmt.Errorf("workers %d: at least 1", w.Workers))
+	}
+	if w.MaxRequeue < RetryForever {
+		errs = append(errs, fmt.Errorf("max requeue %d: %d retries for ever, 0 or more bounds the retries", w.MaxRequeue, RetryForever))
+	}
+	return errors.Join(errs...)
+}

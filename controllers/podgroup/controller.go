@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +26,8 @@ import (
 type Config struct {
 	kit.Config
 	kit.Work
-	// SchedulerNames are the schedulers whose pods get a PodGroup. Default
-	// [kit.DefaultSchedulerName].
+	// SchedulerNames are the schedulers whose pods get a PodGroup, at least one, each once:
+	// [kit.DefaultSchedulerName] in DefaultConfig.
 	SchedulerNames []string
 	// SkipOwnerAnnotations turns off what Volcano's --inherit-owner-annotations (on by default)
 	// does: read the pod's owners (ReplicaSet, DaemonSet, StatefulSet, batch Job) for their
@@ -37,10 +38,29 @@ type Config struct {
 // DefaultWorkers is the Workers of DefaultConfig: pods reconciled in parallel.
 const DefaultWorkers = 2
 
-// DefaultConfig returns a Config with the worker and retry defaults filled
-// in; the caller adds the clients and the ring's Ownership.
+// DefaultConfig returns a Config with every default filled in; the caller
+// adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Work: kit.DefaultWork(DefaultWorkers)}
+	return Config{Work: kit.DefaultWork(DefaultWorkers), SchedulerNames: []string{kit.DefaultSchedulerName}}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing:
+// defaults come from DefaultConfig, not from here.
+func (c *Config) Validate() error {
+	errs := []error{c.Config.Validate(), c.Work.Validate()}
+	if c.Volcano == nil {
+		errs = append(errs, errors.New("a Volcano client is required"))
+	}
+	if len(c.SchedulerNames) == 0 {
+		errs = append(errs, fmt.Errorf("scheduler names %q: at least one (kit.DefaultSchedulerName is Volcano's)", c.SchedulerNames))
+	}
+	for i, name := range c.SchedulerNames {
+		if name == "" || slices.Contains(c.SchedulerNames[:i], name) {
+			errs = append(errs, fmt.Errorf("scheduler names %q: each non-empty and named once (one pod informer each)", c.SchedulerNames))
+			break
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Controller gives a PodGroup to every pending pod of a served scheduler that has none, on the
@@ -72,14 +92,11 @@ func (fs factories) Shutdown() {
 // request is what the dispatcher carries for a pod key: look at the pod. Any two coalesce.
 type request struct{}
 
-// New builds the controller and its pod informers, one per served scheduler name; Run starts
-// them.
+// New validates cfg and builds the controller and its pod informers, one per served scheduler
+// name; Run starts them.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Volcano == nil {
-		return nil, errors.New("podgroup controller: Volcano is required")
-	}
-	if len(cfg.SchedulerNames) == 0 {
-		cfg.SchedulerNames = []string{kit.DefaultSchedulerName}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("podgroup controller: %w", err)
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {

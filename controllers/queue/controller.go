@@ -28,7 +28,8 @@ type Config struct {
 	kit.Work
 	// StatusInterval is the window over which a queue's count-only status changes (its
 	// PodGroup counts) are merged into one write (kit.Pacer): a change waits a window from the
-	// first change held and from the last write. State changes are written at once. Default 1s.
+	// first change held and from the last write. State changes are written at once. Positive:
+	// DefaultStatusInterval in DefaultConfig.
 	StatusInterval time.Duration
 	// Shared, when set, are informers whose owner starts them (the replica's cache), so that
 	// a replica watches each kind once. Nil makes informers of the controller's own, started
@@ -39,10 +40,29 @@ type Config struct {
 // DefaultWorkers is the Workers of DefaultConfig: queues reconciled in parallel.
 const DefaultWorkers = 2
 
-// DefaultConfig returns a Config with the worker and retry defaults filled
-// in; the caller adds the clients and the ring's Ownership.
+// DefaultStatusInterval is the StatusInterval of DefaultConfig.
+const DefaultStatusInterval = time.Second
+
+// DefaultConfig returns a Config with every default filled in; the caller
+// adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
-	return Config{Work: kit.DefaultWork(DefaultWorkers)}
+	return Config{Work: kit.DefaultWork(DefaultWorkers), StatusInterval: DefaultStatusInterval}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing:
+// defaults come from DefaultConfig, not from here.
+func (c *Config) Validate() error {
+	errs := []error{c.Config.Validate(), c.Work.Validate()}
+	if c.Volcano == nil {
+		errs = append(errs, errors.New("a Volcano client is required"))
+	}
+	if c.StatusInterval <= 0 {
+		errs = append(errs, fmt.Errorf("status interval %v: must be positive", c.StatusInterval))
+	}
+	if s := c.Shared; s != nil && (s.Queues == nil || s.Commands == nil || s.PodGroups == nil) {
+		errs = append(errs, errors.New("shared informers: Queues, Commands and PodGroups are all required (or no Shared, for informers of the controller's own)"))
+	}
+	return errors.Join(errs...)
 }
 
 // Informers are what the controller watches.
@@ -84,14 +104,11 @@ type request struct {
 	target types.UID
 }
 
-// New builds the controller and its informers (Queues, Commands, and every PodGroup, slimmed
-// to queue and phase for counting). Run starts them.
+// New validates cfg and builds the controller and its informers (Queues, Commands, and every
+// PodGroup, slimmed to queue and phase for counting). Run starts them.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Volcano == nil {
-		return nil, errors.New("queue controller: Volcano is required")
-	}
-	if cfg.StatusInterval <= 0 {
-		cfg.StatusInterval = time.Second
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("queue controller: %w", err)
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {

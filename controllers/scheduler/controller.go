@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -23,22 +25,23 @@ const podsAtMost = 10
 // key runs the scheduler, and no other (docs/design.md: a ring singleton).
 const Key = "ringfire/scheduler"
 
-// Config configures the scheduler controller.
+// Config configures the scheduler controller. Start from DefaultConfig.
 type Config struct {
 	kit.Config
-	// SchedulerNames are the pod scheduler names served. Default
-	// [kit.DefaultSchedulerName].
+	// SchedulerNames are the pod scheduler names served, at least one, none
+	// empty; the controller serves each once, in sorted order.
+	// [kit.DefaultSchedulerName] in DefaultConfig.
 	SchedulerNames []string
-	// Period is the longest time between two cycles. Default 1s.
+	// Period is the longest time between two cycles. 1s in DefaultConfig.
 	Period time.Duration
 	// Debounce is how long a cycle waits after the event that asked for it,
-	// so that a burst of events makes one cycle. Default 50ms.
+	// so that a burst of events makes one cycle. 50ms in DefaultConfig.
 	Debounce time.Duration
 	// MessageQuiet is how long the Unschedulable message of a gang still
 	// waiting for the same reason is left as written: its amounts move with
 	// every pod that starts or ends, and rewriting every waiting PodGroup
 	// each cycle would cost a write per waiting gang per cycle. A new reason
-	// or phase is written at once. Default 10s.
+	// or phase is written at once. 10s in DefaultConfig.
 	MessageQuiet time.Duration
 	// PodsQuiet: what moves with a gang's pods is written on its own once
 	// the PodGroup's status has stood still this long, and at the latest
@@ -49,7 +52,7 @@ type Config struct {
 	// writes the counts at most once per 1 s session, and never that
 	// condition), and a Job's PodGroup is deleted soon after its pods end.
 	// A write that is due anyway (another phase, a condition) carries them
-	// at once. Default 30s.
+	// at once. 30s in DefaultConfig.
 	PodsQuiet time.Duration
 	// PodEvents records a Normal Scheduled Event on every pod bound, as
 	// kube-scheduler and Volcano's scheduler do. Off by default: it is one
@@ -59,13 +62,55 @@ type Config struct {
 	// (one per gang) is recorded either way.
 	PodEvents bool
 	// Parallelism bounds the bindings and PodGroup writes of a cycle in
-	// flight at once. Default 16.
+	// flight at once, at least one. 16 in DefaultConfig.
 	Parallelism int
-	// Options tune the allocation; zero means DefaultOptions.
+	// Options tune the allocation: core.DefaultOptions in DefaultConfig.
 	Options core.Options
 	// Observe, when set, is told of every cycle this replica ran: when it
 	// started and ended and what it decided (for tests and tracing).
 	Observe func(start, end time.Time, r core.Result)
+}
+
+// DefaultConfig returns a Config with every default filled in; the caller
+// adds the clients and the ring's Ownership.
+func DefaultConfig() Config {
+	return Config{
+		Config:         kit.Config{Logger: hclog.NewNullLogger()},
+		SchedulerNames: []string{kit.DefaultSchedulerName},
+		Period:         time.Second,
+		Debounce:       50 * time.Millisecond,
+		MessageQuiet:   10 * time.Second,
+		PodsQuiet:      30 * time.Second,
+		Parallelism:    16,
+		Options:        core.DefaultOptions(),
+	}
+}
+
+// Validate reports every field of c that cannot work. It changes nothing:
+// defaults come from DefaultConfig, not from here.
+func (c *Config) Validate() error {
+	errs := []error{c.Config.Validate()}
+	if c.Volcano == nil {
+		errs = append(errs, errors.New("a Volcano client is required"))
+	}
+	if len(c.SchedulerNames) == 0 || slices.Contains(c.SchedulerNames, "") {
+		errs = append(errs, fmt.Errorf("scheduler names %q: at least one, none empty (kit.DefaultSchedulerName is Volcano's)", c.SchedulerNames))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"period", c.Period}, {"debounce", c.Debounce}, {"message quiet", c.MessageQuiet}, {"pods quiet", c.PodsQuiet}} {
+		if d.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.d))
+		}
+	}
+	if c.Parallelism < 1 {
+		errs = append(errs, fmt.Errorf("parallelism %d: at least 1", c.Parallelism))
+	}
+	if f := c.Options.OvercommitFactor; math.IsNaN(f) {
+		errs = append(errs, fmt.Errorf("overcommit factor %v: a number (below 1 counts as 1; core.DefaultOptions has Volcano's 1.2)", f))
+	}
+	return errors.Join(errs...)
 }
 
 // Controller runs the gang scheduler as a ring singleton. It implements
@@ -90,39 +135,11 @@ type Controller struct {
 
 // New validates cfg and returns a Controller.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Kube == nil || cfg.Volcano == nil || cfg.Ownership == nil {
-		return nil, errors.New("scheduler controller: Kube, Volcano and Ownership are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler controller: %w", err)
 	}
-	if len(cfg.SchedulerNames) == 0 {
-		cfg.SchedulerNames = []string{kit.DefaultSchedulerName}
-	}
-	for _, name := range cfg.SchedulerNames {
-		if name == "" {
-			return nil, errors.New("scheduler controller: an empty scheduler name")
-		}
-	}
+	// Each name served once, in order; a copy, so the caller's slice stays as it was.
 	cfg.SchedulerNames = slices.Compact(slices.Sorted(slices.Values(cfg.SchedulerNames)))
-	if cfg.Period <= 0 {
-		cfg.Period = time.Second
-	}
-	if cfg.Debounce <= 0 {
-		cfg.Debounce = 50 * time.Millisecond
-	}
-	if cfg.MessageQuiet <= 0 {
-		cfg.MessageQuiet = 10 * time.Second
-	}
-	if cfg.PodsQuiet <= 0 {
-		cfg.PodsQuiet = 30 * time.Second
-	}
-	if cfg.Parallelism <= 0 {
-		cfg.Parallelism = 16
-	}
-	if cfg.Options == (core.Options{}) {
-		cfg.Options = core.DefaultOptions()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -130,7 +147,7 @@ func New(cfg Config) (*Controller, error) {
 	return &Controller{
 		Fence:     kit.Fence{Valid: cfg.Valid},
 		cfg:       cfg,
-		log:       cfg.Logger.Named("scheduler"),
+		log:       cfg.LoggerOr().Named("scheduler"),
 		metrics:   m,
 		wake:      make(chan struct{}, 1),
 		cycleLock: make(chan struct{}, 1),

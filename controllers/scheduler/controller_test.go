@@ -18,7 +18,6 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
-	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
 )
 
@@ -114,12 +113,10 @@ func newCluster(t *testing.T, kubeObjs []runtime.Object, vcObjs []runtime.Object
 
 func (c *cluster) start(t *testing.T, own *fakeOwnership, reg prometheus.Registerer) *Controller {
 	t.Helper()
-	ctrl, err := New(Config{
-		Config:    kit.Config{Kube: c.kube, Volcano: c.vc, Ownership: own, Registerer: reg},
-		Period:    100 * time.Millisecond,
-		Debounce:  10 * time.Millisecond,
-		PodEvents: c.podEvents,
-	})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership, cfg.Registerer = c.kube, c.vc, own, reg
+	cfg.Period, cfg.Debounce, cfg.PodEvents = 100*time.Millisecond, 10*time.Millisecond, c.podEvents
+	ctrl, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,11 +268,10 @@ func TestNeverBindsAPodTwice(t *testing.T) {
 	c.createPods(t, gangPods("ns", "g", 4, "1")...)
 	var cycles atomic.Int64
 	own := newFakeOwnership(true)
-	ctrl, err := New(Config{
-		Config:  kit.Config{Kube: c.kube, Volcano: c.vc, Ownership: own},
-		Period:  20 * time.Millisecond,
-		Observe: func(time.Time, time.Time, core.Result) { cycles.Add(1) },
-	})
+	cfg := DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership, cfg.Period = c.kube, c.vc, own, 20*time.Millisecond
+	cfg.Observe = func(time.Time, time.Time, core.Result) { cycles.Add(1) }
+	ctrl, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

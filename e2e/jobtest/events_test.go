@@ -14,7 +14,6 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/job"
-	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
@@ -153,11 +152,11 @@ func waitPod(t *testing.T, s *stack.Stack, name string) types.UID {
 func runGangScheduler(t *testing.T, s *stack.Stack) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ctrl, err := scheduler.New(scheduler.Config{
-		Config:       kit.Config{Kube: s.Kube, Volcano: s.Volcano, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, Logger: hclog.New(&hclog.LoggerOptions{Name: "scheduler", Level: hclog.Warn, Output: logWriter{t}})},
-		PodsQuiet:    time.Second,
-		MessageQuiet: time.Second,
-	})
+	cfg := scheduler.DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership = s.Kube, s.Volcano, shard.HoldAll{Ctx: ctx, S: 64}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "scheduler", Level: hclog.Warn, Output: logWriter{t}})
+	cfg.PodsQuiet, cfg.MessageQuiet = time.Second, time.Second
+	ctrl, err := scheduler.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

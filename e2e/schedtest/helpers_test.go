@@ -22,7 +22,6 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
-	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
 	"github.com/ringfire/ringfire/e2e/cluster"
@@ -65,14 +64,14 @@ func runScheduler(t *testing.T, s *stack.Stack) *scheduler.Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var took []time.Duration
-	ctrl, err := scheduler.New(scheduler.Config{
-		Config: kit.Config{Kube: kube, Volcano: vc, Ownership: shard.HoldAll{Ctx: ctx, S: 64}, Logger: testLogger(t, "scheduler")},
-		Observe: func(start, end time.Time, _ core.Result) {
-			mu.Lock()
-			took = append(took, end.Sub(start))
-			mu.Unlock()
-		},
-	})
+	cfg := scheduler.DefaultConfig()
+	cfg.Kube, cfg.Volcano, cfg.Ownership, cfg.Logger = kube, vc, shard.HoldAll{Ctx: ctx, S: 64}, testLogger(t, "scheduler")
+	cfg.Observe = func(start, end time.Time, _ core.Result) {
+		mu.Lock()
+		took = append(took, end.Sub(start))
+		mu.Unlock()
+	}
+	ctrl, err := scheduler.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

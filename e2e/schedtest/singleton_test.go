@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/controllers/scheduler"
 	"github.com/ringfire/ringfire/controllers/scheduler/core"
 	"github.com/ringfire/ringfire/e2e/stack"
@@ -113,10 +112,11 @@ func startMember(t *testing.T, s *stack.Stack, id string, log *cycleLog) *member
 	}
 	kube, vc := clients(t, s)
 	reg := prometheus.NewRegistry()
-	ctrl, err := scheduler.New(scheduler.Config{
-		Config:  kit.Config{Kube: kube, Volcano: vc, Ownership: manager, Valid: manager.Valid, Logger: logger, Registerer: reg},
-		Observe: func(start, end time.Time, _ core.Result) { log.add(cycle{member: id, start: start, end: end}) },
-	})
+	ccfg := scheduler.DefaultConfig()
+	ccfg.Kube, ccfg.Volcano, ccfg.Ownership, ccfg.Valid = kube, vc, manager, manager.Valid
+	ccfg.Logger, ccfg.Registerer = logger, reg
+	ccfg.Observe = func(start, end time.Time, _ core.Result) { log.add(cycle{member: id, start: start, end: end}) }
+	ctrl, err := scheduler.New(ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}

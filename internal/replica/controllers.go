@@ -197,7 +197,9 @@ var controllerTable = []controller{
 		name: SchedulerController,
 		build: func(r *Replica, d deps) (parts, error) {
 			var err error
-			r.Scheduler, err = scheduler.New(scheduler.Config{Config: d.kit, SchedulerNames: d.schedulers, PodEvents: d.cfg.SchedulerPodEvents})
+			c := scheduler.DefaultConfig()
+			c.Config, c.SchedulerNames, c.PodEvents = d.kit, d.schedulers, d.cfg.SchedulerPodEvents
+			r.Scheduler, err = scheduler.New(c)
 			if err != nil {
 				return parts{}, err
 			}

@@ -255,9 +255,9 @@ func (r *Replica) connect(manager *shard.Manager) (clients, error) {
 func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
 	cfg := r.cfg
 	var err error
-	r.quarantine, err = shard.NewQuarantine(shard.QuarantineConfig{
-		Client: cfg.Etcd, Prefix: cfg.Prefix, Member: cfg.ID, Logger: cfg.Logger,
-	})
+	qcfg := shard.DefaultQuarantineConfig()
+	qcfg.Client, qcfg.Prefix, qcfg.Member, qcfg.Logger = cfg.Etcd, cfg.Prefix, cfg.ID, cfg.Logger
+	r.quarantine, err = shard.NewQuarantine(qcfg)
 	if err != nil {
 		return err
 	}
