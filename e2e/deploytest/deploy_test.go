@@ -138,8 +138,8 @@ func TestDeployment(t *testing.T) {
 			longest = r.gap
 		}
 		if bound := gapBound(ttl, r); r.gap.took-r.gap.slack > bound {
-			t.Errorf("%s: slot %d had no live holder for %v (sampled to within %v) from %s, more than %v",
-				r.name, r.gap.slot, r.gap.took.Round(time.Millisecond), r.gap.slack.Round(time.Millisecond), r.gap.from.Format("15:04:05.000"), bound)
+			t.Errorf("%s: slot %d had no live holder for %v (sampled to within %v) from %s, more than %v; then %s",
+				r.name, r.gap.slot, r.gap.took.Round(time.Millisecond), r.gap.slack.Round(time.Millisecond), r.gap.from.Format("15:04:05.000"), bound, r.gap.why)
 		}
 	}
 	pauses := l.pauses()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -21,8 +22,13 @@ type replicaStatus struct {
 	Slots    int
 	Members  []string
 	Held     []int
+	InDoubt  []int
 	Assigned int
 	Ready    bool
+	// Holders and Assignment are the replica's view of who holds each slot
+	// and who should: what a gap's story is told from (why).
+	Holders    []string
+	Assignment []string
 }
 
 // ringView is one round of the ring as the replicas report it: every
@@ -59,6 +65,7 @@ type ringWatch struct {
 	rounds      int
 	unownedFrom map[int]time.Time     // slot -> first round it had no live holder
 	slowest     map[int]time.Duration // slot -> the longest round since it had none
+	whyFrom     map[int]string        // slot -> the views when it began
 	gaps        []gap                 // the stretches without a live holder that ended
 	prevDup     map[int]string        // slots two replicas held in the previous round
 	overlaps    []string
@@ -74,6 +81,7 @@ type gap struct {
 	from  time.Time
 	took  time.Duration
 	slack time.Duration
+	why   string // each replica's view of the slot when the stretch began
 }
 
 // maxGaps bounds what the watch keeps: a run has a few hundred stretches.
@@ -84,7 +92,7 @@ const ringSelector = "app.kubernetes.io/name=ringfire"
 func watchRing(kube kubernetes.Interface, status *statusReader, ns string, period time.Duration) *ringWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &ringWatch{kube: kube, status: status, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
-		failing: map[string]bool{}, unownedFrom: map[int]time.Time{}, slowest: map[int]time.Duration{}, prevDup: map[int]string{}}
+		failing: map[string]bool{}, unownedFrom: map[int]time.Time{}, slowest: map[int]time.Duration{}, whyFrom: map[int]string{}, prevDup: map[int]string{}}
 	go func() {
 		defer close(w.done)
 		defer status.close()
@@ -187,15 +195,17 @@ func (w *ringWatch) record(v ringView) {
 		if len(holders[s]) > 0 {
 			if from, ok := w.unownedFrom[s]; ok {
 				if len(w.gaps) < maxGaps {
-					w.gaps = append(w.gaps, gap{slot: s, from: from, took: v.at.Sub(from), slack: max(w.slowest[s], round)})
+					w.gaps = append(w.gaps, gap{slot: s, from: from, took: v.at.Sub(from), slack: max(w.slowest[s], round), why: w.whyFrom[s]})
 				}
 				delete(w.unownedFrom, s)
 				delete(w.slowest, s)
+				delete(w.whyFrom, s)
 			}
 			continue
 		}
 		if _, ok := w.unownedFrom[s]; !ok {
 			w.unownedFrom[s] = v.at
+			w.whyFrom[s] = v.why(s)
 		}
 		w.slowest[s] = max(w.slowest[s], round)
 	}
@@ -223,7 +233,7 @@ func (w *ringWatch) longestGap(from, to time.Time) (g gap, ok bool) {
 		consider(c)
 	}
 	for s, start := range w.unownedFrom {
-		consider(gap{slot: s, from: start, took: w.last.at.Sub(start), slack: w.slowest[s]})
+		consider(gap{slot: s, from: start, took: w.last.at.Sub(start), slack: w.slowest[s], why: w.whyFrom[s]})
 	}
 	return g, ok
 }
@@ -277,6 +287,28 @@ func (v ringView) settledLag(want []string) string {
 		lag = append(lag, fmt.Sprintf("%d slots held in all, want %d", held, slots))
 	}
 	return strings.Join(lag, "; ")
+}
+
+// why tells how each replica saw slot in this round: in doubt (its lease
+// unanswered), or the holder and assignee it knows of; and which did not
+// answer.
+func (v ringView) why(slot int) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(v.statuses)) {
+		st := v.statuses[name]
+		switch {
+		case slices.Contains(st.InDoubt, slot):
+			parts = append(parts, name+": its lease in doubt")
+		case slot < len(st.Holders) && slot < len(st.Assignment):
+			parts = append(parts, fmt.Sprintf("%s: held by %q, assigned to %q", name, st.Holders[slot], st.Assignment[slot]))
+		default:
+			parts = append(parts, name+": holders not known yet")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(v.errs)) {
+		parts = append(parts, name+": no answer")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func sorted(s []string) []string {
