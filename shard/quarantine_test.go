@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/validatetest"
 )
 
 // quarantineFor starts a Quarantine of member on etcd at endpoint, stopped
@@ -223,56 +223,21 @@ func TestQuarantineConfigValidate(t *testing.T) {
 		cfg.Client, cfg.Prefix, cfg.Member = new(clientv3.Client), "/qt", "r0" // never dialled
 		return cfg
 	}
-	for _, tc := range []struct {
-		name string
-		edit func(*QuarantineConfig)
-		want []string // in the error; none: valid
-	}{
-		{name: "defaults"},
-		{name: "memory check off", edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = -1, nil }},
-		{name: "memory budget set", edit: func(c *QuarantineConfig) { c.MemoryBudget = 1 << 30 }},
-		{name: "no client", edit: func(c *QuarantineConfig) { c.Client = nil }, want: []string{"etcd client"}},
-		{name: "no member", edit: func(c *QuarantineConfig) { c.Member = "" }, want: []string{"member id"}},
-		{name: "no time budget", edit: func(c *QuarantineConfig) { c.TimeBudget = 0 }, want: []string{"time budget 0s"}},
-		{name: "no mark after", edit: func(c *QuarantineConfig) { c.MarkAfter = 0 }, want: []string{"mark after 0s"}},
-		{name: "negative stuck after", edit: func(c *QuarantineConfig) { c.StuckAfter = -1 }, want: []string{"stuck after -1ns"}},
-		{name: "no check", edit: func(c *QuarantineConfig) { c.Check = 0 }, want: []string{"check period 0s"}},
-		{name: "memory budget 0", edit: func(c *QuarantineConfig) { c.MemoryBudget = 0 }, want: []string{"memory budget 0"}},
-		{name: "no heap reader", edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = 1<<30, nil }, want: []string{"memory budget 1073741824 with no HeapBytes"}},
-		{name: "no logger", edit: func(c *QuarantineConfig) { c.Logger = nil }, want: []string{"logger"}},
-		{name: "zero value", edit: func(c *QuarantineConfig) { *c = QuarantineConfig{} }, want: []string{
+	validatetest.Run(t, valid, (*QuarantineConfig).Validate, func(c QuarantineConfig) error { _, err := NewQuarantine(c); return err }, []validatetest.Case[QuarantineConfig]{
+		{Name: "defaults"},
+		{Name: "memory check off", Edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = -1, nil }},
+		{Name: "memory budget set", Edit: func(c *QuarantineConfig) { c.MemoryBudget = 1 << 30 }},
+		{Name: "no client", Edit: func(c *QuarantineConfig) { c.Client = nil }, Want: []string{"etcd client"}},
+		{Name: "no member", Edit: func(c *QuarantineConfig) { c.Member = "" }, Want: []string{"member id"}},
+		{Name: "no time budget", Edit: func(c *QuarantineConfig) { c.TimeBudget = 0 }, Want: []string{"time budget 0s"}},
+		{Name: "no mark after", Edit: func(c *QuarantineConfig) { c.MarkAfter = 0 }, Want: []string{"mark after 0s"}},
+		{Name: "negative stuck after", Edit: func(c *QuarantineConfig) { c.StuckAfter = -1 }, Want: []string{"stuck after -1ns"}},
+		{Name: "no check", Edit: func(c *QuarantineConfig) { c.Check = 0 }, Want: []string{"check period 0s"}},
+		{Name: "memory budget 0", Edit: func(c *QuarantineConfig) { c.MemoryBudget = 0 }, Want: []string{"memory budget 0"}},
+		{Name: "no heap reader", Edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = 1<<30, nil }, Want: []string{"memory budget 1073741824 with no HeapBytes"}},
+		{Name: "no logger", Edit: func(c *QuarantineConfig) { c.Logger = nil }, Want: []string{"logger"}},
+		{Name: "zero value", Edit: func(c *QuarantineConfig) { *c = QuarantineConfig{} }, Want: []string{
 			"etcd client", "member id", "time budget 0s", "mark after 0s", "stuck after 0s", "check period 0s", "memory budget 0", "logger",
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := valid()
-			if tc.edit != nil {
-				tc.edit(&cfg)
-			}
-			// Compared as printed: DeepEqual never finds two non-nil funcs
-			// (HeapBytes) equal; %#v shows pointers and funcs by address.
-			before := fmt.Sprintf("%#v", cfg)
-			err := cfg.Validate()
-			if after := fmt.Sprintf("%#v", cfg); after != before {
-				t.Errorf("Validate changed the config:\n%s\nto\n%s", before, after)
-			}
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate passed, want an error naming %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not name %q", err, w)
-				}
-			}
-			if _, err := NewQuarantine(cfg); err == nil {
-				t.Error("NewQuarantine built a Quarantine from a config Validate rejects")
-			}
-		})
-	}
+	})
 }

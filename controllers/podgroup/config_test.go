@@ -1,13 +1,12 @@
 package podgroup
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
+	"github.com/ringfire/ringfire/internal/validatetest"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -19,54 +18,19 @@ func TestConfigValidate(t *testing.T) {
 		cfg.Kube, cfg.Volcano, cfg.Ownership = kubefake.NewClientset(), vcfake.NewSimpleClientset(), shard.HoldAll{}
 		return cfg
 	}
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want []string // in the error; none: valid
-	}{
-		{name: "defaults"},
-		{name: "two schedulers", edit: func(c *Config) { c.SchedulerNames = []string{"b", "a"} }},
-		{name: "no kube", edit: func(c *Config) { c.Kube = nil }, want: []string{"Kube"}},
-		{name: "no ownership", edit: func(c *Config) { c.Ownership = nil }, want: []string{"Ownership"}},
-		{name: "no volcano", edit: func(c *Config) { c.Volcano = nil }, want: []string{"Volcano"}},
-		{name: "no workers", edit: func(c *Config) { c.Workers = 0 }, want: []string{"workers 0"}},
-		{name: "max requeue", edit: func(c *Config) { c.MaxRequeue = -2 }, want: []string{"max requeue -2"}},
-		{name: "no scheduler names", edit: func(c *Config) { c.SchedulerNames = nil }, want: []string{"scheduler names []: at least one"}},
-		{name: "empty scheduler name", edit: func(c *Config) { c.SchedulerNames = []string{"a", ""} }, want: []string{`scheduler names ["a" ""]`}},
-		{name: "twice the same", edit: func(c *Config) { c.SchedulerNames = []string{"a", "b", "a"} }, want: []string{`scheduler names ["a" "b" "a"]`}},
-		{name: "zero value", edit: func(c *Config) { *c = Config{} }, want: []string{
+	validatetest.Run(t, valid, (*Config).Validate, func(c Config) error { _, err := New(c); return err }, []validatetest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "two schedulers", Edit: func(c *Config) { c.SchedulerNames = []string{"b", "a"} }},
+		{Name: "no kube", Edit: func(c *Config) { c.Kube = nil }, Want: []string{"Kube"}},
+		{Name: "no ownership", Edit: func(c *Config) { c.Ownership = nil }, Want: []string{"Ownership"}},
+		{Name: "no volcano", Edit: func(c *Config) { c.Volcano = nil }, Want: []string{"Volcano"}},
+		{Name: "no workers", Edit: func(c *Config) { c.Workers = 0 }, Want: []string{"workers 0"}},
+		{Name: "max requeue", Edit: func(c *Config) { c.MaxRequeue = -2 }, Want: []string{"max requeue -2"}},
+		{Name: "no scheduler names", Edit: func(c *Config) { c.SchedulerNames = nil }, Want: []string{"scheduler names []: at least one"}},
+		{Name: "empty scheduler name", Edit: func(c *Config) { c.SchedulerNames = []string{"a", ""} }, Want: []string{`scheduler names ["a" ""]`}},
+		{Name: "twice the same", Edit: func(c *Config) { c.SchedulerNames = []string{"a", "b", "a"} }, Want: []string{`scheduler names ["a" "b" "a"]`}},
+		{Name: "zero value", Edit: func(c *Config) { *c = Config{} }, Want: []string{
 			"Kube", "Ownership", "Volcano", "workers 0", "scheduler names",
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := valid()
-			if tc.edit != nil {
-				tc.edit(&cfg)
-			}
-			// Compared as printed: the fake clients hold funcs, which DeepEqual never
-			// finds equal; %#v shows pointers and funcs by address, slices by content.
-			before := fmt.Sprintf("%#v", cfg)
-			err := cfg.Validate()
-			if after := fmt.Sprintf("%#v", cfg); after != before {
-				t.Errorf("Validate changed the config:\n%s\nto\n%s", before, after)
-			}
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate passed, want an error naming %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not name %q", err, w)
-				}
-			}
-			if _, err := New(cfg); err == nil {
-				t.Error("New built a controller from a config Validate rejects")
-			}
-		})
-	}
+	})
 }

@@ -1,14 +1,13 @@
 package scheduler
 
 import (
-	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
+	"github.com/ringfire/ringfire/internal/validatetest"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -20,64 +19,23 @@ func TestConfigValidate(t *testing.T) {
 		cfg.Kube, cfg.Volcano, cfg.Ownership = kubefake.NewClientset(), vcfake.NewSimpleClientset(), shard.HoldAll{}
 		return cfg
 	}
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want []string // in the error; none: valid
-	}{
-		{name: "defaults"},
-		{name: "names unsorted, twice", edit: func(c *Config) { c.SchedulerNames = []string{"b", "a", "b"} }},
-		{name: "no logger", edit: func(c *Config) { c.Logger = nil }},
-		{name: "no kube", edit: func(c *Config) { c.Kube = nil }, want: []string{"Kube"}},
-		{name: "no ownership", edit: func(c *Config) { c.Ownership = nil }, want: []string{"Ownership"}},
-		{name: "no volcano", edit: func(c *Config) { c.Volcano = nil }, want: []string{"Volcano"}},
-		{name: "no scheduler names", edit: func(c *Config) { c.SchedulerNames = nil }, want: []string{"scheduler names []"}},
-		{name: "empty scheduler name", edit: func(c *Config) { c.SchedulerNames = []string{"a", ""} }, want: []string{`scheduler names ["a" ""]`}},
-		{name: "no period", edit: func(c *Config) { c.Period = 0 }, want: []string{"period 0s"}},
-		{name: "negative debounce", edit: func(c *Config) { c.Debounce = -1 }, want: []string{"debounce -1ns"}},
-		{name: "no message quiet", edit: func(c *Config) { c.MessageQuiet = 0 }, want: []string{"message quiet 0s"}},
-		{name: "no pods quiet", edit: func(c *Config) { c.PodsQuiet = 0 }, want: []string{"pods quiet 0s"}},
-		{name: "no parallelism", edit: func(c *Config) { c.Parallelism = 0 }, want: []string{"parallelism 0"}},
-		{name: "overcommit NaN", edit: func(c *Config) { c.Options.OvercommitFactor = math.NaN() }, want: []string{"overcommit factor NaN"}},
-		{name: "zero value", edit: func(c *Config) { *c = Config{} }, want: []string{
+	validatetest.Run(t, valid, (*Config).Validate, func(c Config) error { _, err := New(c); return err }, []validatetest.Case[Config]{
+		{Name: "defaults"},
+		{Name: "names unsorted, twice", Edit: func(c *Config) { c.SchedulerNames = []string{"b", "a", "b"} }},
+		{Name: "no logger", Edit: func(c *Config) { c.Logger = nil }},
+		{Name: "no kube", Edit: func(c *Config) { c.Kube = nil }, Want: []string{"Kube"}},
+		{Name: "no ownership", Edit: func(c *Config) { c.Ownership = nil }, Want: []string{"Ownership"}},
+		{Name: "no volcano", Edit: func(c *Config) { c.Volcano = nil }, Want: []string{"Volcano"}},
+		{Name: "no scheduler names", Edit: func(c *Config) { c.SchedulerNames = nil }, Want: []string{"scheduler names []"}},
+		{Name: "empty scheduler name", Edit: func(c *Config) { c.SchedulerNames = []string{"a", ""} }, Want: []string{`scheduler names ["a" ""]`}},
+		{Name: "no period", Edit: func(c *Config) { c.Period = 0 }, Want: []string{"period 0s"}},
+		{Name: "negative debounce", Edit: func(c *Config) { c.Debounce = -1 }, Want: []string{"debounce -1ns"}},
+		{Name: "no message quiet", Edit: func(c *Config) { c.MessageQuiet = 0 }, Want: []string{"message quiet 0s"}},
+		{Name: "no pods quiet", Edit: func(c *Config) { c.PodsQuiet = 0 }, Want: []string{"pods quiet 0s"}},
+		{Name: "no parallelism", Edit: func(c *Config) { c.Parallelism = 0 }, Want: []string{"parallelism 0"}},
+		{Name: "overcommit NaN", Edit: func(c *Config) { c.Options.OvercommitFactor = math.NaN() }, Want: []string{"overcommit factor NaN"}},
+		{Name: "zero value", Edit: func(c *Config) { *c = Config{} }, Want: []string{
 			"Kube", "Ownership", "Volcano", "scheduler names", "period 0s", "debounce 0s", "message quiet 0s", "pods quiet 0s", "parallelism 0",
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := valid()
-			if tc.edit != nil {
-				tc.edit(&cfg)
-			}
-			// Compared as printed: the fake clients hold funcs, which DeepEqual never
-			// finds equal; %#v shows pointers and funcs by address, slices by content.
-			before := fmt.Sprintf("%#v", cfg)
-			err := cfg.Validate()
-			if after := fmt.Sprintf("%#v", cfg); after != before {
-				t.Errorf("Validate changed the config:\n%s\nto\n%s", before, after)
-			}
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				if _, err := New(cfg); err != nil {
-					t.Fatalf("New: %v", err)
-				}
-				if after := fmt.Sprintf("%#v", cfg); after != before {
-					t.Errorf("New changed its caller's config:\n%s\nto\n%s", before, after)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate passed, want an error naming %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not name %q", err, w)
-				}
-			}
-			if _, err := New(cfg); err == nil {
-				t.Error("New built a controller from a config Validate rejects")
-			}
-		})
-	}
+	})
 }
