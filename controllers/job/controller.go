@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -109,10 +110,11 @@ type request struct {
 	ttl bool
 	// seen is set on a request a pod's update or delete made: the change
 	// cancels the pod's postponed action it ends, and may end its task
-	// (taskEvent). pending and restarts are the pod as the change showed it.
+	// (seePod). pending, restarts and podUID are the pod as the change showed it.
 	seen     podSeen
 	pending  bool
 	restarts int32
+	podUID   types.UID
 }
 
 // podSeen is what a pod's update or delete tells its Job's reconcile.
@@ -398,7 +400,7 @@ func pending(pod *corev1.Pod) bool {
 // otherwise (PodPending is the add's). A change that may end the pod's task,
 // a success, or a pending or running pod's restarts, is recorded in the
 // request as the handler saw it (seen, restarts), and the reconcile raises
-// TaskCompleted or TaskFailed from it (taskEvent): the handler only enqueues.
+// TaskCompleted or TaskFailed from it (seePod): the handler only enqueues.
 // The order is Volcano's, as its controller shows it: a pod that starts
 // running raises PodRunning even when the task has failed; its next change
 // raises TaskFailed.
@@ -439,7 +441,7 @@ func (c *Controller) onPodUpdate(old, new any) {
 	if !ok {
 		return
 	}
-	req.ExitCode, req.seen, req.pending, req.restarts = exitCode, seen, pending(newPod), restarts
+	req.ExitCode, req.seen, req.pending, req.restarts, req.podUID = exitCode, seen, pending(newPod), restarts, newPod.UID
 	c.Disp.Enqueue(key, req)
 }
 

@@ -254,6 +254,36 @@ func TestTaskEventsAreRaisedByTheReconcile(t *testing.T) {
 		got := f.requestsOf(t, func() { f.c.onPodUpdate(w0running, w0done) })
 		assertRequests(t, f.seen(t, got), []enqueued{podReq(bus.TaskCompletedEvent, "w", "a-w-0")})
 	})
+	t.Run("a retried request raises it again; the other pod's does not", func(t *testing.T) {
+		f := newFixture(t, nil, eventJob())
+		f.cacheOwned(t, cache.Pods, w0done)
+		f.cacheOwned(t, cache.Pods, w1done)
+		got := f.requestsOf(t, func() {
+			f.c.onPodUpdate(w0running, w0done)
+			f.c.onPodUpdate(w1running, w1done)
+		})
+		// The first request's reconcile failed after seePod: the dispatcher
+		// hands the same request back.
+		retried := append(got[:1:1], got...)
+		assertRequests(t, f.seen(t, retried), []enqueued{
+			podReq(bus.TaskCompletedEvent, "w", "a-w-0"), podReq(bus.TaskCompletedEvent, "w", "a-w-0"),
+			podReq(bus.OutOfSyncEvent, "w", "a-w-1"),
+		})
+	})
+	t.Run("the request's pod gone from the cache: still once", func(t *testing.T) {
+		f := newFixture(t, nil, eventJob())
+		f.cacheOwned(t, cache.Pods, w1done) // a-w-0 was deleted after it succeeded
+		got := f.requestsOf(t, func() {
+			f.c.onPodUpdate(w1running, w1done)
+			f.c.onPodUpdate(w0running, w0done)
+		})
+		assertRequests(t, f.seen(t, got), []enqueued{
+			podReq(bus.OutOfSyncEvent, "w", "a-w-1"), podReq(bus.TaskCompletedEvent, "w", "a-w-0"),
+		})
+		f.cacheOwned(t, cache.Pods, w0done)
+		again := f.requestsOf(t, func() { f.c.onPodUpdate(w1running, w1done) })
+		assertRequests(t, f.seen(t, again), []enqueued{podReq(bus.OutOfSyncEvent, "w", "a-w-1")})
+	})
 	t.Run("restarts count as the change showed them, though the pod has failed since", func(t *testing.T) {
 		f := newFixture(t, nil, eventJob())
 		f.cacheOwned(t, cache.Pods, changed(w0running, exited(1)))
@@ -440,5 +470,41 @@ func assertRequests(t *testing.T, got, want []enqueued) {
 			t.Fatalf("request %d: %s %+v (command %+v), want %s %+v (command %+v)",
 				i, g.key, g.req, g.req.command, w.key, w.req, w.req.command)
 		}
+	}
+}
+
+// A postponed action whose pod has moved on in the cache is cancelled when it
+// is due, even if the pod's own request waits behind it in the mailbox.
+func TestPostponedActionChecksItsPodWhenDue(t *testing.T) {
+	job := eventJob()
+	w0 := podOf(job, "w", 0, corev1.PodPending)
+	for _, tc := range []struct {
+		name    string
+		started bus.Event
+		cached  *corev1.Pod // a-w-0 as the cache shows it when the action is due; nil: gone
+		runs    bool
+	}{
+		{"pending, still pending", bus.PodPendingEvent, w0, true},
+		{"pending, running now", bus.PodPendingEvent, changed(w0, inPhase(corev1.PodRunning)), false},
+		{"pending, gone", bus.PodPendingEvent, nil, false},
+		{"failed, still failed", bus.PodFailedEvent, changed(w0, exited(1)), true},
+		{"failed, running again", bus.PodFailedEvent, changed(w0, inPhase(corev1.PodRunning)), false},
+		{"evicted, gone", bus.PodEvictedEvent, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, eventJob())
+			if tc.cached != nil {
+				f.cacheOwned(t, cache.Pods, tc.cached)
+			}
+			info, err := f.c.cfg.Cache.JobInfo("ns/a")
+			if err != nil || info == nil {
+				t.Fatalf("job not cached: %v", err)
+			}
+			req := podReq(tc.started, "w", "a-w-0").req
+			req.Action, req.delay = bus.RestartJobAction, f.c.memory.delays.add("ns/a", "a-w-0", tc.started)
+			if _, runs := f.c.choose("ns/a", info.Job, info.Pods, req); runs != tc.runs {
+				t.Fatalf("the postponed action runs: %v, want %v", runs, tc.runs)
+			}
+		})
 	}
 }

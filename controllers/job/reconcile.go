@@ -61,7 +61,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	}
 	job = c.defaulted(job)
 	req = c.seePod(key, job, info.Pods, req)
-	action, run := c.choose(key, job, req)
+	action, run := c.choose(key, job, info.Pods, req)
 	if !run {
 		return nil
 	}
@@ -71,12 +71,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 
 // choose turns the request into the action to run now, through the Job's
 // policies: an action a policy postpones is enqueued for later (run false),
-// and one it postponed runs only if nothing cancelled it meanwhile.
-func (c *Controller) choose(key string, job *batch.Job, req request) (bus.Action, bool) {
+// and one it postponed runs only if nothing cancelled it meanwhile and its
+// pod, as the cache shows it among pods, has not moved on (movedOn).
+func (c *Controller) choose(key string, job *batch.Job, pods map[string]map[string]*corev1.Pod, req request) (bus.Action, bool) {
 	choice := state.ApplyPolicies(job, req.Request)
 	switch {
 	case req.delay != 0:
-		if !c.memory.delays.take(key, req.delay) {
+		if !c.memory.delays.take(key, req.delay) || movedOn(pods, req) {
 			return "", false // the pod recovered, or another action ran first
 		}
 	case choice.Timeout > 0:
