@@ -56,7 +56,8 @@ type Config struct {
 	// Workers of each controller that takes a count: the Job, JobFlow,
 	// JobTemplate, CronJob and batch/v1 Job controllers.
 	Workers int
-	// StatusCoalesce spaces a Job's count-only status writes (job.Config).
+	// StatusCoalesce spaces a Job's count-only status writes (job.Config); 0
+	// or negative writes each at once.
 	StatusCoalesce time.Duration
 	// SchedulerName of Jobs that name none, and the one the gang scheduler
 	// and the PodGroup controller serve.
