@@ -31,10 +31,11 @@ type faultResult struct {
 	// replica (a whole node lost): the new leader renews every lease
 	// (etcdLeaderChange), so the lost replica's lease runs out later.
 	etcdLeaderMayGo bool
-	// gap is the longest stretch without a live holder of a slot that began
-	// from the end of the fault before to the end of this one (gapOK).
-	gap   gap
-	gapOK bool
+	// from and to are the stretch of the run the fault answers for: from the
+	// end of the fault before (or of the first settle) to its own end. Its
+	// stretches without a live holder are judged once the run is over, when
+	// every stretch that began in it has ended.
+	from, to time.Time
 }
 
 // etcdLeaderChange is what a lost etcd leader adds to a lease's life with
@@ -43,9 +44,9 @@ type faultResult struct {
 // more, so that no lease expires for want of a leader to renew it.
 const etcdLeaderChange = 3 * time.Second
 
-// gapBound is the longest a slot may have no live holder in a fault: the
-// lease TTL + 1 s, past the sampling's slack, and etcd's leader change where
-// the fault may take the leader.
+// gapBound is the longest a slot may have no live holder in a fault, at
+// least (gap.lower): the lease TTL + 1 s, and etcd's leader change where the
+// fault may take the leader.
 func gapBound(ttl time.Duration, r faultResult) time.Duration {
 	b := ttl + time.Second
 	if r.etcdLeaderMayGo {
@@ -82,18 +83,16 @@ func TestDeployment(t *testing.T) {
 		t.Run("samples complete", func(t *testing.T) { tg.samplesComplete(t) })
 	}
 
+	prevEnd := time.Now() // the ring settled: from here on every stretch is judged
 	l := startLoad(t, tg, 300*time.Millisecond, 100000)
 	time.Sleep(5 * time.Second) // Jobs under way
 	limit := ttl + time.Second + settleMargin
 	var results []faultResult
-	prevEnd := time.Now()
 	run := func(name string, f func(t *testing.T) faultResult) {
 		t.Run(name, func(t *testing.T) {
 			r := f(t)
-			r.name = name
-			end := time.Now()
-			r.gap, r.gapOK = ring.longestGap(prevEnd, end)
-			prevEnd = end
+			r.name, r.from, r.to = name, prevEnd, time.Now()
+			prevEnd = r.to
 			results = append(results, r)
 			t.Logf("%s: ring settled after %v %s", name, r.settled.Round(time.Millisecond), r.note)
 		})
@@ -129,32 +128,41 @@ func TestDeployment(t *testing.T) {
 	if dup := ring.heldTwice(); len(dup) > 0 {
 		t.Errorf("slots held by two replicas in two reads in a row: %v", dup)
 	}
+	// The stretches without a live holder, judged now that every one that
+	// began in a fault has ended: each fault's, and those after the last.
+	results = append(results, faultResult{name: "(after the faults)", from: prevEnd, to: time.Now()})
 	var longest gap
+	holderless := map[string]string{}
 	for _, r := range results {
-		if !r.gapOK {
+		g, ok, dropped := ring.longestGap(r.from, r.to)
+		if dropped > 0 {
+			t.Errorf("the ring watch kept %d stretches without a live holder and dropped %d: the audit is incomplete", maxGaps, dropped)
+		}
+		if !ok {
+			holderless[r.name] = "-"
 			continue
 		}
-		if r.gap.took > longest.took {
-			longest = r.gap
+		if g.lower > longest.lower {
+			longest = g
 		}
-		if bound := gapBound(ttl, r); r.gap.took-r.gap.slack > bound {
-			t.Errorf("%s: slot %d had no live holder for %v (sampled to within %v) from %s, more than %v; then %s",
-				r.name, r.gap.slot, r.gap.took.Round(time.Millisecond), r.gap.slack.Round(time.Millisecond), r.gap.from.Format("15:04:05.000"), bound, r.gap.why)
+		bound := gapBound(ttl, r)
+		holderless[r.name] = fmt.Sprintf("%v–%v (%v)", g.lower.Round(100*time.Millisecond), g.took.Round(100*time.Millisecond), bound)
+		if g.lower > bound {
+			t.Errorf("%s: slot %d had no live holder for at least %v (at most %v) from %s, more than %v; then %s",
+				r.name, g.slot, g.lower.Round(time.Millisecond), g.took.Round(time.Millisecond), g.from.Format("15:04:05.000"), bound, g.why)
 		}
 	}
+	results = results[:len(results)-1]
 	pauses := l.pauses()
-	t.Logf("load: %d Jobs (%d create attempts retried), all Completed; %d pods, none created twice; %d ring reads; longest a slot had no live holder: %v (slot %d; TTL %v)",
-		created, retries, pods, ring.rounds, longest.took.Round(time.Millisecond), longest.slot, ttl)
+	t.Logf("load: %d Jobs (%d create attempts retried), all Completed; %d pods, none created twice; %d ring reads; longest a slot had no live holder: %v to %v (slot %d; TTL %v)",
+		created, retries, pods, ring.rounds, longest.lower.Round(time.Millisecond), longest.took.Round(time.Millisecond), longest.slot, ttl)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-28s %12s  %-26s %s\n", "fault", "ring settled", "no live holder (bound)", "longest pause of a Job that began in it")
 	for _, r := range results {
 		p := longestIn(pauses, r.start, r.start.Add(r.settled))
-		holderless := "-"
-		if r.gapOK {
-			holderless = fmt.Sprintf("%v ±%v (%v)", r.gap.took.Round(100*time.Millisecond), r.gap.slack.Round(100*time.Millisecond), gapBound(ttl, r))
-		}
-		fmt.Fprintf(&b, "%-28s %12v  %-26s %s\n", r.name, r.settled.Round(100*time.Millisecond), holderless, p)
+		fmt.Fprintf(&b, "%-28s %12v  %-26s %s\n", r.name, r.settled.Round(100*time.Millisecond), holderless[r.name], p)
 	}
+	fmt.Fprintf(&b, "%-28s %12s  %-26s\n", "(after the faults)", "", holderless["(after the faults)"])
 	if len(pauses) > 0 {
 		p := pauses[0]
 		fmt.Fprintf(&b, "longest pause of any Job: %v (%s, %s, at %s); median %v\n", p.took.Round(time.Millisecond), p.job, p.what,

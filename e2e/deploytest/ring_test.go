@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -34,7 +35,8 @@ type replicaStatus struct {
 // ringView is one round of the ring as the replicas report it: every
 // ringfire pod that answered, and the pods there are.
 type ringView struct {
-	at       time.Time
+	at       time.Time // when the round's reads began
+	end      time.Time // when its answers were taken
 	pods     []corev1.Pod
 	statuses map[string]replicaStatus // by pod name
 	errs     map[string]string        // why a running pod did not answer, by pod name
@@ -42,11 +44,16 @@ type ringView struct {
 
 // ringWatch reads every ringfire pod's /status.json (through a port-forward
 // of the Kubernetes API, with a reader's token: statusReader) every period,
-// and keeps what the audit needs: the
-// longest time a slot had no live holder, the slots two replicas held in two
-// rounds in a row, and the latest view for the settle checks. It reaches the
-// replicas through the Kubernetes API only, so it runs the same on any
-// cluster.
+// and keeps what the audit needs: the stretches a slot had no live holder,
+// the slots two replicas held in two rounds in a row, and the latest view
+// for the settle checks. It reaches the replicas through the Kubernetes API
+// only, so it runs the same on any cluster.
+//
+// A round takes the answers that came within answerWait; a read still in
+// flight (up to readTimeout: a replica that died, or a slow one) counts as no
+// answer in that round and is not started again until it ends, its answer
+// taken by a later round. So a replica that died slows no round, and a slow
+// one is not read anew every round.
 type ringWatch struct {
 	kube   kubernetes.Interface
 	status *statusReader
@@ -55,36 +62,56 @@ type ringWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// failing are the pods whose last read failed: the next waits for them
-	// only briefly, so that a replica that died (a node lost) does not slow
-	// every round to the full timeout and blur the others' answers.
-	failing map[string]bool
+	inflight map[types.UID]*statusRead // the watcher goroutine's only
 
-	mu          sync.Mutex
-	last        ringView
-	rounds      int
-	unownedFrom map[int]time.Time     // slot -> first round it had no live holder
-	slowest     map[int]time.Duration // slot -> the longest round since it had none
-	whyFrom     map[int]string        // slot -> the views when it began
-	gaps        []gap                 // the stretches without a live holder that ended
-	prevDup     map[int]string        // slots two replicas held in the previous round
-	overlaps    []string
+	mu       sync.Mutex
+	last     ringView
+	rounds   int
+	open     map[int]*openGap // slot -> its stretch without a live holder so far
+	gaps     []gap            // the stretches that ended, longer than a round
+	dropped  int              // stretches past maxGaps, not kept
+	prevDup  map[int]string   // slots two replicas held in the previous round
+	overlaps []string
 }
 
-// gap is one stretch a slot had no live holder: from the first round that
-// found none to the first that found one again. A round reads every replica
-// at once and waits for the slowest (up to 2 s, or 0.5 s for one whose last
-// read failed: a replica that died), so the stretch is measured only to
-// within the longest round in it (slack).
+const (
+	answerWait  = 500 * time.Millisecond
+	readTimeout = 2 * time.Second
+)
+
+// statusRead is one read of a pod's status, in flight until done is closed.
+type statusRead struct {
+	pod  string
+	done chan struct{}
+	st   replicaStatus
+	err  error
+}
+
+// openGap is a stretch without a live holder still going on: the round that
+// began it (its reads' start and end) and the last round that found none.
+type openGap struct {
+	from, fromEnd, lastAt time.Time
+	why                   string
+}
+
+// gap is one stretch a slot had no live holder: took is from the first round
+// that found none to the first that found one again, the most it can have
+// been; lower, from the end of the first round's reads to the start of the
+// last round that found none, the least. The audit judges lower.
 type gap struct {
 	slot  int
 	from  time.Time
 	took  time.Duration
-	slack time.Duration
+	lower time.Duration
 	why   string // each replica's view of the slot when the stretch began
 }
 
-// maxGaps bounds what the watch keeps: a run has a few hundred stretches.
+func (g *openGap) upTo(slot int, at time.Time) gap {
+	return gap{slot: slot, from: g.from, took: at.Sub(g.from), lower: max(g.lastAt.Sub(g.fromEnd), 0), why: g.why}
+}
+
+// maxGaps bounds what the watch keeps; a run has a few hundred stretches
+// longer than a round. Any past it are counted (dropped) and fail the audit.
 const maxGaps = 100000
 
 const ringSelector = "app.kubernetes.io/name=ringfire"
@@ -92,7 +119,7 @@ const ringSelector = "app.kubernetes.io/name=ringfire"
 func watchRing(kube kubernetes.Interface, status *statusReader, ns string, period time.Duration) *ringWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &ringWatch{kube: kube, status: status, ns: ns, period: period, cancel: cancel, done: make(chan struct{}),
-		failing: map[string]bool{}, unownedFrom: map[int]time.Time{}, slowest: map[int]time.Duration{}, whyFrom: map[int]string{}, prevDup: map[int]string{}}
+		inflight: map[types.UID]*statusRead{}, open: map[int]*openGap{}, prevDup: map[int]string{}}
 	go func() {
 		defer close(w.done)
 		defer status.close()
@@ -115,7 +142,9 @@ func watchRing(kube kubernetes.Interface, status *statusReader, ns string, perio
 
 func (w *ringWatch) stop() { w.cancel(); <-w.done }
 
-// read takes one round: the pods, then each running pod's status at once.
+// read takes one round: the pods, then the status of each running pod, a
+// read started for each that has none in flight, the answers that came
+// within answerWait.
 func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	pods, err := w.kube.CoreV1().Pods(w.ns).List(lctx, metav1.ListOptions{LabelSelector: ringSelector})
@@ -125,38 +154,54 @@ func (w *ringWatch) read(ctx context.Context) (ringView, error) {
 	}
 	w.status.keep(pods.Items)
 	v := ringView{at: time.Now(), pods: pods.Items, statuses: map[string]replicaStatus{}, errs: map[string]string{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	running := map[types.UID]bool{}
 	for _, p := range pods.Items {
 		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
 			continue
 		}
-		timeout := 2 * time.Second
-		if w.failing[p.Name] {
-			timeout = 500 * time.Millisecond
+		running[p.UID] = true
+		if _, ok := w.inflight[p.UID]; ok {
+			continue
 		}
-		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, timeout)
+		r := &statusRead{pod: p.Name, done: make(chan struct{})}
+		w.inflight[p.UID] = r
+		go func() {
+			defer close(r.done)
+			sctx, cancel := context.WithTimeout(ctx, readTimeout)
 			defer cancel()
 			raw, err := w.status.get(sctx, &p)
-			var st replicaStatus
 			if err == nil {
-				err = json.Unmarshal(raw, &st)
+				err = json.Unmarshal(raw, &r.st)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				v.errs[p.Name] = err.Error()
-				return
+			r.err = err
+		}()
+	}
+	wctx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
+	for uid, r := range w.inflight {
+		if !running[uid] {
+			delete(w.inflight, uid) // gone or no longer running: its read ends by itself
+			continue
+		}
+		select {
+		case <-r.done:
+		case <-wctx.Done():
+		}
+	}
+	for uid, r := range w.inflight {
+		select {
+		case <-r.done:
+			delete(w.inflight, uid)
+			if r.err != nil {
+				v.errs[r.pod] = r.err.Error()
+			} else {
+				v.statuses[r.pod] = r.st
 			}
-			v.statuses[p.Name] = st
-		})
+		default:
+			v.errs[r.pod] = fmt.Sprintf("no answer within %v (its read still in flight)", answerWait)
+		}
 	}
-	wg.Wait()
-	clear(w.failing)
-	for name := range v.errs {
-		w.failing[name] = true
-	}
+	v.end = time.Now()
 	return v, nil
 }
 
@@ -190,24 +235,26 @@ func (w *ringWatch) record(v ringView) {
 		}
 	}
 	w.prevDup = dup
-	round := time.Since(v.at)
 	for s := range slots {
+		g, isOpen := w.open[s]
 		if len(holders[s]) > 0 {
-			if from, ok := w.unownedFrom[s]; ok {
-				if len(w.gaps) < maxGaps {
-					w.gaps = append(w.gaps, gap{slot: s, from: from, took: v.at.Sub(from), slack: max(w.slowest[s], round), why: w.whyFrom[s]})
+			if isOpen {
+				delete(w.open, s)
+				switch ended := g.upTo(s, v.at); {
+				case ended.lower <= 0: // one round without: nothing to judge
+				case len(w.gaps) < maxGaps:
+					w.gaps = append(w.gaps, ended)
+				default:
+					w.dropped++
 				}
-				delete(w.unownedFrom, s)
-				delete(w.slowest, s)
-				delete(w.whyFrom, s)
 			}
 			continue
 		}
-		if _, ok := w.unownedFrom[s]; !ok {
-			w.unownedFrom[s] = v.at
-			w.whyFrom[s] = v.why(s)
+		if !isOpen {
+			w.open[s] = &openGap{from: v.at, fromEnd: v.end, lastAt: v.at, why: v.why(s)}
+			continue
 		}
-		w.slowest[s] = max(w.slowest[s], round)
+		g.lastAt = v.at
 	}
 }
 
@@ -218,24 +265,25 @@ func (w *ringWatch) view() ringView {
 	return w.last
 }
 
-// longestGap returns the longest stretch without a live holder that began
-// in [from, to), counting stretches still open at the last round; ok is
-// false when there was none.
-func (w *ringWatch) longestGap(from, to time.Time) (g gap, ok bool) {
+// longestGap returns the stretch without a live holder that began in
+// [from, to) whose least length (lower) is the longest, counting stretches
+// still open at the last round; ok is false when there was none. dropped
+// counts the stretches the watch could not keep.
+func (w *ringWatch) longestGap(from, to time.Time) (g gap, ok bool, dropped int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	consider := func(c gap) {
-		if !c.from.Before(from) && c.from.Before(to) && (!ok || c.took > g.took) {
+		if !c.from.Before(from) && c.from.Before(to) && (!ok || c.lower > g.lower) {
 			g, ok = c, true
 		}
 	}
 	for _, c := range w.gaps {
 		consider(c)
 	}
-	for s, start := range w.unownedFrom {
-		consider(gap{slot: s, from: start, took: w.last.at.Sub(start), slack: w.slowest[s], why: w.whyFrom[s]})
+	for s, o := range w.open {
+		consider(o.upTo(s, w.last.at))
 	}
-	return g, ok
+	return g, ok, w.dropped
 }
 
 func (w *ringWatch) heldTwice() []string {
