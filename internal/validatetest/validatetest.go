@@ -21,8 +21,10 @@ type Case[C any] struct {
 
 // Run checks each case on a configuration from valid: validate must leave it
 // as it was and pass it when the case wants no error, and build (the
-// constructor) take it without changing the caller's copy; otherwise validate
-// must fail naming every word the case wants, and build refuse it too.
+// constructor) take it without changing the caller's copy (build gets it by
+// value, so only what the copy shares can change: slices, maps, pointees);
+// otherwise validate must fail naming every word the case wants, and build
+// refuse it too.
 func Run[C any](t *testing.T, valid func() C, validate func(*C) error, build func(C) error, cases []Case[C]) {
 	t.Helper()
 	for _, tc := range cases {
