@@ -690,11 +690,7 @@ func runHelm(t *testing.T, helm string, kube []string, args ...string) (string, 
 	defer cancel()
 	home := t.TempDir()
 	cmd := exec.CommandContext(ctx, helm, append(args, kube...)...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-	)
+	cmd.Env = cluster.HelmEnv(home)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {

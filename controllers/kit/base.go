@@ -2,6 +2,7 @@ package kit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -103,14 +104,8 @@ type Settings[R any] struct {
 
 // Init checks s and builds the Base.
 func (b *Base[R]) Init(s Settings[R]) error {
-	if s.Kube == nil || s.Ownership == nil {
-		return fmt.Errorf("%s controller: Kube and Ownership are required", s.Name)
-	}
-	if s.Workers < 1 {
-		return fmt.Errorf("%s controller: %d workers, want at least one", s.Name, s.Workers)
-	}
-	if s.MaxRequeue < RetryForever {
-		return fmt.Errorf("%s controller: MaxRequeue %d, want %d (retry for ever) or more", s.Name, s.MaxRequeue, RetryForever)
+	if err := errors.Join(s.Config.Validate(), s.Work.Validate()); err != nil {
+		return fmt.Errorf("%s controller: %w", s.Name, err)
 	}
 	b.Log, b.kube, b.MaxRequeue, b.clock, b.ownership = s.LoggerOr().Named(s.Name), s.Kube, s.MaxRequeue, s.ClockOr(), s.Ownership
 	b.waits = newWaits(s.Name)

@@ -75,7 +75,6 @@ type Config struct {
 // adds the clients and the ring's Ownership.
 func DefaultConfig() Config {
 	return Config{
-		Config:         kit.Config{Logger: hclog.NewNullLogger()},
 		SchedulerNames: []string{kit.DefaultSchedulerName},
 		Period:         time.Second,
 		Debounce:       50 * time.Millisecond,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -107,4 +108,15 @@ func (s *Shared) Stop() error {
 func dumpTails(t testing.TB, c *Cluster) {
 	fmt.Fprintf(os.Stderr, "=== %s failed; the control plane's logs follow, then the failures\n%s\n=== end of the control plane's logs for %s\n",
 		t.Name(), c.LogTails(), t.Name())
+}
+
+// HelmEnv is the environment of a helm command whose configuration, cache
+// and data live under home, so that it reads and writes nothing of the
+// user's.
+func HelmEnv(home string) []string {
+	return append(os.Environ(),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
 }

@@ -190,11 +190,7 @@ func helmRunner(helm, kubeconfig, home string) func(t *testing.T, args ...string
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, helm, append(args, "--kubeconfig", kubeconfig)...)
-		cmd.Env = append(os.Environ(),
-			"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-			"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-			"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		)
+		cmd.Env = cluster.HelmEnv(home)
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
