@@ -1,6 +1,7 @@
 package job
 
 import (
+	"math"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -506,5 +507,23 @@ func TestPostponedActionChecksItsPodWhenDue(t *testing.T) {
 				t.Fatalf("the postponed action runs: %v, want %v", runs, tc.runs)
 			}
 		})
+	}
+}
+
+// A task of an absurd replica count is judged by counting its pods, never
+// by anything the size of the count.
+func TestCompletionsOfAnAbsurdTask(t *testing.T) {
+	var c completions
+	pods := map[string]*corev1.Pod{"a-w-0": {Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}}
+	allocs := testing.AllocsPerRun(10, func() {
+		if c.news("ns/a", "w", math.MaxInt32, pods, "a-w-1", "uid") {
+			t.Fatal("TaskCompleted for 2 of 2147483647 pods")
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("%v allocations to find 2 of 2147483647 pods short", allocs)
+	}
+	if c.Len() != 0 {
+		t.Errorf("%d Jobs remembered, want none", c.Len())
 	}
 }

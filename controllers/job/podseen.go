@@ -82,14 +82,21 @@ func (c *completions) news(key, task string, replicas int32, pods map[string]*co
 	if replicas <= 0 {
 		return false
 	}
-	done := []string{succeeded + "/" + string(uid)}
+	count := int64(1) // the pod named succeeded
+	for name, p := range pods {
+		if name != succeeded && p.Status.Phase == corev1.PodSucceeded {
+			count++
+		}
+	}
+	if count < int64(replicas) {
+		return false // counted without allocating: most successes are not the last
+	}
+	done := make([]string, 0, count)
+	done = append(done, succeeded+"/"+string(uid))
 	for name, p := range pods {
 		if name != succeeded && p.Status.Phase == corev1.PodSucceeded {
 			done = append(done, name+"/"+string(p.UID))
 		}
-	}
-	if int64(len(done)) < int64(replicas) {
-		return false
 	}
 	slices.Sort(done)
 	h := xxhash.New()
