@@ -70,6 +70,12 @@ type Config struct {
 	// listed: the controllers enqueue the slots' Jobs then. It runs on a
 	// reflector's goroutine and must not block.
 	SlotsReady func(slots []int)
+	// SlotsEarly, if set, is called once every part of newly gained slots is
+	// ready but their pods, which are still being listed (PodsListing): the
+	// controllers may look at the slots' Jobs that have work, reading each
+	// Job's pods from the API server (JobInfoFromServer). SlotsReady follows
+	// as before. It runs on a reflector's goroutine and must not block.
+	SlotsEarly func(slots []int)
 	// Resync of the cluster-wide informers; 0 disables it.
 	Resync time.Duration
 	// ExpectationTTL bounds how long a create or delete the cache has not
@@ -452,10 +458,10 @@ func (c *Cache) adoptedSlots(gens map[int]uint64) {
 			slots = append(slots, n)
 		}
 	}
-	ready := c.clearLocked(adoptBit, slots)
+	ready, early := c.clearLocked(adoptBit, slots)
 	ctx := c.ctx
 	c.mu.Unlock()
-	c.tellReady(ctx, ready)
+	c.tell(ctx, ready, early)
 }
 
 // slotCount is the ring's slot count.
@@ -522,13 +528,13 @@ func (c *Cache) listed(i int, slots []int) {
 			c.log.Debug("gained slots listed", "part", partName(i), "slots", len(slots), "took", time.Since(g.at).Round(time.Millisecond))
 		}
 	}
-	ready := c.clearLocked(i, slots)
+	ready, early := c.clearLocked(i, slots)
 	ctx := c.ctx
 	c.mu.Unlock()
 	// Called here, on the reflector's goroutine inside its store write, so that it comes
 	// before any loss of these slots (Lose waits for store writes) and never after a later
 	// gain of them.
-	c.tellReady(ctx, ready)
+	c.tell(ctx, ready, early)
 }
 
 // partName names bit i of unlisted: an owned resource, the Jobs or the
@@ -545,11 +551,11 @@ func partName(i int) string {
 }
 
 // clearLocked clears bit i of slots in unlisted and returns the slots that
-// are ready now; c.mu is held. It logs how long the ready slots took from
+// are ready now, and those that wait for nothing but their pods now (early);
+// c.mu is held. It logs how long the ready slots took from
 // their gain, which part of the gain came last, and how long each part took
 // (the slowest slot's), the one place to look when a failover is slow.
-func (c *Cache) clearLocked(i int, slots []int) []int {
-	var ready []int
+func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 	var took time.Duration
 	var parts [32]time.Duration
 	defer func() {
@@ -566,6 +572,9 @@ func (c *Cache) clearLocked(i int, slots []int) []int {
 		if g != nil {
 			g.parts[i] = time.Since(g.at)
 		}
+		if left&(1<<i) != 0 && left&^(1<<i) == 1<<podsBit {
+			early = append(early, n)
+		}
 		if left &^= 1 << i; left == 0 {
 			delete(c.unlisted, n)
 			ready = append(ready, n)
@@ -580,7 +589,7 @@ func (c *Cache) clearLocked(i int, slots []int) []int {
 			c.unlisted[n] = left
 		}
 	}
-	return ready
+	return ready, early
 }
 
 // partTimes words how long each part of a gain took, as "pods=1.2s
@@ -601,9 +610,16 @@ func partTimes(parts []time.Duration) string {
 	return b.String()
 }
 
-// tellReady passes ready slots to SlotsReady, which must not block.
-func (c *Cache) tellReady(ctx context.Context, ready []int) {
-	if len(ready) > 0 && c.cfg.SlotsReady != nil && ctx != nil && ctx.Err() == nil {
+// tell passes early slots to SlotsEarly and ready ones to SlotsReady, which
+// must not block.
+func (c *Cache) tell(ctx context.Context, ready, early []int) {
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	if len(early) > 0 && c.cfg.SlotsEarly != nil {
+		c.cfg.SlotsEarly(early)
+	}
+	if len(ready) > 0 && c.cfg.SlotsReady != nil {
 		c.cfg.SlotsReady(ready)
 	}
 }

@@ -46,11 +46,17 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	info := &JobInfo{Job: job, Pods: map[string]map[string]*corev1.Pod{}}
 	pods, err := c.owned[Pods].Indexer().ByIndex(ByJob, key)
 	if err != nil {
 		return nil, fmt.Errorf("pods of job %s: %w", key, err)
 	}
+	return c.jobInfo(key, job, pods)
+}
+
+// jobInfo is the JobInfo of job, at key, with pods (those filed under key,
+// whatever their owner's UID) and the cache's PodGroup.
+func (c *Cache) jobInfo(key string, job *batch.Job, pods []any) (*JobInfo, error) {
+	info := &JobInfo{Job: job, Pods: map[string]map[string]*corev1.Pod{}}
 	for _, obj := range pods {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {

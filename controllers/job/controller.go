@@ -173,16 +173,52 @@ func New(cfg Config) (*Controller, error) {
 // event and comes first too.
 func (c *Controller) SlotsReady(slots []int) {
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
-		for _, req := range c.missedFailures(key) {
-			c.Disp.Enqueue(key, req)
+		info, err := c.cfg.Cache.JobInfo(key)
+		if err == nil && info != nil {
+			for _, req := range c.missedFailures(info) {
+				c.Disp.Enqueue(key, req)
+			}
 		}
 		sync := request{Request: state.Request{Event: bus.OutOfSyncEvent}}
-		if job, ok, err := c.cfg.Cache.Job(key); err == nil && ok && settled(job.Status.State.Phase) {
+		if err == nil && info != nil && settled(info.Job.Status.State.Phase) {
 			c.Disp.EnqueueLow(key, sync)
 		} else {
 			c.Disp.Enqueue(key, sync)
 		}
 	}
+	c.commandsOf(slots)
+}
+
+// EarlyJobsLimit bounds how many Jobs of slots gained together SlotsEarly
+// looks at: each costs a list of its pods from the API server, and a gain of
+// thousands of Jobs mid-way is the slot's list's work.
+const EarlyJobsLimit = 256
+
+// SlotsEarly looks at the Jobs of slots, just gained, that are not settled
+// (new ones, and those mid-way through a start, a restart or an end), and
+// the Commands that target Jobs of the slots, before the slots' pods are
+// listed: each reads its Job's pods from the API server (early). The cache
+// calls it once only the slots' pods are left to list; the events of those
+// Jobs that came while the slots were not held were dropped, and SlotsReady
+// would bring them back only once every pod is in. Settled Jobs wait for
+// SlotsReady: they have nothing to do that cannot wait.
+func (c *Controller) SlotsEarly(slots []int) {
+	n := 0
+	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
+		if job, ok, err := c.cfg.Cache.Job(key); err != nil || !ok || settled(job.Status.State.Phase) {
+			continue
+		}
+		if n++; n > EarlyJobsLimit {
+			c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods are listed", "slots", len(slots), "limit", EarlyJobsLimit)
+			break
+		}
+		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	}
+	c.commandsOf(slots)
+}
+
+// commandsOf takes up again the Commands that target Jobs of slots.
+func (c *Controller) commandsOf(slots []int) {
 	held := shard.NewSlotSet(slots)
 	for _, obj := range c.cfg.Cache.Commands().Informer().GetStore().List() {
 		if cmd, ok := obj.(*bus.Command); ok && cmd.TargetObject != nil && held.HasKey(toolscache.NewObjectName(cmd.Namespace, cmd.TargetObject.Name).String(), c.cfg.Ownership.Slots()) {
@@ -217,9 +253,8 @@ func settled(phase batch.JobPhase) bool {
 // a sync would take it Pending, then Running, then Failed). Only failures a
 // policy acts on are told again: for the others the OutOfSync that follows
 // is the same.
-func (c *Controller) missedFailures(key string) []request {
-	info, err := c.cfg.Cache.JobInfo(key)
-	if err != nil || info == nil || info.Job.DeletionTimestamp != nil {
+func (c *Controller) missedFailures(info *cache.JobInfo) []request {
+	if info.Job.DeletionTimestamp != nil {
 		return nil
 	}
 	job := info.Job
@@ -469,7 +504,7 @@ func (c *Controller) onPodGroupAdd(obj any) {
 		return
 	}
 	key, ok := cache.JobKey(pg)
-	if !ok || !c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
+	if slots := c.cfg.Ownership.Slots(); !ok || !c.cfg.Cache.Listed(key, slots) && !c.cfg.Cache.PodsListing(key, slots) {
 		return
 	}
 	event := bus.OutOfSyncEvent

@@ -20,6 +20,7 @@ type metrics struct {
 	statusWrites   *prometheus.CounterVec
 	statusDeferred prometheus.Counter
 	commands       *prometheus.CounterVec
+	early          prometheus.Counter
 	toRunning      prometheus.Histogram
 	toEnd          *prometheus.HistogramVec
 }
@@ -54,6 +55,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ringfire_job_status_writes_deferred_total",
 			Help: "Count-only Job status changes held back by --status-coalesce, to be merged into a later write.",
 		}),
+		early: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ringfire_job_early_reconciles_total",
+			Help: "Reconciles of a Job whose slot's pods were still being listed after a gain, with the Job's own pods read from the API server.",
+		}),
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_job_commands_taken_total",
 			Help: "Job Commands this replica took (deleted and ran), by action; an action no Job knows counts as Unknown.",
@@ -78,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.toEnd.WithLabelValues(string(phase))
 	}
 	if err := promreg.Register(reg, m.transitions, m.podsCreated, m.podsDeleted, m.createsRefused, m.statusWrites, m.statusDeferred,
-		m.commands, m.toRunning, m.toEnd); err != nil {
+		m.commands, m.early, m.toRunning, m.toEnd); err != nil {
 		return nil, fmt.Errorf("job metrics: %w", err)
 	}
 	return m, nil

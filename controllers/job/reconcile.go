@@ -32,11 +32,15 @@ const ReasonInvalidReference = plan.ReasonInvalidReference
 // the Command taken → read → the TTL → the policies and their delays →
 // plan.Make → the plan carried out (carryOut), its status last.
 func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
-	if !c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
+	var info *cache.JobInfo
+	if slots := c.cfg.Ownership.Slots(); !c.cfg.Cache.Listed(key, slots) {
 		// The slot was just gained and its objects are still being listed: on this partial
 		// view the Job would create what its last owner made. SlotsReady brings every Job of
-		// the slot back, and its Commands, once the list is in.
-		return nil
+		// the slot back, and its Commands, once the list is in. Only the pods left to list,
+		// the Job's own are read from the API server instead (early).
+		if info = c.early(ctx, key, slots); info == nil {
+			return nil
+		}
 	}
 	if req.command != nil {
 		apply, err := c.takeCommand(ctx, key, req)
@@ -44,9 +48,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 			return err
 		}
 	}
-	info, err := c.cfg.Cache.JobInfo(key)
-	if err != nil {
-		return err
+	if info == nil {
+		var err error
+		if info, err = c.cfg.Cache.JobInfo(key); err != nil {
+			return err
+		}
 	}
 	if info == nil { // deleted: what it owns goes with it (owner references)
 		c.memory.forget(key)
@@ -67,6 +73,31 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	}
 	in := c.planInput(key, job, info, req.Request, action)
 	return c.carryOut(ctx, key, in, plan.Make(in))
+}
+
+// early returns the Job at key, with its pods read from the API server, when
+// its slot is held and only the slot's pods are still being listed
+// (cache.PodsListing): a failover's new Jobs, admitted PodGroups and Commands
+// need not wait for the stream of the slot's pods, which on a large cluster
+// takes tens of seconds. It returns nil, leaving the Job to SlotsReady as
+// before, when any other part of the slot is still being listed, the Job is
+// gone or has more than cache.EarlyPodsLimit pods, the read fails, or a pod
+// failed that no controller acted on (missedFailures: SlotsReady tells it
+// first, so that a sync does not end the Job before its policy runs).
+func (c *Controller) early(ctx context.Context, key string, slots int) *cache.JobInfo {
+	if !c.cfg.Cache.PodsListing(key, slots) {
+		return nil
+	}
+	info, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
+	if err != nil {
+		c.Log.Debug("job left to its slot's list", "job", key, "error", err)
+		return nil
+	}
+	if info == nil || len(c.missedFailures(info)) > 0 {
+		return nil
+	}
+	c.metrics.early.Inc()
+	return info
 }
 
 // choose turns the request into the action to run now, through the Job's

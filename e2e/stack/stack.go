@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -60,6 +61,10 @@ type Options struct {
 	// BatchJobs runs the replicas' batch/v1 Job controller, and kube-scheduler
 	// for those Jobs' pods.
 	BatchJobs bool
+	// WrapKube, if set, wraps each replica's API transport (id names the
+	// replica): for tests that hold back or fail some of a replica's
+	// requests.
+	WrapKube func(id string, rt http.RoundTripper) http.RoundTripper
 	// LogOutput, if set, receives the stack's and the replicas' log lines
 	// besides the test log, for tests that check what a replica logged.
 	LogOutput io.Writer
@@ -195,6 +200,9 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 		s.t.Fatal(err)
 	}
 	cfg := s.ReplicaConfig()
+	if s.opts.WrapKube != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return s.opts.WrapKube(id, rt) })
+	}
 	rcfg := replica.DefaultConfig()
 	rcfg.ID, rcfg.Etcd, rcfg.Prefix, rcfg.Slots = id, client, "/ringfire", Slots
 	rcfg.LeaseTTL, rcfg.DrainTimeout, rcfg.Kube = s.opts.LeaseTTL, 5*time.Second, cfg

@@ -1,0 +1,111 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/shard"
+)
+
+// A gained slot's pods are what a failover waits for: they come in one
+// stream, at a rate the API server sets (about 700–1,700 pods a second here),
+// and a gain of a third of a ring of 100,000 pods takes tens of seconds. Every
+// other part of a gain (the Jobs, filled from memory; the PodGroups; the
+// rarely-used kinds) is ready in a second or two. A Job of such a slot that
+// has work meanwhile (a new Job, a PodGroup admitted, a Command) need not wait
+// for its slot's pods: its own pods are one small list away. PodsListing
+// tells that moment, and JobInfoFromServer reads the Job's pods from the API
+// server with a consistent list, a view as complete and as fresh as the
+// slot's list would give. The slot still becomes ready (SlotsReady) as
+// before, and every Job of it is looked at then.
+
+// EarlyPodsLimit is the most pods JobInfoFromServer reads for one Job: a Job
+// with more waits for its slot's list, as every Job did before (a read that
+// large is the slot's list's work, and a user's replica count must not make
+// one reconcile's memory unbounded).
+const EarlyPodsLimit = 2000
+
+// ErrTooManyPods is JobInfoFromServer's answer for a Job of more than
+// EarlyPodsLimit pods.
+var ErrTooManyPods = errors.New("too many pods to read for one job")
+
+// PodsListing reports whether the slot of key is held and every part of its
+// gain is ready but its pods: the Job is in full, its PodGroups and the
+// objects its plugins own are in the cache, the adoption sweep is done, and
+// the slot's pods are still being listed.
+func (c *Cache) PodsListing(key string, slots int) bool {
+	if c.cfg.Slots == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := shard.SlotOf(key, slots)
+	left, pending := c.unlisted[n]
+	return c.held[n] && pending && left == 1<<podsBit && c.ctx != nil
+}
+
+// podsBit is the bit of unlisted that stands for the pods.
+var podsBit = func() int {
+	for i, r := range Owned {
+		if r == Pods {
+			return i
+		}
+	}
+	panic("cache: Pods is not among Owned")
+}()
+
+// JobInfoFromServer is JobInfo with the Job's pods read from the API server
+// (a consistent list of the pods labelled with the Job's name in its
+// namespace, a page at a time) rather than from the cache: for a Job whose
+// slot's pods are still being listed (PodsListing). The Job and its
+// PodGroup are the cache's. A pod the Job controls that has lost its
+// volcano.sh/job-name label is not read; the slot's list, once in, has it.
+// It returns nil when the Job does not exist, and ErrTooManyPods for a Job
+// of more than EarlyPodsLimit pods.
+func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, error) {
+	job, ok, err := c.Job(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	selector := labels.Set{batch.JobNameKey: job.Name}.AsSelector().String()
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	var pods []any
+	for {
+		list, err := c.cfg.Kube.CoreV1().Pods(job.Namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("pods of job %s: %w", key, err)
+		}
+		for i := range list.Items {
+			if p := controlledPod(key, &list.Items[i]); p != nil {
+				p.ManagedFields = nil
+				pods = append(pods, p)
+			}
+		}
+		if len(pods) > EarlyPodsLimit {
+			return nil, fmt.Errorf("job %s: %w (more than %d)", key, ErrTooManyPods, EarlyPodsLimit)
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	return c.jobInfo(key, job, pods)
+}
+
+// controlledPod returns obj as a pod the ByJob index files under key (its
+// controller is the Volcano Job of that name), or nil.
+func controlledPod(key string, obj any) *corev1.Pod {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	if keys, _ := indexByJob(pod); len(keys) == 0 || keys[0] != key {
+		return nil
+	}
+	return pod
+}
