@@ -22,7 +22,9 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	var early, ready [][]int
 	// No list answers: the test alone says what has listed.
 	kube, vc := kubefake.NewClientset(), vcfake.NewSimpleClientset()
-	refuse := func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, errors.New("no lists here") }
+	refuse := func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("no lists here")
+	}
 	kube.PrependReactor("list", "*", refuse)
 	vc.PrependReactor("list", "*", refuse)
 	c := New(Config{Kube: kube, Volcano: vc,
