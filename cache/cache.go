@@ -556,9 +556,12 @@ func partName(i int) string {
 // their gain, which part of the gain came last, and how long each part took
 // (the slowest slot's), the one place to look when a failover is slow.
 func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
-	var took time.Duration
+	var took, tookEarly time.Duration
 	var parts [32]time.Duration
 	defer func() {
+		if len(early) > 0 {
+			c.log.Info("gained slots ready but their pods", "slots", len(early), "took", tookEarly.Round(time.Millisecond), "last", partName(i))
+		}
 		if len(ready) > 0 {
 			c.log.Info("gained slots ready", "slots", len(ready), "took", took.Round(time.Millisecond), "last", partName(i), "parts", partTimes(parts[:adoptBit+1]))
 		}
@@ -574,6 +577,9 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 		}
 		if left&(1<<i) != 0 && left&^(1<<i) == 1<<podsBit {
 			early = append(early, n)
+			if g != nil {
+				tookEarly = max(tookEarly, time.Since(g.at))
+			}
 		}
 		if left &^= 1 << i; left == 0 {
 			delete(c.unlisted, n)
