@@ -211,13 +211,14 @@ func (a *adopter) sweep(ctx context.Context, gens map[int]uint64) []labelled {
 		for {
 			var err error
 			found, volcanos, err = a.list(ctx, r, gens)
-			if err != nil || volcanos > 0 {
-				clean = false
-			}
 			if err == nil || ctx.Err() != nil || !a.anyCurrent(gens) {
+				// Clean is what the last try found: a list that timed out and then
+				// succeeded says nothing against it.
+				clean = clean && err == nil && volcanos == 0
 				break
 			}
 			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+				clean = false
 				a.log.Error("cannot list unlabelled objects to adopt; objects Volcano made of this kind stay invisible to ringfire",
 					"resource", r, "error", err)
 				break

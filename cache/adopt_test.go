@@ -342,6 +342,35 @@ func TestAdoptSweepRetriesAndSkipsForbidden(t *testing.T) {
 	}
 }
 
+// A list that timed out and then found nothing unlabelled leaves the cluster clean: the next
+// gains are not swept (at 100,000 pods a first sweep's list can outlive the request timeout,
+// and a replica that then swept at every gain put seconds on each failover).
+func TestAdoptCleanAfterARetriedList(t *testing.T) {
+	held1, _, _ := jobsIn(t)
+	slot := slotOfJob(held1)
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	md := metadatafake.NewSimpleMetadataClient(scheme)
+	failures := 1
+	md.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failures > 0 {
+			failures--
+			return true, nil, apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 1)
+		}
+		return false, nil, nil
+	})
+	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(), Metadata: md, Slots: func() int { return testSlots }})
+	c.unlisted[slot], c.gen[slot] = 1<<adoptBit, 1
+	if got := c.adopt.sweep(context.Background(), map[int]uint64{slot: 1}); len(got) != 0 {
+		t.Fatalf("labelled %v in a cluster with nothing to adopt", got)
+	}
+	if failures != 0 || !c.AdoptStats().Clean {
+		t.Fatalf("after a list that failed once (%d failures left) and then found nothing: clean %v, want true", failures, c.AdoptStats().Clean)
+	}
+}
+
 // A sweep waits until the Jobs of its slots are listed (it keeps only objects whose Job is in
 // the cache), but not for a slot whose gain is over.
 func TestAdoptAwaitsTheJobs(t *testing.T) {
