@@ -128,6 +128,11 @@ type Cache struct {
 	// (and the dispatcher runs its work) a moment before the cache hears of the
 	// gain: Listed says no for such a slot.
 	held map[int]bool
+	// early holds the Jobs whose pods were read from the API server
+	// (JobInfoFromServer), by key, with their slot: until the cache shows
+	// their pods as that read did, the cache may be older than what the read
+	// showed and the writes made on it (ReadEarly, CaughtUp).
+	early map[string]int
 }
 
 // gainTimes is when a slot was gained and, per bit of unlisted, how long
@@ -165,6 +170,7 @@ func New(cfg Config) *Cache {
 	c.held = map[int]bool{}
 	c.gen = map[int]uint64{}
 	c.gainedAt = map[int]*gainTimes{}
+	c.early = map[string]int{}
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
 	}
@@ -639,6 +645,14 @@ func (c *Cache) SlotsLost(slots []int) {
 		delete(c.unlisted, n)
 		delete(c.held, n)
 		delete(c.gainedAt, n)
+	}
+	if len(c.early) > 0 {
+		lost := shard.NewSlotSet(slots)
+		for key, n := range c.early {
+			if lost[n] {
+				delete(c.early, key)
+			}
+		}
 	}
 	if c.ctx == nil {
 		// Not started: forget the slots in the gains held back for Start.

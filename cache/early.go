@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +75,8 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	if err != nil || !ok {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, earlyReadTimeout)
+	defer cancel()
 	selector := labels.Set{batch.JobNameKey: job.Name}.AsSelector().String()
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
 	var pods []any
@@ -94,7 +98,66 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 			break
 		}
 	}
-	return c.jobInfo(key, job, pods)
+	info, err := c.jobInfo(key, job, pods)
+	if err == nil {
+		c.mu.Lock()
+		c.early[key] = shard.SlotOf(key, c.slotCount())
+		c.mu.Unlock()
+	}
+	return info, err
+}
+
+// earlyReadTimeout bounds one JobInfoFromServer: a worker waits no longer for
+// it, and the Job is left to its slot's list.
+const earlyReadTimeout = 10 * time.Second
+
+// ReadEarly reports whether the Job at key had its pods read from the API
+// server (JobInfoFromServer) and the cache has not been seen to show them as
+// that read did (CaughtUp). The slot's list of pods is a snapshot taken when
+// the slot was gained, older than that read, and its watch replays what came
+// since: until it has, the cache may show a pod the read saw deleted, or in
+// an older state, and a reconcile on it would undo what was decided on the
+// read (a Running phase taken back, a create issued again).
+func (c *Cache) ReadEarly(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.early[key]
+	return ok
+}
+
+// CaughtUp reports whether the cache shows the Job at key's pods as read
+// holds them (the same pods, each at the same resourceVersion), and if so
+// forgets that the Job was read early. read nil (the Job is gone) forgets it
+// too.
+func (c *Cache) CaughtUp(key string, read *JobInfo) bool {
+	if read != nil {
+		cached, err := c.JobInfo(key)
+		if err != nil || cached == nil || !samePods(cached, read) {
+			return false
+		}
+	}
+	c.mu.Lock()
+	delete(c.early, key)
+	c.mu.Unlock()
+	return true
+}
+
+// samePods reports whether a and b hold the same pods, owned and foreign, at
+// the same resourceVersions.
+func samePods(a, b *JobInfo) bool {
+	versions := func(info *JobInfo) map[string]string {
+		v := map[string]string{}
+		for _, byName := range info.Pods {
+			for name, p := range byName {
+				v[name] = p.ResourceVersion
+			}
+		}
+		for name, p := range info.Foreign {
+			v[name] = p.ResourceVersion
+		}
+		return v
+	}
+	return maps.Equal(versions(a), versions(b))
 }
 
 // controlledPod returns obj as a pod the ByJob index files under key (its

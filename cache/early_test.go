@@ -6,9 +6,12 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
 	"github.com/ringfire/ringfire/shard"
@@ -93,5 +96,58 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	}
 	if unsharded := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset()}); unsharded.PodsListing(key, testSlots) {
 		t.Fatal("a cache without a slot count holds every key listed, but said its pods are being listed")
+	}
+}
+
+// A Job whose pods were read from the API server stays read early until the
+// cache shows the same pods at the same versions; a lost slot forgets it.
+func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
+	job := &batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "early", UID: "uid-early"}}
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "early-worker-0", ResourceVersion: "7",
+		Labels:          map[string]string{batch.JobNameKey: "early"},
+		Annotations:     map[string]string{batch.TaskSpecKey: "worker"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "early", UID: "uid-early", Controller: &yes}},
+	}}
+	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stranger", Labels: map[string]string{batch.JobNameKey: "early"}}}
+	c := New(Config{Kube: kubefake.NewClientset(pod, stranger), Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
+	if err := c.jobs.indexer.Add(job); err != nil {
+		t.Fatal(err)
+	}
+	key := "ns/early"
+	read, err := c.JobInfoFromServer(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read.Pods["worker"]; len(got) != 1 || got[pod.Name] == nil || len(read.Foreign) != 0 {
+		t.Fatalf("read pods %v, foreign %v; want %s alone (the other pod has the label but no Job controls it)", got, read.Foreign, pod.Name)
+	}
+	if !c.ReadEarly(key) || c.CaughtUp(key, read) || !c.ReadEarly(key) {
+		t.Fatal("caught up with a cache that has none of the pods read")
+	}
+	older := pod.DeepCopy()
+	older.ResourceVersion = "6"
+	if err := c.owned[Pods].Indexer().Add(older); err != nil {
+		t.Fatal(err)
+	}
+	if c.CaughtUp(key, read) {
+		t.Fatal("caught up with a cache that has an older version of the pod read")
+	}
+	if err := c.owned[Pods].Indexer().Update(pod); err != nil {
+		t.Fatal(err)
+	}
+	if !c.CaughtUp(key, read) || c.ReadEarly(key) {
+		t.Fatal("not caught up, or still read early, with the cache showing the pod as read")
+	}
+	if _, err := c.JobInfoFromServer(context.Background(), key); err != nil || !c.ReadEarly(key) {
+		t.Fatalf("read again: %v, read early %v", err, c.ReadEarly(key))
+	}
+	c.SlotsLost([]int{shard.SlotOf(key, testSlots)})
+	if c.ReadEarly(key) {
+		t.Fatal("still read early after its slot was lost")
+	}
+	if !c.CaughtUp(key, nil) {
+		t.Fatal("a Job gone is not caught up")
 	}
 }

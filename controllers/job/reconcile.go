@@ -39,8 +39,15 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		// the slot back, and its Commands, once the list is in. Only the pods left to list,
 		// the Job's own are read from the API server instead (early).
 		if info = c.early(ctx, key, slots); info == nil {
+			if req.command != nil {
+				// Its Command may have been taken by an early reconcile that failed after: no
+				// Command is left for SlotsReady to find, so the request itself waits.
+				c.Disp.EnqueueAfter(key, req, commandWait)
+			}
 			return nil
 		}
+	} else if c.cfg.Cache.ReadEarly(key) {
+		info = c.caughtUp(ctx, key)
 	}
 	if req.command != nil {
 		apply, err := c.takeCommand(ctx, key, req)
@@ -98,6 +105,22 @@ func (c *Controller) early(ctx context.Context, key string, slots int) *cache.Jo
 	}
 	c.metrics.early.Inc()
 	return info
+}
+
+// commandWait is how long a Command's request waits for its Job's slot to be
+// listed when it cannot run early.
+const commandWait = time.Second
+
+// caughtUp returns the Job at key with its pods read from the API server
+// while the cache may still be older than an early read of them
+// (cache.ReadEarly), or nil once the cache shows the pods as the API server
+// does (or the read fails): the cache's view is the one to read then.
+func (c *Controller) caughtUp(ctx context.Context, key string) *cache.JobInfo {
+	read, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
+	if err != nil || c.cfg.Cache.CaughtUp(key, read) {
+		return nil
+	}
+	return read
 }
 
 // choose turns the request into the action to run now, through the Job's

@@ -37,7 +37,7 @@ func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()
 			if id == "r0" && hold.Load() && req.Method == http.MethodGet && req.URL.Path == "/api/v1/pods" &&
-				q.Get("watch") != "true" && strings.Contains(q.Get("labelSelector"), shard.SlotLabel) {
+				q.Get("watch") != "true" && strings.Contains(q.Get("labelSelector"), shard.SlotLabel+" in (") {
 				holding.Add(1)
 				defer holding.Add(-1)
 				select {
