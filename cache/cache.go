@@ -492,11 +492,18 @@ func (c *Cache) Listed(key string, slots int) bool {
 	if c.cfg.Slots == nil {
 		return true
 	}
+	held, left := c.gainOf(key, slots)
+	return held && left == 0
+}
+
+// gainOf reports whether the slot of key is held by a started cache, and
+// which parts of its gain are still being listed (the bits of unlisted; 0
+// when none is).
+func (c *Cache) gainOf(key string, slots int) (held bool, left uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := shard.SlotOf(key, slots)
-	_, pending := c.unlisted[n]
-	return c.held[n] && !pending && c.ctx != nil
+	return c.held[n] && c.ctx != nil, c.unlisted[n]
 }
 
 // Synced reports whether the cluster-wide informers have listed: until then the
@@ -646,20 +653,14 @@ func (c *Cache) SlotsLost(slots []int) {
 		delete(c.held, n)
 		delete(c.gainedAt, n)
 	}
-	if len(c.early) > 0 {
-		lost := shard.NewSlotSet(slots)
-		for key, n := range c.early {
-			if lost[n] {
-				delete(c.early, key)
-			}
+	lost := shard.NewSlotSet(slots)
+	for key, n := range c.early {
+		if lost[n] {
+			delete(c.early, key)
 		}
 	}
 	if c.ctx == nil {
 		// Not started: forget the slots in the gains held back for Start.
-		lost := make(map[int]bool, len(slots))
-		for _, n := range slots {
-			lost[n] = true
-		}
 		for i, gain := range c.pending {
 			c.pending[i] = slices.DeleteFunc(gain, func(n int) bool { return lost[n] })
 		}

@@ -45,11 +45,8 @@ func (c *Cache) PodsListing(key string, slots int) bool {
 	if c.cfg.Slots == nil {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := shard.SlotOf(key, slots)
-	left, pending := c.unlisted[n]
-	return c.held[n] && pending && left == 1<<podsBit && c.ctx != nil
+	held, left := c.gainOf(key, slots)
+	return held && left == 1<<podsBit
 }
 
 // podsBit is the bit of unlisted that stands for the pods.

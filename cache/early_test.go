@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -149,5 +150,30 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	}
 	if !c.CaughtUp(key, nil) {
 		t.Fatal("a Job gone is not caught up")
+	}
+}
+
+// A Job of more pods than EarlyPodsLimit is not read early: its read stops
+// once past the limit, and the Job waits for its slot's list.
+func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
+	yes := true
+	objs := make([]runtime.Object, 0, EarlyPodsLimit+1)
+	for i := range EarlyPodsLimit + 1 {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: fmt.Sprintf("huge-worker-%d", i),
+			Labels:          map[string]string{batch.JobNameKey: "huge"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "huge", UID: "uid-huge", Controller: &yes}},
+		}})
+	}
+	c := New(Config{Kube: kubefake.NewClientset(objs...), Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
+	if err := c.jobs.indexer.Add(&batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "huge", UID: "uid-huge"}}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.JobInfoFromServer(context.Background(), "ns/huge")
+	if !errors.Is(err, ErrTooManyPods) || info != nil {
+		t.Fatalf("read %v, %v; want ErrTooManyPods and nothing", info, err)
+	}
+	if c.ReadEarly("ns/huge") {
+		t.Fatal("a Job whose read was refused is marked read early")
 	}
 }
