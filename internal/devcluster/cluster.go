@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/ringfire/ringfire/internal/freeport"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -129,7 +130,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	ports, err := freePorts(8)
+	ports, err := freeport.PickN(8)
 	if err != nil {
 		return err
 	}
@@ -349,25 +350,4 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		return err
 	}
 	return c.waitFor(ctx, "nodes ready and untainted", c.components(), c.nodesReady)
-}
-
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
-// stay open until all n are chosen, so no port is handed out twice.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

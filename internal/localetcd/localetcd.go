@@ -7,13 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/ringfire/ringfire/internal/freeport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -44,19 +44,28 @@ func Start(opts Options) (*Server, error) {
 	if opts.LogLevel == "" {
 		opts.LogLevel = "error"
 	}
+	// A port picked here may still be taken by another process before etcd
+	// binds it; then pick again, a bounded number of times. Ports the
+	// caller gave are used as given.
+	pickClient, pickPeer := opts.ClientPort == 0, opts.PeerPort == 0
 	var err error
-	if opts.ClientPort == 0 {
-		if opts.ClientPort, err = freePort(); err != nil {
-			return nil, err
+	for range 5 {
+		if pickClient {
+			if opts.ClientPort, err = freeport.Pick(); err != nil {
+				return nil, err
+			}
+		}
+		if pickPeer {
+			if opts.PeerPort, err = freeport.Pick(); err != nil {
+				return nil, err
+			}
+		}
+		s := &Server{opts: opts}
+		if err = s.start(); err == nil || !freeport.InUse(err) || !(pickClient || pickPeer) {
+			return s, err
 		}
 	}
-	if opts.PeerPort == 0 {
-		if opts.PeerPort, err = freePort(); err != nil {
-			return nil, err
-		}
-	}
-	s := &Server{opts: opts}
-	return s, s.start()
+	return nil, err
 }
 
 // Endpoint is the client URL.
@@ -124,13 +133,4 @@ func (s *Server) Err() <-chan error {
 func (s *Server) Wait(ctx context.Context) {
 	<-ctx.Done()
 	s.Stop()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

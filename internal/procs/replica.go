@@ -14,9 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/freeport"
 )
 
 // Args are the flags every replica of a run shares. A zero field leaves the
@@ -280,23 +281,5 @@ func Tail(path string, n int) string {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
-// that this process has not handed out before: a replica started a moment
-// ago may not have bound its ports yet, and the kernel would offer them
-// again (a replica then failed with "address already in use").
-func FreePort() (int, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if _, taken := handedOut.LoadOrStore(port, true); !taken {
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port on 127.0.0.1 that this process has not handed out already, in 100 tries")
-}
-
-// handedOut are the ports FreePort returned.
-var handedOut sync.Map
+// that this process has not handed out before (freeport.Pick).
+func FreePort() (int, error) { return freeport.Pick() }

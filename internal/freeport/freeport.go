@@ -1,0 +1,88 @@
+// Package freeport hands out TCP ports on 127.0.0.1 for servers that must
+// be told their port before they bind it: the local control plane's
+// components, the local etcd, the replicas of the tests.
+//
+// A port the kernel offers for "127.0.0.1:0" comes from the ephemeral range,
+// the same range it takes the local ports of outgoing connections from: in
+// the moment between choosing such a port and binding it, any connection
+// this machine opens may take it, and the server then fails with "address
+// already in use". Ports here are chosen below the ephemeral range, where
+// the kernel never binds on its own; only another process that picked the
+// same port at random can take it.
+package freeport
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// tries bounds the search for one port.
+const tries = 200
+
+// handedOut are the ports this process was given: a server started a moment
+// ago may not have bound its port yet.
+var handedOut sync.Map
+
+// Pick returns a port on 127.0.0.1 that was free a moment ago, lies outside
+// the kernel's ephemeral range and was not handed out before in this process.
+func Pick() (int, error) {
+	lo, hi := window()
+	for range tries {
+		port := lo + rand.IntN(hi-lo)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port on 127.0.0.1 in [%d, %d) after %d tries", lo, hi, tries)
+}
+
+// PickN returns n distinct ports, as Pick.
+func PickN(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		p, err := Pick()
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+// InUse reports whether err is a bind that failed because the port was
+// taken, so that a caller that picked the port may pick another. It reads
+// the message, since not every server wraps the listener's error.
+func InUse(err error) bool {
+	return err != nil && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use"))
+}
+
+// window is the range ports are picked from: the ports below the kernel's
+// ephemeral range, down to 20000 (or 1024 when the range starts low).
+func window() (lo, hi int) {
+	hi = 32768 // Linux's default start of the ephemeral range
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 1024 {
+				hi = v
+			}
+		}
+	}
+	lo = 20000
+	if hi-lo < 2000 {
+		lo = 1024
+	}
+	return lo, hi
+}
