@@ -133,6 +133,12 @@ type Cache struct {
 	// their pods as that read did, the cache may be older than what the read
 	// showed and the writes made on it (ReadEarly, CaughtUp).
 	early map[string]int
+	// tooLarge holds the Jobs, by key, with their slot, that an early read
+	// found to have more than EarlyPodsLimit pods: they wait for their slot's
+	// list without another read, until the slot is ready or lost.
+	tooLarge map[string]int
+	// earlyReads bounds the early reads running at once (EarlyReadsLimit).
+	earlyReads chan struct{}
 }
 
 // gainTimes is when a slot was gained and, per bit of unlisted, how long
@@ -171,6 +177,8 @@ func New(cfg Config) *Cache {
 	c.gen = map[int]uint64{}
 	c.gainedAt = map[int]*gainTimes{}
 	c.early = map[string]int{}
+	c.tooLarge = map[string]int{}
+	c.earlyReads = make(chan struct{}, EarlyReadsLimit)
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
 	}
@@ -608,6 +616,9 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 			c.unlisted[n] = left
 		}
 	}
+	if len(ready) > 0 && len(c.tooLarge) > 0 {
+		c.forgetTooLargeLocked(shard.NewSlotSet(ready))
+	}
 	return ready, early
 }
 
@@ -659,6 +670,7 @@ func (c *Cache) SlotsLost(slots []int) {
 			delete(c.early, key)
 		}
 	}
+	c.forgetTooLargeLocked(lost)
 	if c.ctx == nil {
 		// Not started: forget the slots in the gains held back for Start.
 		for i, gain := range c.pending {

@@ -66,14 +66,33 @@ var podsBit = func() int {
 // PodGroup are the cache's. A pod the Job controls that has lost its
 // volcano.sh/job-name label is not read; the slot's list, once in, has it.
 // It returns nil when the Job does not exist, and ErrTooManyPods for a Job
-// of more than EarlyPodsLimit pods.
+// of more than EarlyPodsLimit pods: one whose tasks ask for more, without a
+// read, or one a read of this gain found to have more.
+//
+// At most EarlyReadsLimit reads run at once in a replica; a read waits for
+// its turn within the same earlyReadTimeout.
 func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, error) {
 	job, ok, err := c.Job(key)
 	if err != nil || !ok {
 		return nil, err
 	}
+	if n := askedPods(job); n > EarlyPodsLimit {
+		return nil, fmt.Errorf("job %s: %w (its tasks ask for %d)", key, ErrTooManyPods, n)
+	}
+	c.mu.Lock()
+	_, large := c.tooLarge[key]
+	c.mu.Unlock()
+	if large {
+		return nil, fmt.Errorf("job %s: %w (found so by a read since its slot was gained)", key, ErrTooManyPods)
+	}
 	ctx, cancel := context.WithTimeout(ctx, earlyReadTimeout)
 	defer cancel()
+	select {
+	case c.earlyReads <- struct{}{}:
+		defer func() { <-c.earlyReads }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pods of job %s: waiting for a turn to read: %w", key, ctx.Err())
+	}
 	selector := labels.Set{batch.JobNameKey: job.Name}.AsSelector().String()
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
 	var pods []any
@@ -89,6 +108,9 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 			}
 		}
 		if len(pods) > EarlyPodsLimit {
+			c.mu.Lock()
+			c.tooLarge[key] = shard.SlotOf(key, c.slotCount())
+			c.mu.Unlock()
 			return nil, fmt.Errorf("job %s: %w (more than %d)", key, ErrTooManyPods, EarlyPodsLimit)
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
@@ -108,6 +130,24 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 // it, and the Job is left to its slot's list.
 const earlyReadTimeout = 10 * time.Second
 
+// EarlyReadsLimit is how many JobInfoFromServer reads run at once in a
+// replica: a gain's early Jobs are many small lists, and they come while the
+// API server also streams the gained slots' pods; a worker whose read waits
+// for a turn waits in the read's own time bound.
+const EarlyReadsLimit = 8
+
+// askedPods is how many pods the Job's tasks ask for, saturating rather than
+// overflowing on replica counts a user wrote.
+func askedPods(job *batch.Job) int64 {
+	var n int64
+	for _, t := range job.Spec.Tasks {
+		if t.Replicas > 0 {
+			n += int64(t.Replicas)
+		}
+	}
+	return n
+}
+
 // ReadEarly reports whether the Job at key had its pods read from the API
 // server (JobInfoFromServer) and the cache has not been seen to show them as
 // that read did (CaughtUp). The slot's list of pods is a snapshot taken when
@@ -124,8 +164,9 @@ func (c *Cache) ReadEarly(key string) bool {
 
 // CaughtUp reports whether the cache shows the Job at key's pods as read
 // holds them (the same pods, each at the same resourceVersion), and if so
-// forgets that the Job was read early. read nil (the Job is gone) forgets it
-// too.
+// forgets that the Job was read early. read nil forgets it too: the Job is
+// gone, or has grown past what is read early, and the cache is the one view
+// left of it.
 func (c *Cache) CaughtUp(key string, read *JobInfo) bool {
 	if read != nil {
 		cached, err := c.JobInfo(key)
@@ -135,8 +176,19 @@ func (c *Cache) CaughtUp(key string, read *JobInfo) bool {
 	}
 	c.mu.Lock()
 	delete(c.early, key)
+	delete(c.tooLarge, key)
 	c.mu.Unlock()
 	return true
+}
+
+// forgetTooLargeLocked forgets the Jobs of slots found too large to read
+// early; c.mu is held.
+func (c *Cache) forgetTooLargeLocked(slots shard.SlotSet) {
+	for key, n := range c.tooLarge {
+		if slots[n] {
+			delete(c.tooLarge, key)
+		}
+	}
 }
 
 // samePods reports whether a and b hold the same pods, owned and foreign, at

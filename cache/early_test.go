@@ -4,13 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
@@ -154,7 +161,9 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 }
 
 // A Job of more pods than EarlyPodsLimit is not read early: its read stops
-// once past the limit, and the Job waits for its slot's list.
+// once past the limit, and the Job waits for its slot's list without another
+// read until the slot is ready or lost; a Job whose tasks ask for more is not
+// read at all.
 func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 	yes := true
 	objs := make([]runtime.Object, 0, EarlyPodsLimit+1)
@@ -165,15 +174,102 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "huge", UID: "uid-huge", Controller: &yes}},
 		}})
 	}
-	c := New(Config{Kube: kubefake.NewClientset(objs...), Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
-	if err := c.jobs.indexer.Add(&batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "huge", UID: "uid-huge"}}); err != nil {
-		t.Fatal(err)
+	kube := kubefake.NewClientset(objs...)
+	lists := 0
+	kube.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists++
+		return false, nil, nil
+	})
+	c := New(Config{Kube: kube, Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
+	asking := func(name string, replicas int32) *batch.Job {
+		return &batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+			Spec: batch.JobSpec{Tasks: []batch.TaskSpec{{Name: "worker", Replicas: replicas}, {Name: "ps", Replicas: replicas}}}}
 	}
-	info, err := c.JobInfoFromServer(context.Background(), "ns/huge")
-	if !errors.Is(err, ErrTooManyPods) || info != nil {
-		t.Fatalf("read %v, %v; want ErrTooManyPods and nothing", info, err)
+	for _, job := range []*batch.Job{asking("huge", 1), asking("asks", EarlyPodsLimit/2+1)} {
+		if err := c.jobs.indexer.Add(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		info, err := c.JobInfoFromServer(context.Background(), "ns/huge")
+		if !errors.Is(err, ErrTooManyPods) || info != nil {
+			t.Fatalf("read %d: %v, %v; want ErrTooManyPods and nothing", i, info, err)
+		}
+	}
+	if lists != 1 {
+		t.Errorf("a Job found too large was listed %d times; want once for the gain", lists)
 	}
 	if c.ReadEarly("ns/huge") {
 		t.Fatal("a Job whose read was refused is marked read early")
+	}
+	lists = 0
+	if _, err := c.JobInfoFromServer(context.Background(), "ns/asks"); !errors.Is(err, ErrTooManyPods) || lists != 0 {
+		t.Errorf("a Job whose tasks ask for %d pods: %v after %d lists; want ErrTooManyPods without a list", EarlyPodsLimit+2, err, lists)
+	}
+	c.SlotsLost([]int{shard.SlotOf("ns/huge", testSlots)})
+	if len(c.tooLarge) != 0 {
+		t.Errorf("after its slot was lost, still remembered as too large: %v", c.tooLarge)
+	}
+}
+
+// No more than EarlyReadsLimit early reads run at once; the others wait for
+// a turn, and every one of them ends.
+func TestEarlyReadsTakeTurns(t *testing.T) {
+	const jobs = EarlyReadsLimit + 4
+	var mu sync.Mutex
+	running, most := 0, 0
+	var once sync.Once
+	full, release := make(chan struct{}), make(chan struct{})
+	// A real client on a loopback server: the fake clientset runs one
+	// reaction at a time.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		if running == EarlyReadsLimit {
+			once.Do(func() { close(full) })
+		}
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
+	}))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Kube: kube, Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
+	errs := make(chan error, jobs)
+	for i := range jobs {
+		name := fmt.Sprintf("job-%d", i)
+		if err := c.jobs.indexer.Add(&batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, err := c.JobInfoFromServer(context.Background(), "ns/"+name)
+			errs <- err
+		}()
+	}
+	select {
+	case <-full:
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the reads never reached the limit")
+	}
+	// The reads past the limit are waiting for a turn, not listing: give them
+	// a moment in which they would have started.
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	for range jobs {
+		if err := <-errs; err != nil {
+			t.Errorf("read: %v", err)
+		}
+	}
+	if most != EarlyReadsLimit {
+		t.Errorf("at most %d reads ran at once; want %d", most, EarlyReadsLimit)
 	}
 }

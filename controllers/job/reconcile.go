@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -115,8 +116,19 @@ const commandWait = time.Second
 // while the cache may still be older than an early read of them
 // (cache.ReadEarly), or nil once the cache shows the pods as the API server
 // does (or the read fails): the cache's view is the one to read then.
+//
+// A Job that has grown past cache.EarlyPodsLimit since it was read early is
+// read from the cache from then on: reading it again on every reconcile
+// would cost the API server a list of thousands of pods each time, and its
+// names are fixed, so a create the older view repeats is refused as
+// existing (and counted as such), never made twice.
 func (c *Controller) caughtUp(ctx context.Context, key string) *cache.JobInfo {
 	read, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
+	if errors.Is(err, cache.ErrTooManyPods) {
+		c.Log.Debug("job read early has grown past what is read early; reading it from the cache", "job", key, "error", err)
+		c.cfg.Cache.CaughtUp(key, nil)
+		return nil
+	}
 	if err != nil || c.cfg.Cache.CaughtUp(key, read) {
 		return nil
 	}
