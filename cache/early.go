@@ -79,8 +79,10 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	if n := askedPods(job); n > EarlyPodsLimit {
 		return nil, fmt.Errorf("job %s: %w (its tasks ask for %d)", key, ErrTooManyPods, n)
 	}
+	slot := shard.SlotOf(key, c.slotCount())
 	c.mu.Lock()
 	_, large := c.tooLarge[key]
+	gen := c.gen[slot] // what the read learns is of this gain of the slot only
 	c.mu.Unlock()
 	if large {
 		return nil, fmt.Errorf("job %s: %w (found so by a read since its slot was gained)", key, ErrTooManyPods)
@@ -109,7 +111,9 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 		}
 		if len(pods) > EarlyPodsLimit {
 			c.mu.Lock()
-			c.tooLarge[key] = shard.SlotOf(key, c.slotCount())
+			if _, listing := c.unlisted[slot]; listing && c.gen[slot] == gen {
+				c.tooLarge[key] = slot
+			}
 			c.mu.Unlock()
 			return nil, fmt.Errorf("job %s: %w (more than %d)", key, ErrTooManyPods, EarlyPodsLimit)
 		}
@@ -120,7 +124,9 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	info, err := c.jobInfo(key, job, pods)
 	if err == nil {
 		c.mu.Lock()
-		c.early[key] = shard.SlotOf(key, c.slotCount())
+		if c.held[slot] && c.gen[slot] == gen { // not lost (nor lost and gained again) meanwhile
+			c.early[key] = slot
+		}
 		c.mu.Unlock()
 	}
 	return info, err
@@ -133,11 +139,14 @@ const earlyReadTimeout = 10 * time.Second
 // EarlyReadsLimit is how many JobInfoFromServer reads run at once in a
 // replica: a gain's early Jobs are many small lists, and they come while the
 // API server also streams the gained slots' pods; a worker whose read waits
-// for a turn waits in the read's own time bound.
+// for a turn waits in the read's own time bound. With the default 8 workers
+// of the Job controller, its one caller, the limit never binds; it keeps a
+// replica run with many more workers from turning a gain into as many lists
+// at once.
 const EarlyReadsLimit = 8
 
-// askedPods is how many pods the Job's tasks ask for, saturating rather than
-// overflowing on replica counts a user wrote.
+// askedPods is how many pods the Job's tasks ask for; an int64 sum of int32
+// replica counts cannot overflow, whatever a user wrote.
 func askedPods(job *batch.Job) int64 {
 	var n int64
 	for _, t := range job.Spec.Tasks {

@@ -107,6 +107,18 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	}
 }
 
+// podsListing makes key's slot held, gained, and listed but for its pods, as
+// a gain would.
+func podsListing(c *Cache, key string) int {
+	slot := shard.SlotOf(key, testSlots)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held[slot], c.unlisted[slot] = true, 1<<podsBit
+	c.gen[slot]++
+	c.jobs.hold([]int{slot})
+	return slot
+}
+
 // A Job whose pods were read from the API server stays read early until the
 // cache shows the same pods at the same versions; a lost slot forgets it.
 func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
@@ -124,6 +136,7 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := "ns/early"
+	podsListing(c, key)
 	read, err := c.JobInfoFromServer(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -190,10 +203,17 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range 2 {
+	slot := podsListing(c, "ns/huge")
+	read := func() error {
 		info, err := c.JobInfoFromServer(context.Background(), "ns/huge")
-		if !errors.Is(err, ErrTooManyPods) || info != nil {
-			t.Fatalf("read %d: %v, %v; want ErrTooManyPods and nothing", i, info, err)
+		if info != nil {
+			t.Fatalf("read %v of a Job too large", info)
+		}
+		return err
+	}
+	for i := range 2 {
+		if err := read(); !errors.Is(err, ErrTooManyPods) {
+			t.Fatalf("read %d: %v; want ErrTooManyPods", i, err)
 		}
 	}
 	if lists != 1 {
@@ -206,9 +226,47 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 	if _, err := c.JobInfoFromServer(context.Background(), "ns/asks"); !errors.Is(err, ErrTooManyPods) || lists != 0 {
 		t.Errorf("a Job whose tasks ask for %d pods: %v after %d lists; want ErrTooManyPods without a list", EarlyPodsLimit+2, err, lists)
 	}
-	c.SlotsLost([]int{shard.SlotOf("ns/huge", testSlots)})
-	if len(c.tooLarge) != 0 {
-		t.Errorf("after its slot was lost, still remembered as too large: %v", c.tooLarge)
+
+	// The Job in full again after its slot was lost, as the next gain fills it.
+	inFull := func() {
+		c.jobs.mu.Lock()
+		defer c.jobs.mu.Unlock()
+		if err := c.jobs.storeLocked(asking("huge", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Forgotten once the slot is ready, once it is lost, and by CaughtUp: the
+	// next read lists again.
+	forgets := map[string]func(){
+		"ready":     func() { c.listed(podsBit, []int{slot}) },
+		"lost":      func() { c.SlotsLost([]int{slot}) },
+		"caught up": func() { c.CaughtUp("ns/huge", nil) },
+	}
+	for _, how := range []string{"ready", "lost", "caught up"} {
+		forgets[how]()
+		if len(c.tooLarge) != 0 {
+			t.Errorf("%s: still remembered as too large: %v", how, c.tooLarge)
+		}
+		podsListing(c, "ns/huge")
+		inFull()
+		lists = 0
+		if err := read(); !errors.Is(err, ErrTooManyPods) || lists != 1 {
+			t.Fatalf("after %s: %v after %d lists; want ErrTooManyPods after one", how, err, lists)
+		}
+	}
+	c.SlotsLost([]int{slot})
+
+	// A read that ends after its slot was lost and gained again leaves
+	// nothing for the new gain.
+	podsListing(c, "ns/huge")
+	inFull()
+	kube.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		c.SlotsLost([]int{slot})
+		podsListing(c, "ns/huge")
+		return false, nil, nil
+	})
+	if err := read(); !errors.Is(err, ErrTooManyPods) || len(c.tooLarge) != 0 {
+		t.Errorf("a read of an earlier gain: %v, remembered %v; want ErrTooManyPods and nothing remembered", err, c.tooLarge)
 	}
 }
 
@@ -218,19 +276,20 @@ func TestEarlyReadsTakeTurns(t *testing.T) {
 	const jobs = EarlyReadsLimit + 4
 	var mu sync.Mutex
 	running, most := 0, 0
-	var once sync.Once
-	full, release := make(chan struct{}), make(chan struct{})
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
 	// A real client on a loopback server: the fake clientset runs one
 	// reaction at a time.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		running++
 		most = max(most, running)
-		if running == EarlyReadsLimit {
-			once.Do(func() { close(full) })
-		}
 		mu.Unlock()
-		<-release
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
 		mu.Lock()
 		running--
 		mu.Unlock()
@@ -238,6 +297,7 @@ func TestEarlyReadsTakeTurns(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`)
 	}))
 	defer srv.Close()
+	defer let()
 	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -254,22 +314,28 @@ func TestEarlyReadsTakeTurns(t *testing.T) {
 			errs <- err
 		}()
 	}
-	select {
-	case <-full:
-	case <-time.After(30 * time.Second):
-		close(release)
-		t.Fatal("the reads never reached the limit")
+	// Wait for the limit to be reached, then for a while in which the reads
+	// past it, were they not held back, would reach the server too: each has
+	// nothing to do before its list but a lock.
+	now := func() int { mu.Lock(); defer mu.Unlock(); return most }
+	deadline := time.Now().Add(30 * time.Second)
+	for now() < EarlyReadsLimit && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
-	// The reads past the limit are waiting for a turn, not listing: give them
-	// a moment in which they would have started.
-	time.Sleep(100 * time.Millisecond)
-	close(release)
+	for range 50 {
+		if now() > EarlyReadsLimit {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reached := now()
+	let()
 	for range jobs {
 		if err := <-errs; err != nil {
 			t.Errorf("read: %v", err)
 		}
 	}
-	if most != EarlyReadsLimit {
-		t.Errorf("at most %d reads ran at once; want %d", most, EarlyReadsLimit)
+	if reached != EarlyReadsLimit || now() != EarlyReadsLimit {
+		t.Errorf("at most %d reads ran at once (%d while held); want %d", now(), reached, EarlyReadsLimit)
 	}
 }

@@ -7,8 +7,8 @@
 // the moment between choosing such a port and binding it, any connection
 // this machine opens may take it, and the server then fails with "address
 // already in use". Ports here are chosen below the ephemeral range, where
-// the kernel never binds on its own; only another process that picked the
-// same port at random can take it.
+// the kernel never binds on its own, and below Kubernetes' NodePorts; only
+// another process that picked the same port at random can take it.
 package freeport
 
 import (
@@ -33,8 +33,18 @@ var handedOut sync.Map
 // Pick returns a port on 127.0.0.1 that was free a moment ago, lies outside
 // the kernel's ephemeral range and was not handed out before in this process.
 func Pick() (int, error) {
-	lo, hi := window()
+	lo, hi, ok := window()
 	for range tries {
+		if !ok {
+			port, err := kernelPort()
+			if err != nil {
+				return 0, err
+			}
+			if _, taken := handedOut.LoadOrStore(port, true); !taken {
+				return port, nil
+			}
+			continue
+		}
 		port := lo + rand.IntN(hi-lo)
 		if _, taken := handedOut.LoadOrStore(port, true); taken {
 			continue
@@ -46,7 +56,18 @@ func Pick() (int, error) {
 		l.Close()
 		return port, nil
 	}
-	return 0, fmt.Errorf("no free port on 127.0.0.1 in [%d, %d) after %d tries", lo, hi, tries)
+	return 0, fmt.Errorf("no free port on 127.0.0.1 in [%d, %d) not handed out already, after %d tries", lo, hi, tries)
+}
+
+// kernelPort is a port the kernel offers: from its ephemeral range, which an
+// outgoing connection may take before the caller binds it.
+func kernelPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // PickN returns n distinct ports, as Pick.
@@ -69,20 +90,32 @@ func InUse(err error) bool {
 	return err != nil && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use"))
 }
 
-// window is the range ports are picked from: the ports below the kernel's
-// ephemeral range, down to 20000 (or 1024 when the range starts low).
-func window() (lo, hi int) {
-	hi = 32768 // Linux's default start of the ephemeral range
+// window is the range ports are picked from: below the kernel's ephemeral
+// range, from 20000 up to 30000 at most (Kubernetes' NodePorts start at
+// 30000, and a node's proxy may redirect them without holding a socket that
+// a Listen would find); else, when the ephemeral range leaves too little
+// room below it, above the range. ok is false when neither side has room:
+// the kernel picks then.
+func window() (lo, hi int, ok bool) {
+	first, last := 32768, 60999 // Linux's default ephemeral range
 	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(data)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > 1024 {
-				hi = v
+			a, errA := strconv.Atoi(f[0])
+			b, errB := strconv.Atoi(f[1])
+			if errA == nil && errB == nil && a <= b {
+				first, last = a, b
 			}
 		}
 	}
-	lo = 20000
-	if hi-lo < 2000 {
-		lo = 1024
+	const room = 2000
+	if lo, hi = 20000, min(first, 30000); hi-lo >= room {
+		return lo, hi, true
 	}
-	return lo, hi
+	if lo, hi = 1024, min(first, 30000); hi-lo >= room {
+		return lo, hi, true
+	}
+	if lo, hi = last+1, 65536; hi-lo >= room {
+		return lo, hi, true
+	}
+	return 0, 0, false
 }

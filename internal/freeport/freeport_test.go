@@ -3,20 +3,30 @@ package freeport
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 )
 
 func TestPickIsBelowTheEphemeralRangeAndNeverTwice(t *testing.T) {
-	lo, hi := window()
+	// The kernel's ephemeral range, read here rather than through window.
+	first, last := 32768, 60999
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if _, err := fmt.Sscan(string(data), &first, &last); err != nil {
+			t.Fatalf("ip_local_port_range %q: %v", data, err)
+		}
+	}
 	ports, err := PickN(50)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int]bool{}
 	for _, p := range ports {
-		if p < lo || p >= hi {
-			t.Errorf("port %d outside [%d, %d)", p, lo, hi)
+		if p >= first && p <= last {
+			t.Errorf("port %d inside the ephemeral range [%d, %d]", p, first, last)
+		}
+		if p >= 30000 && p <= 32767 {
+			t.Errorf("port %d among Kubernetes' NodePorts", p)
 		}
 		if seen[p] {
 			t.Errorf("port %d handed out twice", p)
