@@ -1,6 +1,8 @@
 package job
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/ringfire/ringfire/controllers/kit"
 )
 
@@ -19,11 +21,16 @@ type memory struct {
 	waiting told
 	// completions are the pods that last completed each task (podseen.go).
 	completions completions
+	// expired is the UID of each Job deleted after its TTL whose deletion the
+	// cache has not shown yet: the TTL requests of a Job come due together,
+	// and one run after the delete, on the older cached Job, would issue it
+	// again (refused: its resourceVersion precondition is stale).
+	expired kit.Keyed[types.UID]
 }
 
 // all is every part of the memory, each forgotten by key and by slot.
 func (m *memory) all() []kit.Forgetter {
-	return []kit.Forgetter{&m.delays, &m.pacer, m.wakes, &m.told, &m.waiting, &m.completions}
+	return []kit.Forgetter{&m.delays, &m.pacer, m.wakes, &m.told, &m.waiting, &m.completions, &m.expired}
 }
 
 // forget drops all that is remembered of key.

@@ -340,6 +340,9 @@ func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) err
 		c.Disp.EnqueueAfter(key, request{ttl: true}, after)
 		return nil
 	}
+	if uid, ok := c.memory.expired.Get(key); ok && uid == job.UID {
+		return nil // deleted already; the cache shows it soon (DeletionTimestamp, or gone)
+	}
 	if err := c.Guard(ctx); err != nil {
 		return err
 	}
@@ -351,6 +354,7 @@ func (c *Controller) expire(ctx context.Context, key string, job *batch.Job) err
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete job after its TTL: %w", err)
 	}
+	c.memory.expired.Set(key, job.UID)
 	c.Log.Info("deleted finished job after its TTL", "job", key, "ttl_seconds", *job.Spec.TTLSecondsAfterFinished)
 	return nil
 }
