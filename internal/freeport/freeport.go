@@ -7,8 +7,15 @@
 // the moment between choosing such a port and binding it, any connection
 // this machine opens may take it, and the server then fails with "address
 // already in use". Ports here are chosen below the ephemeral range, where
-// the kernel never binds on its own, and below Kubernetes' NodePorts; only
-// another process that picked the same port at random can take it.
+// the kernel never binds on its own, and below Kubernetes' NodePorts.
+//
+// Two processes of this machine that pick at random may pick the same port
+// (the many test binaries of one run, each starting control planes): a
+// port picked here is also claimed, for the life of the process, with an
+// flock on a file named after it in a directory every process shares
+// (<temp dir>/ringfire-ports), and a port another live process claimed is
+// not picked. The kernel drops the claims of a process that ends. Where the
+// directory cannot be made, ports are picked without claims.
 package freeport
 
 import (
@@ -17,6 +24,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,14 +57,63 @@ func Pick() (int, error) {
 		if _, taken := handedOut.LoadOrStore(port, true); taken {
 			continue
 		}
+		claim, ok := claimPort(port)
+		if !ok {
+			continue // another live process has it
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
+			release(claim)
 			continue
 		}
 		l.Close()
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free port on 127.0.0.1 in [%d, %d) not handed out already, after %d tries", lo, hi, tries)
+}
+
+// claims holds the files whose flocks claim this process's ports: kept
+// open, and referenced, for as long as the process lives.
+var (
+	claimsMu sync.Mutex
+	claims   []*os.File
+)
+
+// claimPort claims port for this process, reporting false when another
+// process holds it. With no directory to claim in, every port is claimed.
+func claimPort(port int) (*os.File, bool) {
+	dir := filepath.Join(os.TempDir(), "ringfire-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	claimsMu.Lock()
+	claims = append(claims, f)
+	claimsMu.Unlock()
+	return f, true
+}
+
+// release gives up a claim made by claimPort (nil: none was made).
+func release(f *os.File) {
+	if f == nil {
+		return
+	}
+	claimsMu.Lock()
+	for i, c := range claims {
+		if c == f {
+			claims = append(claims[:i], claims[i+1:]...)
+			break
+		}
+	}
+	claimsMu.Unlock()
+	f.Close() // closing the file drops its flock
 }
 
 // kernelPort is a port the kernel offers: from its ephemeral range, which an

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -45,4 +47,33 @@ func TestPickIsBelowTheEphemeralRangeAndNeverTwice(t *testing.T) {
 	if InUse(fmt.Errorf("start: %w", net.ErrClosed)) {
 		t.Error("InUse is true for an error that is not a taken port")
 	}
+}
+
+// A port another process claimed is not claimed again until that claim
+// ends. An flock conflicts between open files even in one process, so an
+// open file of the test's own stands for the other process.
+func TestClaimedPortIsNotPickedByAnother(t *testing.T) {
+	const port = 29999
+	dir := filepath.Join(os.TempDir(), "ringfire-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Skipf("port %d claimed by a process of this machine already: %v", port, err)
+	}
+	if f, ok := claimPort(port); ok {
+		release(f)
+		t.Fatal("a port another process holds was claimed")
+	}
+	other.Close() // the other process ends
+	f, ok := claimPort(port)
+	if !ok || f == nil {
+		t.Fatal("a port no one holds was not claimed")
+	}
+	release(f)
 }
