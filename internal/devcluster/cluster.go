@@ -10,9 +10,10 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/ringfire/ringfire/internal/freeport"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/ringfire/ringfire/internal/freeport"
 )
 
 // Component names one process of the control plane.

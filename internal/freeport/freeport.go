@@ -41,7 +41,7 @@ var handedOut sync.Map
 // Pick returns a port on 127.0.0.1 that was free a moment ago, lies outside
 // the kernel's ephemeral range and was not handed out before in this process.
 func Pick() (int, error) {
-	lo, hi, ok := window()
+	lo, hi, ok := theWindow()
 	for range tries {
 		if !ok {
 			port, err := kernelPort()
@@ -146,6 +146,18 @@ func PickN(n int) ([]int, error) {
 func InUse(err error) bool {
 	return err != nil && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use"))
 }
+
+// theWindow is window, read from the kernel once per process.
+func theWindow() (lo, hi int, ok bool) {
+	windowOnce.Do(func() { windowLo, windowHi, windowOK = window() })
+	return windowLo, windowHi, windowOK
+}
+
+var (
+	windowOnce         sync.Once
+	windowLo, windowHi int
+	windowOK           bool
+)
 
 // window is the range ports are picked from: below the kernel's ephemeral
 // range, from 20000 up to 30000 at most (Kubernetes' NodePorts start at
