@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -198,7 +199,7 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 		return &batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
 			Spec: batch.JobSpec{Tasks: []batch.TaskSpec{{Name: "worker", Replicas: replicas}, {Name: "ps", Replicas: replicas}}}}
 	}
-	for _, job := range []*batch.Job{asking("huge", 1), asking("asks", EarlyPodsLimit/2+1)} {
+	for _, job := range []*batch.Job{asking("huge", 1), asking("asks", EarlyPodsLimit/2+1), asking("absurd", math.MaxInt32)} {
 		if err := c.jobs.indexer.Add(job); err != nil {
 			t.Fatal(err)
 		}
@@ -225,6 +226,9 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 	lists = 0
 	if _, err := c.JobInfoFromServer(context.Background(), "ns/asks"); !errors.Is(err, ErrTooManyPods) || lists != 0 {
 		t.Errorf("a Job whose tasks ask for %d pods: %v after %d lists; want ErrTooManyPods without a list", EarlyPodsLimit+2, err, lists)
+	}
+	if _, err := c.JobInfoFromServer(context.Background(), "ns/absurd"); !errors.Is(err, ErrTooManyPods) || lists != 0 {
+		t.Errorf("a Job whose two tasks ask for %d pods each: %v after %d lists; want ErrTooManyPods without a list", math.MaxInt32, err, lists)
 	}
 
 	// The Job in full again after its slot was lost, as the next gain fills it.
