@@ -36,6 +36,9 @@ type load struct {
 	// ttl, if set, is each Job's ttlSecondsAfterFinished: a long load then
 	// keeps the cluster's object count level instead of piling up.
 	ttl *int32
+	// steps, if set, also watches the namespace's PodGroups, so that the
+	// result says which step of each Job's chain waited (chain_test.go).
+	steps bool
 }
 
 // loadResult is what a load measured. Durations count from start, just
@@ -53,6 +56,7 @@ type loadResult struct {
 	// lastCreated is the latest creationTimestamp of the pods: the API
 	// server's own clock (whole seconds), a check on the watch's lag.
 	lastCreated time.Time
+	chain       *chain // nil unless load.steps
 }
 
 // What each benchmark pod asks for: small, so that a burst of thousands
@@ -80,6 +84,12 @@ func (l load) run(ctx context.Context) (loadResult, error) {
 		return loadResult{}, err
 	}
 	defer w.Stop()
+	var steps *chain
+	if l.steps {
+		if steps, err = watchChain(ctx, l.volcano, l.namespace); err != nil {
+			return loadResult{}, err
+		}
+	}
 
 	start := time.Now()
 	created := make([]time.Time, l.jobs)
@@ -118,7 +128,7 @@ func (l load) run(ctx context.Context) (loadResult, error) {
 		}
 	}
 	res := tally.result(start)
-	res.allPods = time.Since(start)
+	res.allPods, res.chain = time.Since(start), steps
 	if createErr != nil {
 		// Every pod exists, so every create has returned, or failed after
 		// landing; only the send is left.

@@ -53,7 +53,8 @@ create:
 type window struct {
 	from      time.Duration // since the first create
 	latencies []time.Duration
-	missing   int // Jobs whose pods were not all seen
+	missing   int                // Jobs whose pods were not all seen
+	steps     [][3]time.Duration // the Jobs' chain steps, where seen (load.steps)
 }
 
 // windows groups the Jobs by when their create returned, width apart, with
@@ -73,6 +74,9 @@ func windows(res loadResult, width time.Duration) []window {
 			continue
 		}
 		out[n].latencies = append(out[n].latencies, max(0, res.done[i].Sub(at)))
+		if s, ok := res.chain.steps(jobName(i), at, res.done[i]); ok {
+			out[n].steps = append(out[n].steps, s)
+		}
 	}
 	for i := range out {
 		slices.Sort(out[i].latencies)
@@ -82,15 +86,32 @@ func windows(res loadResult, width time.Duration) []window {
 
 // reportWindows prints, per window of Job creation time, how many Jobs
 // were created and their create → all pods p50 and p99, so that a backlog
-// shows as a rising line; it returns the worst window's p99.
+// shows as a rising line, and, where the load watched the steps, each
+// step's p50/max; it returns the worst window's p99.
 func reportWindows(ws []window, width time.Duration) (string, time.Duration) {
 	var t strings.Builder
-	fmt.Fprintf(&t, "per %v of Job creation, create → last pod seen:\n  %9s %5s %8s %8s\n", width, "from", "Jobs", "p50", "p99")
+	fmt.Fprintf(&t, "per %v of Job creation, create → last pod seen:\n  %9s %5s %8s %8s", width, "from", "Jobs", "p50", "p99")
+	if slices.ContainsFunc(ws, func(w window) bool { return len(w.steps) > 0 }) {
+		for _, name := range stepNames {
+			fmt.Fprintf(&t, " %16s", name+" p50/max")
+		}
+	}
+	t.WriteString("\n")
 	worst := time.Duration(0)
 	for _, w := range ws {
 		p99 := percentile(w.latencies, 99)
 		worst = max(worst, p99)
 		fmt.Fprintf(&t, "  %8.0fs %5d %7.2fs %7.2fs", w.from.Seconds(), len(w.latencies)+w.missing, percentile(w.latencies, 50).Seconds(), p99.Seconds())
+		if len(w.steps) > 0 {
+			for i := range stepNames {
+				var ds []time.Duration
+				for _, s := range w.steps {
+					ds = append(ds, s[i])
+				}
+				slices.Sort(ds)
+				fmt.Fprintf(&t, " %16s", fmt.Sprintf("%.2f/%.2f", percentile(ds, 50).Seconds(), ds[len(ds)-1].Seconds()))
+			}
+		}
 		if w.missing > 0 {
 			fmt.Fprintf(&t, "  (%d without all pods)", w.missing)
 		}

@@ -392,6 +392,48 @@ func (s *sampler) meanRSS(phase, name string) (mean, peak float64) {
 	return mean / float64(n), peak
 }
 
+// cpuTimeline is, per sample of the phases, each process's CPU use since
+// the sample before (cores), so that a slow window or failover can be laid
+// beside what was busy at the time.
+func (s *sampler) cpuTimeline(phases ...string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for _, smp := range s.samples {
+		for name := range smp.cpu {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	var t strings.Builder
+	fmt.Fprintf(&t, "CPU (cores) per sample of %s:\n  %-12s %-8s", strings.Join(phases, ", "), "at", "phase")
+	for _, name := range names {
+		fmt.Fprintf(&t, " %14s", name)
+	}
+	t.WriteString("\n")
+	for i := 1; i < len(s.samples); i++ {
+		prev, cur := s.samples[i-1], s.samples[i]
+		if !slices.Contains(phases, cur.phase) {
+			continue
+		}
+		secs := cur.at.Sub(prev.at).Seconds()
+		fmt.Fprintf(&t, "  %-12s %-8s", cur.at.Format("15:04:05.0"), cur.phase)
+		for _, name := range names {
+			v, ok := cur.cpu[name]
+			p, okp := prev.cpu[name]
+			if !ok || !okp || secs <= 0 || v < p {
+				fmt.Fprintf(&t, " %14s", "-")
+				continue
+			}
+			fmt.Fprintf(&t, " %14.2f", (v-p)/secs)
+		}
+		t.WriteString("\n")
+	}
+	return t.String()
+}
+
 // rssSlope is the least-squares slope of name's RSS over the samples of
 // phase, in bytes per minute: flat memory is near zero.
 func (s *sampler) rssSlope(phase, name string) float64 {
@@ -511,9 +553,10 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 	cpu2 := cpuSeconds(e.pids())
 	steadyJobs := sc.steadyRate * int(sc.steadyFor.Seconds())
 	steady := load{kube: w.kube, volcano: w.volcano, namespace: steadyNS, jobs: steadyJobs, taskPods: sc.steadyPods,
-		rate: sc.steadyRate, podRun: time.Second, limit: sc.steadyFor + sc.waitLimit, log: progress}
+		rate: sc.steadyRate, podRun: time.Second, limit: sc.steadyFor + sc.waitLimit, log: progress, steps: true}
 	s, err := steady.run(ctx)
 	cpu3 := cpuSeconds(e.pids())
+	progress("steady load from %s", s.start.Format("15:04:05.000"))
 	smp.setPhase("after")
 	if err != nil {
 		res.errs = append(res.errs, fmt.Errorf("steady: %w", err))
@@ -769,13 +812,25 @@ func (e *scaleEnv) probe(ctx context.Context, at time.Time, ns string, names []s
 		return 0, err
 	}
 	defer w.Stop()
+	steps, err := watchChain(ctx, e.volcano, ns)
+	if err != nil {
+		return 0, err
+	}
+	var mu sync.Mutex
+	created := map[string]time.Time{}
 	want := map[string]bool{}
 	for _, name := range names {
 		want[name] = true
 		go func() {
 			job := benchJob(ns, name, e.sc.taskPods, time.Second)
 			for range 5 {
-				if _, err := e.volcano.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err == nil || ctx.Err() != nil {
+				_, err := e.volcano.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+				if err == nil {
+					mu.Lock()
+					created[name] = time.Now()
+					mu.Unlock()
+				}
+				if err == nil || ctx.Err() != nil {
 					return
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -805,7 +860,17 @@ func (e *scaleEnv) probe(ctx context.Context, at time.Time, ns string, names []s
 			return time.Since(at), fmt.Errorf("%d of %d probe Jobs without all pods after %v", left(), len(names), e.sc.waitLimit)
 		}
 	}
-	return time.Since(at), nil
+	took := time.Since(at)
+	var all [][3]time.Duration
+	mu.Lock()
+	for _, name := range names {
+		if s, ok := steps.steps(name, created[name], tally.jobDone[name]); ok {
+			all = append(all, s)
+		}
+	}
+	mu.Unlock()
+	fmt.Printf("probe %s: %d Jobs have all pods %.1fs after %s; %s\n", ns, len(names), took.Seconds(), at.Format("15:04:05.000"), stepsLine(all))
+	return took, nil
 }
 
 func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
@@ -836,6 +901,7 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 		}
 		fmt.Fprintf(&out, "  %-34s %8.0f %8.0f %8.0f %10.2f\n", name, rss[0]/mib, rss[1]/mib, res.peakRSS[name]/mib, smp.rssSlope("steady", name)/mib)
 	}
+	out.WriteString(smp.cpuTimeline("steady", "faults"))
 	if res.slotsHeld > 0 || res.failover > 0 {
 		fmt.Fprintf(&out, "failover (kill -9 of one replica): its slots held again in %.1fs; Jobs created on them have all pods %.1fs after the kill\n",
 			res.slotsHeld.Seconds(), res.failover.Seconds())
