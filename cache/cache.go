@@ -71,10 +71,10 @@ type Config struct {
 	// reflector's goroutine and must not block.
 	SlotsReady func(slots []int)
 	// SlotsEarly, if set, is called once every part of newly gained slots is
-	// ready but their pods, which are still being listed (PodsListing): the
-	// controllers may look at the slots' Jobs that have work, reading each
-	// Job's pods from the API server (JobInfoFromServer). SlotsReady follows
-	// as before. It runs on a reflector's goroutine and must not block.
+	// ready but their pods and PodGroups, which are still being listed
+	// (ReadableEarly): the controllers may look at the slots' Jobs that have
+	// work, reading each Job's pods and PodGroup from the API server
+	// (JobInfoFromServer). SlotsReady follows as before. It runs on a reflector's goroutine and must not block.
 	SlotsEarly func(slots []int)
 	// Resync of the cluster-wide informers; 0 disables it.
 	Resync time.Duration
@@ -581,7 +581,7 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 	var parts [32]time.Duration
 	defer func() {
 		if len(early) > 0 {
-			c.log.Info("gained slots ready but their pods", "slots", len(early), "took", tookEarly.Round(time.Millisecond), "last", partName(i))
+			c.log.Info("gained slots ready but their pods and podgroups", "slots", len(early), "took", tookEarly.Round(time.Millisecond), "last", partName(i))
 		}
 		if len(ready) > 0 {
 			c.log.Info("gained slots ready", "slots", len(ready), "took", took.Round(time.Millisecond), "last", partName(i), "parts", partTimes(parts[:adoptBit+1]))
@@ -596,7 +596,7 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 		if g != nil {
 			g.parts[i] = time.Since(g.at)
 		}
-		if left&(1<<i) != 0 && left&^(1<<i) == 1<<podsBit {
+		if next := left &^ (1 << i); left&^earlyParts != 0 && next&^earlyParts == 0 && next != 0 {
 			early = append(early, n)
 			if g != nil {
 				tookEarly = max(tookEarly, time.Since(g.at))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,15 +19,16 @@ import (
 
 // A gained slot's pods are what a failover waits for: they come in one
 // stream, at a rate the API server sets (about 700–1,700 pods a second here),
-// and a gain of a third of a ring of 100,000 pods takes tens of seconds. Every
-// other part of a gain (the Jobs, filled from memory; the PodGroups; the
-// rarely-used kinds) is ready in a second or two. A Job of such a slot that
-// has work meanwhile (a new Job, a PodGroup admitted, a Command) need not wait
-// for its slot's pods: its own pods are one small list away. PodsListing
-// tells that moment, and JobInfoFromServer reads the Job's pods from the API
-// server with a consistent list, a view as complete and as fresh as the
-// slot's list would give. The slot still becomes ready (SlotsReady) as
-// before, and every Job of it is looked at then.
+// and a gain of a third of a ring of 100,000 pods takes tens of seconds. Its
+// PodGroups (custom resources, sent as JSON) come second: 1–5 s at that size.
+// Every other part of a gain (the Jobs, filled from memory; the rarely-used
+// kinds) is ready in well under a second. A Job of such a slot that has work
+// meanwhile (a new Job, a PodGroup admitted, a Command) need not wait for its
+// slot's pods and PodGroups: its own are two small lists away.
+// ReadableEarly tells that moment, and JobInfoFromServer reads the Job's pods
+// and PodGroup from the API server with consistent lists, a view as complete
+// and as fresh as the slot's lists would give. The slot still becomes ready
+// (SlotsReady) as before, and every Job of it is looked at then.
 
 // EarlyPodsLimit is the most pods JobInfoFromServer reads for one Job: a Job
 // with more waits for its slot's list, as every Job did before (a read that
@@ -40,7 +43,9 @@ var ErrTooManyPods = errors.New("too many pods to read for one job")
 // PodsListing reports whether the slot of key is held and every part of its
 // gain is ready but its pods: the Job is in full, its PodGroups and the
 // objects its plugins own are in the cache, the adoption sweep is done, and
-// the slot's pods are still being listed.
+// the slot's pods are still being listed. The adds of a list of pods or
+// PodGroups are the slot's, left to SlotsReady; a PodGroup that enters the
+// cache of a slot for which only pods are left is a new one.
 func (c *Cache) PodsListing(key string, slots int) bool {
 	if c.cfg.Slots == nil {
 		return false
@@ -49,25 +54,70 @@ func (c *Cache) PodsListing(key string, slots int) bool {
 	return held && left == 1<<podsBit
 }
 
-// podsBit is the bit of unlisted that stands for the pods.
-var podsBit = func() int {
-	for i, r := range Owned {
-		if r == Pods {
-			return i
-		}
+// ReadableEarly reports whether the slot of key is held and every part of
+// its gain is ready but its pods, its PodGroups or both, which are still
+// being listed: the Job's own can be read from the API server
+// (JobInfoFromServer).
+func (c *Cache) ReadableEarly(key string, slots int) bool {
+	if c.cfg.Slots == nil {
+		return false
 	}
-	panic("cache: Pods is not among Owned")
-}()
+	held, left := c.gainOf(key, slots)
+	return held && left != 0 && left&^earlyParts == 0
+}
 
-// JobInfoFromServer is JobInfo with the Job's pods read from the API server
-// (a consistent list of the pods labelled with the Job's name in its
-// namespace, a page at a time) rather than from the cache: for a Job whose
-// slot's pods are still being listed (PodsListing). The Job and its
-// PodGroup are the cache's. A pod the Job controls that has lost its
-// volcano.sh/job-name label is not read; the slot's list, once in, has it.
+// PodGroupsListing reports whether the slot of key is held and its
+// PodGroups are still being listed: the cache tells no change of them yet.
+func (c *Cache) PodGroupsListing(key string, slots int) bool {
+	if c.cfg.Slots == nil {
+		return false
+	}
+	held, left := c.gainOf(key, slots)
+	return held && left&(1<<podGroupsBit) != 0
+}
+
+// GainedAgo is how long ago the slot of key was gained, while it is not ready
+// yet; 0 once it is, or when it is not held.
+func (c *Cache) GainedAgo(key string, slots int) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.gainedAt[shard.SlotOf(key, slots)]; g != nil {
+		return time.Since(g.at)
+	}
+	return 0
+}
+
+// podsBit and podGroupsBit are the bits of unlisted that stand for the pods
+// and the PodGroups; earlyParts are both, the parts an early read stands in
+// for.
+var (
+	podsBit      = ownedBit(Pods)
+	podGroupsBit = ownedBit(PodGroups)
+	earlyParts   = uint32(1<<podsBit | 1<<podGroupsBit)
+)
+
+func ownedBit(r Resource) int {
+	i := slices.Index(Owned, r)
+	if i < 0 {
+		panic("cache: " + string(r) + " is not among Owned")
+	}
+	return i
+}
+
+// JobInfoFromServer is JobInfo with the Job's pods and PodGroup read from the
+// API server rather than from the cache: for a Job whose slot's pods or
+// PodGroups are still being listed (ReadableEarly). The pods are a consistent
+// list of those labelled with the Job's name in its namespace, a page at a
+// time; the PodGroups one of those labelled with the Job's slot in its
+// namespace (the Job's own among them: every PodGroup of a Job carries its
+// slot, ringfire's from their create, vc-controller-manager's from the
+// adoption sweep, done by then). The Job is the cache's. A pod the Job
+// controls that has lost its volcano.sh/job-name label is not read; the
+// slot's list, once in, has it.
 // It returns nil when the Job does not exist, and ErrTooManyPods for a Job
-// of more than EarlyPodsLimit pods: one whose tasks ask for more, without a
-// read, or one a read of this gain found to have more.
+// of more than EarlyPodsLimit pods (one whose tasks ask for more, without a
+// read, or one a read of this gain found to have more) or whose slot has
+// more than EarlyPodsLimit PodGroups in its namespace.
 //
 // At most EarlyReadsLimit reads run at once in a replica; a read waits for
 // its turn within the same earlyReadTimeout.
@@ -95,9 +145,16 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	case <-ctx.Done():
 		return nil, fmt.Errorf("pods of job %s: waiting for a turn to read: %w", key, ctx.Err())
 	}
-	selector := labels.Set{batch.JobNameKey: job.Name}.AsSelector().String()
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	tooLarge := func(what string) error {
+		c.mu.Lock()
+		if _, listing := c.unlisted[slot]; listing && c.gen[slot] == gen {
+			c.tooLarge[key] = slot
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("job %s: %w (more than %d %s)", key, ErrTooManyPods, EarlyPodsLimit, what)
+	}
 	var pods []any
+	opts := metav1.ListOptions{LabelSelector: labels.Set{batch.JobNameKey: job.Name}.AsSelector().String(), Limit: 500}
 	for {
 		list, err := c.cfg.Kube.CoreV1().Pods(job.Namespace).List(ctx, opts)
 		if err != nil {
@@ -110,26 +167,39 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 			}
 		}
 		if len(pods) > EarlyPodsLimit {
-			c.mu.Lock()
-			if _, listing := c.unlisted[slot]; listing && c.gen[slot] == gen {
-				c.tooLarge[key] = slot
-			}
-			c.mu.Unlock()
-			return nil, fmt.Errorf("job %s: %w (more than %d)", key, ErrTooManyPods, EarlyPodsLimit)
+			return nil, tooLarge("pods")
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			break
 		}
 	}
-	info, err := c.jobInfo(key, job, pods)
-	if err == nil {
-		c.mu.Lock()
-		if c.held[slot] && c.gen[slot] == gen { // not lost (nor lost and gained again) meanwhile
-			c.early[key] = slot
+	var pgs []any
+	opts = metav1.ListOptions{LabelSelector: labels.Set{shard.SlotLabel: strconv.Itoa(slot)}.AsSelector().String(), Limit: 500}
+	for seen := 0; ; {
+		list, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("podgroups of job %s: %w", key, err)
 		}
-		c.mu.Unlock()
+		for i := range list.Items {
+			if pg := &list.Items[i]; jobKeyIs(pg, key) {
+				pg.ManagedFields = nil
+				pgs = append(pgs, pg)
+			}
+		}
+		if seen += len(list.Items); seen > EarlyPodsLimit {
+			return nil, tooLarge("podgroups of its slot in its namespace")
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
 	}
-	return info, err
+	info := jobInfo(job, pods, pgs)
+	c.mu.Lock()
+	if c.held[slot] && c.gen[slot] == gen { // not lost (nor lost and gained again) meanwhile
+		c.early[key] = slot
+	}
+	c.mu.Unlock()
+	return info, nil
 }
 
 // earlyReadTimeout bounds one JobInfoFromServer: a worker waits no longer for
@@ -157,13 +227,14 @@ func askedPods(job *batch.Job) int64 {
 	return n
 }
 
-// ReadEarly reports whether the Job at key had its pods read from the API
-// server (JobInfoFromServer) and the cache has not been seen to show them as
-// that read did (CaughtUp). The slot's list of pods is a snapshot taken when
-// the slot was gained, older than that read, and its watch replays what came
-// since: until it has, the cache may show a pod the read saw deleted, or in
-// an older state, and a reconcile on it would undo what was decided on the
-// read (a Running phase taken back, a create issued again).
+// ReadEarly reports whether the Job at key had its pods and PodGroup read
+// from the API server (JobInfoFromServer) and the cache has not been seen to
+// show them as that read did (CaughtUp). The slot's lists are snapshots
+// taken when the slot was gained, older than that read, and their watches
+// replay what came since: until they have, the cache may show a pod the read
+// saw deleted, a PodGroup not admitted yet, or no PodGroup at all, and a
+// reconcile on it would undo what was decided on the read (a Running phase
+// taken back, a create issued again).
 func (c *Cache) ReadEarly(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,15 +242,16 @@ func (c *Cache) ReadEarly(key string) bool {
 	return ok
 }
 
-// CaughtUp reports whether the cache shows the Job at key's pods as read
-// holds them (the same pods, each at the same resourceVersion), and if so
+// CaughtUp reports whether the cache shows the Job at key's pods and
+// PodGroup as read holds them (the same objects, each at the same
+// resourceVersion), and if so
 // forgets that the Job was read early. read nil forgets it too: the Job is
 // gone, or has grown past what is read early, and the cache is the one view
 // left of it.
 func (c *Cache) CaughtUp(key string, read *JobInfo) bool {
 	if read != nil {
 		cached, err := c.JobInfo(key)
-		if err != nil || cached == nil || !samePods(cached, read) {
+		if err != nil || cached == nil || !sameView(cached, read) {
 			return false
 		}
 	}
@@ -200,9 +272,9 @@ func (c *Cache) forgetTooLargeLocked(slots shard.SlotSet) {
 	}
 }
 
-// samePods reports whether a and b hold the same pods, owned and foreign, at
-// the same resourceVersions.
-func samePods(a, b *JobInfo) bool {
+// sameView reports whether a and b hold the same pods, owned and foreign,
+// and the same PodGroup, at the same resourceVersions.
+func sameView(a, b *JobInfo) bool {
 	versions := func(info *JobInfo) map[string]string {
 		v := map[string]string{}
 		for _, byName := range info.Pods {
@@ -215,7 +287,20 @@ func samePods(a, b *JobInfo) bool {
 		}
 		return v
 	}
-	return maps.Equal(versions(a), versions(b))
+	pg := func(info *JobInfo) [2]string {
+		if info.PodGroup == nil {
+			return [2]string{}
+		}
+		return [2]string{info.PodGroup.Name, info.PodGroup.ResourceVersion}
+	}
+	return maps.Equal(versions(a), versions(b)) && pg(a) == pg(b)
+}
+
+// jobKeyIs reports whether the ByJob index files obj under key (its
+// controller is the Volcano Job of that name).
+func jobKeyIs(obj any, key string) bool {
+	keys, _ := indexByJob(obj)
+	return len(keys) > 0 && keys[0] == key
 }
 
 // controlledPod returns obj as a pod the ByJob index files under key (its
@@ -225,7 +310,7 @@ func controlledPod(key string, obj any) *corev1.Pod {
 	if !ok {
 		return nil
 	}
-	if keys, _ := indexByJob(pod); len(keys) == 0 || keys[0] != key {
+	if !jobKeyIs(pod, key) {
 		return nil
 	}
 	return pod

@@ -50,12 +50,17 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pods of job %s: %w", key, err)
 	}
-	return c.jobInfo(key, job, pods)
+	pgs, err := c.owned[PodGroups].Indexer().ByIndex(ByJob, key)
+	if err != nil {
+		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
+	}
+	return jobInfo(job, pods, pgs), nil
 }
 
-// jobInfo is the JobInfo of job, at key, with pods (those filed under key,
-// whatever their owner's UID) and the cache's PodGroup.
-func (c *Cache) jobInfo(key string, job *batch.Job, pods []any) (*JobInfo, error) {
+// jobInfo is the JobInfo of job with pods (those filed under its key,
+// whatever their owner's UID) and its PodGroup, the one of pgs (those filed
+// under its key) it controls.
+func jobInfo(job *batch.Job, pods, pgs []any) *JobInfo {
 	info := &JobInfo{Job: job, Pods: map[string]map[string]*corev1.Pod{}}
 	for _, obj := range pods {
 		pod, ok := obj.(*corev1.Pod)
@@ -75,10 +80,6 @@ func (c *Cache) jobInfo(key string, job *batch.Job, pods []any) (*JobInfo, error
 		}
 		info.Pods[task][pod.Name] = pod
 	}
-	pgs, err := c.owned[PodGroups].Indexer().ByIndex(ByJob, key)
-	if err != nil {
-		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
-	}
 	for _, obj := range pgs {
 		pg, ok := obj.(*scheduling.PodGroup)
 		if !ok || !ControlledBy(pg, job.UID) {
@@ -88,7 +89,7 @@ func (c *Cache) jobInfo(key string, job *batch.Job, pods []any) (*JobInfo, error
 			info.PodGroup = pg
 		}
 	}
-	return info, nil
+	return info
 }
 
 // OwnedBy returns the objects of resource r controlled by the Job at key

@@ -196,11 +196,12 @@ const EarlyJobsLimit = 256
 
 // SlotsEarly looks at the Jobs of slots, just gained, that are not settled
 // (new ones, and those mid-way through a start, a restart or an end), and
-// the Commands that target Jobs of the slots, before the slots' pods are
-// listed: each reads its Job's pods from the API server (early). The cache
-// calls it once only the slots' pods are left to list; the events of those
-// Jobs that came while the slots were not held were dropped, and SlotsReady
-// would bring them back only once every pod is in. Settled Jobs wait for
+// the Commands that target Jobs of the slots, before the slots' pods and
+// PodGroups are listed: each reads its Job's pods and PodGroup from the API
+// server (early). The cache calls it once only those are left to list; the
+// events of those Jobs that came while the slots were not held were dropped,
+// and SlotsReady would bring them back only once every pod is in. Settled
+// Jobs wait for
 // SlotsReady: they have nothing to do that cannot wait.
 func (c *Controller) SlotsEarly(slots []int) {
 	n := 0

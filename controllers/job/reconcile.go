@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/plan"
@@ -37,8 +38,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	if slots := c.cfg.Ownership.Slots(); !c.cfg.Cache.Listed(key, slots) {
 		// The slot was just gained and its objects are still being listed: on this partial
 		// view the Job would create what its last owner made. SlotsReady brings every Job of
-		// the slot back, and its Commands, once the list is in. Only the pods left to list,
-		// the Job's own are read from the API server instead (early).
+		// the slot back, and its Commands, once the list is in. Only the pods and PodGroups
+		// left to list, the Job's own are read from the API server instead (early).
 		if info = c.early(ctx, key, slots); info == nil {
 			if req.command != nil {
 				// Its Command may have been taken by an early reconcile that failed after: no
@@ -83,17 +84,23 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	return c.carryOut(ctx, key, in, plan.Make(in))
 }
 
-// early returns the Job at key, with its pods read from the API server, when
-// its slot is held and only the slot's pods are still being listed
-// (cache.PodsListing): a failover's new Jobs, admitted PodGroups and Commands
-// need not wait for the stream of the slot's pods, which on a large cluster
-// takes tens of seconds. It returns nil, leaving the Job to SlotsReady as
-// before, when any other part of the slot is still being listed, the Job is
-// gone or has more than cache.EarlyPodsLimit pods, the read fails, or a pod
-// failed that no controller acted on (missedFailures: SlotsReady tells it
-// first, so that a sync does not end the Job before its policy runs).
+// early returns the Job at key, with its pods and PodGroup read from the API
+// server, when its slot is held and only the slot's pods and PodGroups are
+// still being listed (cache.ReadableEarly): a failover's new Jobs, admitted
+// PodGroups and Commands need not wait for the stream of the slot's pods,
+// which on a large cluster takes tens of seconds, nor for its PodGroups. It
+// returns nil, leaving the Job to SlotsReady as before, when any other part
+// of the slot is still being listed, the Job is gone or has more than
+// cache.EarlyPodsLimit pods, the read fails, or a pod failed that no
+// controller acted on (missedFailures: SlotsReady tells it first, so that a
+// sync does not end the Job before its policy runs).
+//
+// While the slot's PodGroups are being listed, their informer tells no
+// change of them: a pending Job whose PodGroup the scheduler has not admitted
+// yet (or that has none yet: this reconcile makes it) is looked at again,
+// sooner than that list ends, to see its admission (earlyRecheck).
 func (c *Controller) early(ctx context.Context, key string, slots int) *cache.JobInfo {
-	if !c.cfg.Cache.PodsListing(key, slots) {
+	if !c.cfg.Cache.ReadableEarly(key, slots) {
 		return nil
 	}
 	info, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
@@ -105,7 +112,28 @@ func (c *Controller) early(ctx context.Context, key string, slots int) *cache.Jo
 		return nil
 	}
 	c.metrics.early.Inc()
+	if c.cfg.Cache.PodGroupsListing(key, slots) && awaitsAdmission(info) {
+		c.wakeAfter(key, earlyRecheck(c.cfg.Cache.GainedAgo(key, slots)))
+	}
 	return info
+}
+
+// awaitsAdmission reports whether the Job is pending and its PodGroup, if it
+// has one, is not admitted yet.
+func awaitsAdmission(info *cache.JobInfo) bool {
+	if phase := info.Job.Status.State.Phase; phase != "" && phase != batch.Pending {
+		return false
+	}
+	pg := info.PodGroup
+	return pg == nil || pg.Status.Phase == "" || pg.Status.Phase == scheduling.PodGroupPending
+}
+
+// earlyRecheck is how long a Job read early waits to be read again for its
+// PodGroup's admission, its slot gained ago: half that, within [250 ms, 2 s],
+// so that a Job is read a handful of times however long the slot's PodGroups
+// take to list (each read is two lists), and soon after a quick admission.
+func earlyRecheck(ago time.Duration) time.Duration {
+	return min(max(ago/2, 250*time.Millisecond), 2*time.Second)
 }
 
 // commandWait is how long a Command's request waits for its Job's slot to be
