@@ -128,14 +128,14 @@ type Cache struct {
 	// (and the dispatcher runs its work) a moment before the cache hears of the
 	// gain: Listed says no for such a slot.
 	held map[int]bool
-	// early holds the Jobs whose pods were read from the API server
-	// (JobInfoFromServer), by key, with their slot: until the cache shows
-	// their pods as that read did, the cache may be older than what the read
+	// early holds the Jobs whose pods and PodGroup were read from the API
+	// server (JobInfoFromServer), by key, with their slot: until the cache
+	// shows them as that read did, the cache may be older than what the read
 	// showed and the writes made on it (ReadEarly, CaughtUp).
 	early map[string]int
 	// tooLarge holds the Jobs, by key, with their slot, that an early read
-	// found to have more than EarlyPodsLimit pods: they wait for their slot's
-	// list without another read, until the slot is ready or lost.
+	// found too large to read (ErrTooManyPods): they wait for their slot's
+	// lists without another read, until the slot is ready or lost.
 	tooLarge map[string]int
 	// earlyReads bounds the early reads running at once (EarlyReadsLimit).
 	earlyReads chan struct{}
@@ -572,7 +572,8 @@ func partName(i int) string {
 }
 
 // clearLocked clears bit i of slots in unlisted and returns the slots that
-// are ready now, and those that wait for nothing but their pods now (early);
+// are ready now, and those that wait for nothing but their pods and
+// PodGroups now (early);
 // c.mu is held. It logs how long the ready slots took from
 // their gain, which part of the gain came last, and how long each part took
 // (the slowest slot's), the one place to look when a failover is slow.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -30,15 +31,17 @@ import (
 // and as fresh as the slot's lists would give. The slot still becomes ready
 // (SlotsReady) as before, and every Job of it is looked at then.
 
-// EarlyPodsLimit is the most pods JobInfoFromServer reads for one Job: a Job
-// with more waits for its slot's list, as every Job did before (a read that
-// large is the slot's list's work, and a user's replica count must not make
-// one reconcile's memory unbounded).
+// EarlyPodsLimit is the most pods JobInfoFromServer reads for one Job, and
+// the most PodGroups it lists for one: a Job with more waits for its slot's
+// lists, as every Job did before (a read that large is the slot's list's
+// work, and a user's replica or Job count must not make one reconcile's
+// memory unbounded).
 const EarlyPodsLimit = 2000
 
 // ErrTooManyPods is JobInfoFromServer's answer for a Job of more than
-// EarlyPodsLimit pods.
-var ErrTooManyPods = errors.New("too many pods to read for one job")
+// EarlyPodsLimit pods, or for one without a PodGroup of its own name whose
+// slot has more than EarlyPodsLimit PodGroups in its namespace.
+var ErrTooManyPods = errors.New("too many objects to read for one job")
 
 // PodsListing reports whether the slot of key is held and every part of its
 // gain is ready but its pods: the Job is in full, its PodGroups and the
@@ -64,6 +67,17 @@ func (c *Cache) ReadableEarly(key string, slots int) bool {
 	}
 	held, left := c.gainOf(key, slots)
 	return held && left != 0 && left&^earlyParts == 0
+}
+
+// PodsListed reports whether the slot of key is held and its pods are in,
+// with nothing but its PodGroups (if anything) left to list: a pod that
+// enters the cache then is a new one, not the list's.
+func (c *Cache) PodsListed(key string, slots int) bool {
+	if c.cfg.Slots == nil {
+		return true
+	}
+	held, left := c.gainOf(key, slots)
+	return held && left&(1<<podsBit) == 0 && left&^earlyParts == 0
 }
 
 // PodGroupsListing reports whether the slot of key is held and its
@@ -108,16 +122,19 @@ func ownedBit(r Resource) int {
 // API server rather than from the cache: for a Job whose slot's pods or
 // PodGroups are still being listed (ReadableEarly). The pods are a consistent
 // list of those labelled with the Job's name in its namespace, a page at a
-// time; the PodGroups one of those labelled with the Job's slot in its
-// namespace (the Job's own among them: every PodGroup of a Job carries its
-// slot, ringfire's from their create, vc-controller-manager's from the
-// adoption sweep, done by then). The Job is the cache's. A pod the Job
-// controls that has lost its volcano.sh/job-name label is not read; the
-// slot's list, once in, has it.
+// time. The PodGroup is a get of the name the Job's controller gives it, or,
+// when there is none (a Job that has none yet, or one vc-controller-manager
+// named otherwise), a consistent list of the PodGroups labelled with the
+// Job's slot in its namespace (every PodGroup of a Job carries its slot:
+// ringfire's from their create, vc-controller-manager's from the adoption
+// sweep, done by then). The Job is the cache's. A pod the Job controls that
+// has lost its volcano.sh/job-name label is not read; the slot's list, once
+// in, has it.
 // It returns nil when the Job does not exist, and ErrTooManyPods for a Job
 // of more than EarlyPodsLimit pods (one whose tasks ask for more, without a
-// read, or one a read of this gain found to have more) or whose slot has
-// more than EarlyPodsLimit PodGroups in its namespace.
+// read, or one a read of this gain found to have more), or without a
+// PodGroup of its own name in a slot of more than EarlyPodsLimit PodGroups
+// in its namespace.
 //
 // At most EarlyReadsLimit reads run at once in a replica; a read waits for
 // its turn within the same earlyReadTimeout.
@@ -173,25 +190,12 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 			break
 		}
 	}
-	var pgs []any
-	opts = metav1.ListOptions{LabelSelector: labels.Set{shard.SlotLabel: strconv.Itoa(slot)}.AsSelector().String(), Limit: 500}
-	for seen := 0; ; {
-		list, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("podgroups of job %s: %w", key, err)
-		}
-		for i := range list.Items {
-			if pg := &list.Items[i]; jobKeyIs(pg, key) {
-				pg.ManagedFields = nil
-				pgs = append(pgs, pg)
-			}
-		}
-		if seen += len(list.Items); seen > EarlyPodsLimit {
-			return nil, tooLarge("podgroups of its slot in its namespace")
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+	pgs, err := c.podGroupsFromServer(ctx, key, job, slot)
+	if errors.Is(err, ErrTooManyPods) {
+		return nil, tooLarge("podgroups of its slot in its namespace, none of its own name")
+	}
+	if err != nil {
+		return nil, err
 	}
 	info := jobInfo(job, pods, pgs)
 	c.mu.Lock()
@@ -200,6 +204,43 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	}
 	c.mu.Unlock()
 	return info, nil
+}
+
+// podGroupsFromServer reads the PodGroups of the Job at key from the API
+// server: the one of the name the Job's controller gives it (a get), or, if
+// there is none (a Job that has none yet, or one vc-controller-manager made
+// under an older name), those of its slot in its namespace that it controls
+// (a consistent list, at most EarlyPodsLimit of them).
+func (c *Cache) podGroupsFromServer(ctx context.Context, key string, job *batch.Job, slot int) ([]any, error) {
+	pgs := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace)
+	own, err := pgs.Get(ctx, job.Name+"-"+string(job.UID), metav1.GetOptions{})
+	switch {
+	case err == nil && jobKeyIs(own, key):
+		own.ManagedFields = nil
+		return []any{own}, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
+	}
+	var out []any
+	opts := metav1.ListOptions{LabelSelector: labels.Set{shard.SlotLabel: strconv.Itoa(slot)}.AsSelector().String(), Limit: 500}
+	for seen := 0; ; {
+		list, err := pgs.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("podgroups of job %s: %w", key, err)
+		}
+		for i := range list.Items {
+			if pg := &list.Items[i]; jobKeyIs(pg, key) {
+				pg.ManagedFields = nil
+				out = append(out, pg)
+			}
+		}
+		if seen += len(list.Items); seen > EarlyPodsLimit {
+			return nil, ErrTooManyPods
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
 }
 
 // earlyReadTimeout bounds one JobInfoFromServer: a worker waits no longer for

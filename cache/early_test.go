@@ -31,7 +31,8 @@ import (
 // A gained slot is told early (SlotsEarly) once, at the moment every part of
 // its gain is in but its pods and PodGroups (either or both), and
 // ReadableEarly holds from then until both are listed; PodsListing holds only
-// once the PodGroups are listed too, and PodGroupsListing while they are not.
+// once the PodGroups are listed too, PodGroupsListing while they are not, and
+// PodsListed once the pods are in with at most the PodGroups left.
 // A slot whose parts all end with one that is neither is never early, and a
 // lost slot is neither.
 func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
@@ -56,8 +57,8 @@ func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
 	key := "ns/early"
 	slot := shard.SlotOf(key, testSlots)
 	state := func() string {
-		return fmt.Sprintf("readable early %v, pods listing %v, podgroups listing %v, listed %v",
-			c.ReadableEarly(key, testSlots), c.PodsListing(key, testSlots), c.PodGroupsListing(key, testSlots), c.Listed(key, testSlots))
+		return fmt.Sprintf("readable early %v, pods listing %v, pods listed %v, podgroups listing %v, listed %v",
+			c.ReadableEarly(key, testSlots), c.PodsListing(key, testSlots), c.PodsListed(key, testSlots), c.PodGroupsListing(key, testSlots), c.Listed(key, testSlots))
 	}
 	others := func(after func(part int)) {
 		for i := 0; i <= jobsBit; i++ {
@@ -77,18 +78,18 @@ func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
 			t.Fatalf("after part %s, with more than pods and podgroups left: %s", partName(i), state())
 		}
 	})
-	if !c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.PodGroupsListing(key, testSlots) || c.Listed(key, testSlots) {
+	if !c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || c.PodsListed(key, testSlots) || !c.PodGroupsListing(key, testSlots) || c.Listed(key, testSlots) {
 		t.Fatalf("pods and podgroups left: %s; want readable early and podgroups listing only", state())
 	}
 	if !slices.EqualFunc(early, [][]int{{slot}}, slices.Equal) || len(ready) != 0 {
 		t.Fatalf("told early %v and ready %v, want early [[%d]] only", early, ready, slot)
 	}
 	c.listed(podGroupsBit, []int{slot})
-	if !c.ReadableEarly(key, testSlots) || !c.PodsListing(key, testSlots) || c.PodGroupsListing(key, testSlots) || len(early) != 1 {
+	if !c.ReadableEarly(key, testSlots) || !c.PodsListing(key, testSlots) || c.PodsListed(key, testSlots) || c.PodGroupsListing(key, testSlots) || len(early) != 1 {
 		t.Fatalf("pods left: %s, told early %d times; want readable early and pods listing, told once", state(), len(early))
 	}
 	c.listed(podsBit, []int{slot})
-	if c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.Listed(key, testSlots) || len(early) != 1 || len(ready) != 1 {
+	if c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.PodsListed(key, testSlots) || !c.Listed(key, testSlots) || len(early) != 1 || len(ready) != 1 {
 		t.Fatalf("all listed: %s, early %v, ready %v", state(), early, ready)
 	}
 
@@ -100,8 +101,11 @@ func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
 	}
 	c.SlotsGained([]int{slot})
 	c.listed(podsBit, []int{slot})
+	if c.PodsListed(key, testSlots) {
+		t.Fatalf("pods in, more than podgroups left: %s", state())
+	}
 	others(func(int) {})
-	if !c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.PodGroupsListing(key, testSlots) || len(early) != 2 {
+	if !c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.PodsListed(key, testSlots) || !c.PodGroupsListing(key, testSlots) || len(early) != 2 {
 		t.Fatalf("podgroups left: %s, told early %d times; want readable early, podgroups listing, told twice", state(), len(early))
 	}
 	c.listed(podGroupsBit, []int{slot})
@@ -128,11 +132,11 @@ func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
 	c.SlotsGained([]int{slot})
 	others(func(int) {})
 	c.SlotsLost([]int{slot})
-	if c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || c.PodGroupsListing(key, testSlots) {
+	if c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || c.PodsListed(key, testSlots) || c.PodGroupsListing(key, testSlots) {
 		t.Fatalf("lost while its pods and podgroups were listed: %s", state())
 	}
 	unsharded := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset()})
-	if unsharded.ReadableEarly(key, testSlots) || unsharded.PodsListing(key, testSlots) || unsharded.PodGroupsListing(key, testSlots) {
+	if unsharded.ReadableEarly(key, testSlots) || unsharded.PodsListing(key, testSlots) || !unsharded.PodsListed(key, testSlots) || unsharded.PodGroupsListing(key, testSlots) {
 		t.Fatal("a cache without a slot count holds every key listed, but said some of it is being listed")
 	}
 }
@@ -228,6 +232,36 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	}
 	if !c.CaughtUp(key, nil) {
 		t.Fatal("a Job gone is not caught up")
+	}
+}
+
+// A Job without a PodGroup of the name ringfire gives it (one
+// vc-controller-manager named otherwise) has its PodGroup read by the list of
+// its slot's PodGroups; a Job with none has none.
+func TestJobInfoFromServerFindsAPodGroupOfAnotherName(t *testing.T) {
+	yes := true
+	key := "ns/legacy"
+	slotLabel := map[string]string{shard.SlotLabel: strconv.Itoa(shard.SlotOf(key, testSlots))}
+	owner := []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "legacy", UID: "uid-legacy", Controller: &yes}}
+	legacy := &scheduling.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "legacy", Labels: slotLabel, OwnerReferences: owner}}
+	c := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset(legacy), Slots: func() int { return testSlots }})
+	for _, job := range []*batch.Job{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "legacy", UID: "uid-legacy"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new", UID: "uid-new"}},
+	} {
+		if err := c.jobs.indexer.Add(job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	podsListing(c, key)
+	podsListing(c, "ns/new")
+	read, err := c.JobInfoFromServer(context.Background(), key)
+	if err != nil || read.PodGroup == nil || read.PodGroup.Name != "legacy" {
+		t.Fatalf("read %+v, %v; want the PodGroup named legacy", read, err)
+	}
+	read, err = c.JobInfoFromServer(context.Background(), "ns/new")
+	if err != nil || read.PodGroup != nil {
+		t.Fatalf("a Job without a PodGroup: read %+v, %v; want none", read, err)
 	}
 }
 

@@ -190,8 +190,9 @@ func (c *Controller) SlotsReady(slots []int) {
 }
 
 // EarlyJobsLimit bounds how many Jobs of slots gained together SlotsEarly
-// looks at: each costs a list of its pods from the API server, and a gain of
-// thousands of Jobs mid-way is the slot's list's work.
+// looks at: each costs a read of its pods and PodGroup from the API server
+// (and a few more while it waits for its admission), and a gain of thousands
+// of Jobs mid-way is the slot's lists' work.
 const EarlyJobsLimit = 256
 
 // SlotsEarly looks at the Jobs of slots, just gained, that are not settled
@@ -210,7 +211,7 @@ func (c *Controller) SlotsEarly(slots []int) {
 			continue
 		}
 		if n++; n > EarlyJobsLimit {
-			c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods are listed", "slots", len(slots), "limit", EarlyJobsLimit)
+			c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods and podgroups are listed", "slots", len(slots), "limit", EarlyJobsLimit)
 			break
 		}
 		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
@@ -411,7 +412,8 @@ func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
 // while it stays pending do not start it again. Volcano raises PodPending for every pod it
 // adds, running ones too (after its own restart, whose list adds them all); ringfire raises
 // OutOfSync for a pod that is not pending, whose PodPending timeout no PodRunning would end.
-// The pods of a slot's first list are left to SlotsReady.
+// The pods of a slot's first list are left to SlotsReady; a pod that enters once they are in
+// is a new one (one an early reconcile made while the slot's PodGroups still list, among them).
 func (c *Controller) onPodAdd(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -421,7 +423,7 @@ func (c *Controller) onPodAdd(obj any) {
 	if pending(pod) {
 		event = bus.PodPendingEvent
 	}
-	if key, req, ok := podRequest(pod, event); ok && c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
+	if key, req, ok := podRequest(pod, event); ok && c.cfg.Cache.PodsListed(key, c.cfg.Ownership.Slots()) {
 		c.Disp.Enqueue(key, req)
 	}
 }

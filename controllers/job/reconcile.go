@@ -103,6 +103,9 @@ func (c *Controller) early(ctx context.Context, key string, slots int) *cache.Jo
 	if !c.cfg.Cache.ReadableEarly(key, slots) {
 		return nil
 	}
+	// Asked before the read: a list that ends during the read may have brought the admission
+	// as one of its adds, which no handler passes on.
+	pgsListing := c.cfg.Cache.PodGroupsListing(key, slots)
 	info, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
 	if err != nil {
 		c.Log.Debug("job left to its slot's list", "job", key, "error", err)
@@ -112,8 +115,8 @@ func (c *Controller) early(ctx context.Context, key string, slots int) *cache.Jo
 		return nil
 	}
 	c.metrics.early.Inc()
-	if c.cfg.Cache.PodGroupsListing(key, slots) && awaitsAdmission(info) {
-		c.wakeAfter(key, earlyRecheck(c.cfg.Cache.GainedAgo(key, slots)))
+	if ago := c.cfg.Cache.GainedAgo(key, slots); pgsListing && ago < earlyRecheckFor && awaitsAdmission(info) {
+		c.wakeAfter(key, earlyRecheck(ago))
 	}
 	return info
 }
@@ -131,25 +134,33 @@ func awaitsAdmission(info *cache.JobInfo) bool {
 // earlyRecheck is how long a Job read early waits to be read again for its
 // PodGroup's admission, its slot gained ago: half that, within [250 ms, 2 s],
 // so that a Job is read a handful of times however long the slot's PodGroups
-// take to list (each read is two lists), and soon after a quick admission.
+// take to list (each read is two requests), and soon after a quick admission.
+// Past earlyRecheckFor after the gain it is not read again: a list that slow
+// is an API server in trouble, which more reads would not help; the list's
+// end (SlotsReady) brings the Job back.
 func earlyRecheck(ago time.Duration) time.Duration {
 	return min(max(ago/2, 250*time.Millisecond), 2*time.Second)
 }
+
+// earlyRecheckFor bounds, from the gain, the reads again of earlyRecheck.
+const earlyRecheckFor = 30 * time.Second
 
 // commandWait is how long a Command's request waits for its Job's slot to be
 // listed when it cannot run early.
 const commandWait = time.Second
 
-// caughtUp returns the Job at key with its pods read from the API server
-// while the cache may still be older than an early read of them
-// (cache.ReadEarly), or nil once the cache shows the pods as the API server
-// does (or the read fails): the cache's view is the one to read then.
+// caughtUp returns the Job at key with its pods and PodGroup read from the
+// API server while the cache may still be older than an early read of them
+// (cache.ReadEarly), or nil once the cache shows them as the API server does
+// (or the read fails): the cache's view is the one to read then.
 //
-// A Job that has grown past cache.EarlyPodsLimit since it was read early is
-// read from the cache from then on: reading it again on every reconcile
-// would cost the API server a list of thousands of pods each time, and its
-// names are fixed, so a create the older view repeats is refused as
-// existing (and counted as such), never made twice.
+// A Job that has grown past what is read early (cache.ErrTooManyPods) since
+// it was read early is read from the cache from then on: reading it again on
+// every reconcile would cost the API server a list of thousands of objects
+// each time, and its names are fixed, so a create the older view repeats is
+// refused as existing (and counted as such), never made twice; an older
+// PodGroup phase only holds back pods the newer one would allow, until the
+// cache catches up.
 func (c *Controller) caughtUp(ctx context.Context, key string) *cache.JobInfo {
 	read, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
 	if errors.Is(err, cache.ErrTooManyPods) {
