@@ -10,8 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -122,7 +122,7 @@ func ownedBit(r Resource) int {
 // API server rather than from the cache: for a Job whose slot's pods or
 // PodGroups are still being listed (ReadableEarly). The pods are a consistent
 // list of those labelled with the Job's name in its namespace, a page at a
-// time. The PodGroup is a get of the name the Job's controller gives it, or,
+// time. The PodGroup is a list by the name the Job's controller gives it, or,
 // when there is none (a Job that has none yet, or one vc-controller-manager
 // named otherwise), a consistent list of the PodGroups labelled with the
 // Job's slot in its namespace (every PodGroup of a Job carries its slot:
@@ -207,19 +207,23 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 }
 
 // podGroupsFromServer reads the PodGroups of the Job at key from the API
-// server: the one of the name the Job's controller gives it (a get), or, if
+// server: the one of the name the Job's controller gives it, or, if
 // there is none (a Job that has none yet, or one vc-controller-manager made
 // under an older name), those of its slot in its namespace that it controls
 // (a consistent list, at most EarlyPodsLimit of them).
 func (c *Cache) podGroupsFromServer(ctx context.Context, key string, job *batch.Job, slot int) ([]any, error) {
 	pgs := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace)
-	own, err := pgs.Get(ctx, job.Name+"-"+string(job.UID), metav1.GetOptions{})
-	switch {
-	case err == nil && jobKeyIs(own, key):
-		own.ManagedFields = nil
-		return []any{own}, nil
-	case err != nil && !apierrors.IsNotFound(err):
+	// A list by name rather than a get: the same consistent read, on the verb the role grants.
+	name := job.Name + "-" + string(job.UID)
+	own, err := pgs.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
 		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
+	}
+	for i := range own.Items {
+		if pg := &own.Items[i]; pg.Name == name && jobKeyIs(pg, key) {
+			pg.ManagedFields = nil
+			return []any{pg}, nil
+		}
 	}
 	var out []any
 	opts := metav1.ListOptions{LabelSelector: labels.Set{shard.SlotLabel: strconv.Itoa(slot)}.AsSelector().String(), Limit: 500}
