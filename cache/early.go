@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/shard"
 )
@@ -206,25 +207,52 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	return info, nil
 }
 
-// podGroupsFromServer reads the PodGroups of the Job at key from the API
-// server: the one of the name the Job's controller gives it, or, if
-// there is none (a Job that has none yet, or one vc-controller-manager made
-// under an older name), those of its slot in its namespace that it controls
-// (a consistent list, at most EarlyPodsLimit of them).
-func (c *Cache) podGroupsFromServer(ctx context.Context, key string, job *batch.Job, slot int) ([]any, error) {
-	pgs := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace)
-	// A list by name rather than a get: the same consistent read, on the verb the role grants.
+// PodGroupFromServer reads from the API server the PodGroup of the Job at key
+// of the name the Job's controller gives it (a consistent list by name), or
+// nil if there is none, or no such Job: a cheap look at a PodGroup's phase
+// while the slot's PodGroups are listed.
+func (c *Cache) PodGroupFromServer(ctx context.Context, key string) (*scheduling.PodGroup, error) {
+	job, ok, err := c.Job(key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, earlyReadTimeout)
+	defer cancel()
+	return c.ownPodGroupFromServer(ctx, key, job)
+}
+
+// ownPodGroupFromServer is PodGroupFromServer of job, at key.
+func (c *Cache) ownPodGroupFromServer(ctx context.Context, key string, job *batch.Job) (*scheduling.PodGroup, error) {
 	name := job.Name + "-" + string(job.UID)
-	own, err := pgs.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	// A list by name rather than a get: the same consistent read, on the verb the role grants.
+	own, err := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
 	}
 	for i := range own.Items {
 		if pg := &own.Items[i]; pg.Name == name && jobKeyIs(pg, key) {
 			pg.ManagedFields = nil
-			return []any{pg}, nil
+			return pg, nil
 		}
 	}
+	return nil, nil
+}
+
+// podGroupsFromServer reads the PodGroups of the Job at key from the API
+// server: the one of the name the Job's controller gives it, or, if
+// there is none (a Job that has none yet, or one vc-controller-manager made
+// under an older name), those of its slot in its namespace that it controls
+// (a consistent list, at most EarlyPodsLimit of them).
+func (c *Cache) podGroupsFromServer(ctx context.Context, key string, job *batch.Job, slot int) ([]any, error) {
+	if own, err := c.ownPodGroupFromServer(ctx, key, job); err != nil || own != nil {
+		if own != nil {
+			return []any{own}, nil
+		}
+		return nil, err
+	}
+	pgs := c.cfg.Volcano.SchedulingV1beta1().PodGroups(job.Namespace)
 	var out []any
 	opts := metav1.ListOptions{LabelSelector: labels.Set{shard.SlotLabel: strconv.Itoa(slot)}.AsSelector().String(), Limit: 500}
 	for seen := 0; ; {

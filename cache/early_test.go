@@ -192,6 +192,9 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	if read.PodGroup == nil || read.PodGroup.Name != pg.Name {
 		t.Fatalf("read PodGroup %v, want %s (of the three of its slot, the one the Job controls)", read.PodGroup, pg.Name)
 	}
+	if own, err := c.PodGroupFromServer(context.Background(), key); err != nil || own == nil || own.Name != pg.Name {
+		t.Fatalf("the PodGroup of the Job's own name: %v, %v; want %s", own, err, pg.Name)
+	}
 	if !c.ReadEarly(key) || c.CaughtUp(key, read) || !c.ReadEarly(key) {
 		t.Fatal("caught up with a cache that has none of the pods read")
 	}
@@ -258,6 +261,9 @@ func TestJobInfoFromServerFindsAPodGroupOfAnotherName(t *testing.T) {
 	read, err := c.JobInfoFromServer(context.Background(), key)
 	if err != nil || read.PodGroup == nil || read.PodGroup.Name != "legacy" {
 		t.Fatalf("read %+v, %v; want the PodGroup named legacy", read, err)
+	}
+	if pg, err := c.PodGroupFromServer(context.Background(), key); err != nil || pg != nil {
+		t.Fatalf("the PodGroup of the Job's own name: %v, %v; want none (it has one of another name only)", pg, err)
 	}
 	read, err = c.JobInfoFromServer(context.Background(), "ns/new")
 	if err != nil || read.PodGroup != nil {

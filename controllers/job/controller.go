@@ -115,6 +115,10 @@ type request struct {
 	pending  bool
 	restarts int32
 	podUID   types.UID
+	// admission is set on an early look again for the Job's PodGroup's
+	// admission (earlyRecheck): it reads the PodGroup alone, and the Job in
+	// full only once the PodGroup is admitted, or gone.
+	admission bool
 }
 
 // podSeen is what a pod's update or delete tells its Job's reconcile.

@@ -40,6 +40,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 		// view the Job would create what its last owner made. SlotsReady brings every Job of
 		// the slot back, and its Commands, once the list is in. Only the pods and PodGroups
 		// left to list, the Job's own are read from the API server instead (early).
+		if req.admission && c.stillAwaiting(ctx, key, slots) {
+			return nil
+		}
 		if info = c.early(ctx, key, slots); info == nil {
 			if req.command != nil {
 				// Its Command may have been taken by an early reconcile that failed after: no
@@ -115,10 +118,41 @@ func (c *Controller) early(ctx context.Context, key string, slots int) *cache.Jo
 		return nil
 	}
 	c.metrics.early.Inc()
-	if ago := c.cfg.Cache.GainedAgo(key, slots); pgsListing && ago < earlyRecheckFor && awaitsAdmission(info) {
-		c.wakeAfter(key, earlyRecheck(ago))
+	if pgsListing && awaitsAdmission(info) {
+		c.recheckAdmission(key, slots)
 	}
 	return info
+}
+
+// stillAwaiting reads the PodGroup of the pending Job at key alone, for an
+// early look again at its admission (request.admission), and reports whether
+// it is still not admitted: the Job then waits for the next look, and no read
+// of its pods is spent on a reconcile that would only wait too. A look that
+// cannot tell (the list of the slot's PodGroups is in, the Job is not
+// pending, the PodGroup is not found or the read fails) goes on to the Job's
+// whole read.
+func (c *Controller) stillAwaiting(ctx context.Context, key string, slots int) bool {
+	if !c.cfg.Cache.PodGroupsListing(key, slots) {
+		return false
+	}
+	job, ok, err := c.cfg.Cache.Job(key)
+	if err != nil || !ok {
+		return false
+	}
+	pg, err := c.cfg.Cache.PodGroupFromServer(ctx, key)
+	if err != nil || pg == nil || !awaitsAdmission(&cache.JobInfo{Job: job, PodGroup: pg}) {
+		return false
+	}
+	c.recheckAdmission(key, slots)
+	return true
+}
+
+// recheckAdmission looks at the Job at key again, early, for its PodGroup's
+// admission (earlyRecheck), unless its slot was gained earlyRecheckFor ago.
+func (c *Controller) recheckAdmission(key string, slots int) {
+	if ago := c.cfg.Cache.GainedAgo(key, slots); ago < earlyRecheckFor {
+		c.WakeAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}, admission: true}, earlyRecheck(ago))
+	}
 }
 
 // awaitsAdmission reports whether the Job is pending and its PodGroup, if it
@@ -134,7 +168,8 @@ func awaitsAdmission(info *cache.JobInfo) bool {
 // earlyRecheck is how long a Job read early waits to be read again for its
 // PodGroup's admission, its slot gained ago: half that, within [250 ms, 2 s],
 // so that a Job is read a handful of times however long the slot's PodGroups
-// take to list (each read is two requests), and soon after a quick admission.
+// take to list (each a read of the PodGroup alone, stillAwaiting), and soon
+// after a quick admission.
 // Past earlyRecheckFor after the gain it is not read again: a list that slow
 // is an API server in trouble, which more reads would not help; the list's
 // end (SlotsReady) brings the Job back.
