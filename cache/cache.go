@@ -71,10 +71,10 @@ type Config struct {
 	// reflector's goroutine and must not block.
 	SlotsReady func(slots []int)
 	// SlotsEarly, if set, is called once every part of newly gained slots is
-	// ready but their pods and PodGroups, which are still being listed
-	// (ReadableEarly): the controllers may look at the slots' Jobs that have
-	// work, reading each Job's pods and PodGroup from the API server
-	// (JobInfoFromServer). SlotsReady follows as before. It runs on a reflector's goroutine and must not block.
+	// ready but their pods, which are still being listed (PodsListing): the
+	// controllers may look at the slots' Jobs that have work, reading each
+	// Job's pods from the API server (JobInfoFromServer). SlotsReady follows
+	// as before. It runs on a reflector's goroutine and must not block.
 	SlotsEarly func(slots []int)
 	// Resync of the cluster-wide informers; 0 disables it.
 	Resync time.Duration
@@ -128,14 +128,14 @@ type Cache struct {
 	// (and the dispatcher runs its work) a moment before the cache hears of the
 	// gain: Listed says no for such a slot.
 	held map[int]bool
-	// early holds the Jobs whose pods and PodGroup were read from the API
-	// server (JobInfoFromServer), by key, with their slot: until the cache
-	// shows them as that read did, the cache may be older than what the read
+	// early holds the Jobs whose pods were read from the API server
+	// (JobInfoFromServer), by key, with their slot: until the cache shows
+	// their pods as that read did, the cache may be older than what the read
 	// showed and the writes made on it (ReadEarly, CaughtUp).
 	early map[string]int
 	// tooLarge holds the Jobs, by key, with their slot, that an early read
-	// found too large to read (ErrTooManyPods): they wait for their slot's
-	// lists without another read, until the slot is ready or lost.
+	// found to have more than EarlyPodsLimit pods: they wait for their slot's
+	// list without another read, until the slot is ready or lost.
 	tooLarge map[string]int
 	// earlyReads bounds the early reads running at once (EarlyReadsLimit).
 	earlyReads chan struct{}
@@ -572,8 +572,7 @@ func partName(i int) string {
 }
 
 // clearLocked clears bit i of slots in unlisted and returns the slots that
-// are ready now, and those that wait for nothing but their pods and
-// PodGroups now (early);
+// are ready now, and those that wait for nothing but their pods now (early);
 // c.mu is held. It logs how long the ready slots took from
 // their gain, which part of the gain came last, and how long each part took
 // (the slowest slot's), the one place to look when a failover is slow.
@@ -582,7 +581,7 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 	var parts [32]time.Duration
 	defer func() {
 		if len(early) > 0 {
-			c.log.Info("gained slots ready but their pods and podgroups", "slots", len(early), "took", tookEarly.Round(time.Millisecond), "last", partName(i))
+			c.log.Info("gained slots ready but their pods", "slots", len(early), "took", tookEarly.Round(time.Millisecond), "last", partName(i))
 		}
 		if len(ready) > 0 {
 			c.log.Info("gained slots ready", "slots", len(ready), "took", took.Round(time.Millisecond), "last", partName(i), "parts", partTimes(parts[:adoptBit+1]))
@@ -597,7 +596,7 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 		if g != nil {
 			g.parts[i] = time.Since(g.at)
 		}
-		if next := left &^ (1 << i); left&^earlyParts != 0 && next&^earlyParts == 0 && next != 0 {
+		if left&(1<<i) != 0 && left&^(1<<i) == 1<<podsBit {
 			early = append(early, n)
 			if g != nil {
 				tookEarly = max(tookEarly, time.Since(g.at))

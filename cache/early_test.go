@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,20 +21,16 @@ import (
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
 	"github.com/ringfire/ringfire/shard"
 )
 
 // A gained slot is told early (SlotsEarly) once, at the moment every part of
-// its gain is in but its pods and PodGroups (either or both), and
-// ReadableEarly holds from then until both are listed; PodsListing holds only
-// once the PodGroups are listed too, PodGroupsListing while they are not, and
-// PodsListed once the pods are in with at most the PodGroups left.
-// A slot whose parts all end with one that is neither is never early, and a
-// lost slot is neither.
-func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
+// its gain is in but its pods, and PodsListing holds from then until the pods
+// are listed; a slot whose pods were listed before some other part is never
+// early, and a lost slot is neither.
+func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	var early, ready [][]int
 	// No list answers: the test alone says what has listed.
 	kube, vc := kubefake.NewClientset(), vcfake.NewSimpleClientset()
@@ -56,88 +51,60 @@ func TestReadableEarlyWhenOnlyPodsAndPodGroupsAreLeft(t *testing.T) {
 	c.mu.Unlock()
 	key := "ns/early"
 	slot := shard.SlotOf(key, testSlots)
-	state := func() string {
-		return fmt.Sprintf("readable early %v, pods listing %v, pods listed %v, podgroups listing %v, listed %v",
-			c.ReadableEarly(key, testSlots), c.PodsListing(key, testSlots), c.PodsListed(key, testSlots), c.PodGroupsListing(key, testSlots), c.Listed(key, testSlots))
-	}
-	others := func(after func(part int)) {
-		for i := 0; i <= jobsBit; i++ {
-			if i != podsBit && i != podGroupsBit {
-				c.listed(i, []int{slot})
-				after(i)
-			}
-		}
-	}
 
 	c.SlotsGained([]int{slot})
-	if !c.PodGroupsListing(key, testSlots) {
-		t.Fatalf("just gained: %s", state())
-	}
-	others(func(i int) {
-		if len(early) == 0 && (c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots)) {
-			t.Fatalf("after part %s, with more than pods and podgroups left: %s", partName(i), state())
+	for i := 0; i <= jobsBit; i++ {
+		if c.PodsListing(key, testSlots) {
+			t.Fatalf("pods listing with part %s and more still to list", partName(i))
 		}
-	})
-	if !c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || c.PodsListed(key, testSlots) || !c.PodGroupsListing(key, testSlots) || c.Listed(key, testSlots) {
-		t.Fatalf("pods and podgroups left: %s; want readable early and podgroups listing only", state())
+		if i != podsBit {
+			c.listed(i, []int{slot})
+		}
+	}
+	if !c.PodsListing(key, testSlots) || c.Listed(key, testSlots) {
+		t.Fatalf("only the pods left: pods listing %v, listed %v; want true, false", c.PodsListing(key, testSlots), c.Listed(key, testSlots))
 	}
 	if !slices.EqualFunc(early, [][]int{{slot}}, slices.Equal) || len(ready) != 0 {
 		t.Fatalf("told early %v and ready %v, want early [[%d]] only", early, ready, slot)
 	}
-	c.listed(podGroupsBit, []int{slot})
-	if !c.ReadableEarly(key, testSlots) || !c.PodsListing(key, testSlots) || c.PodsListed(key, testSlots) || c.PodGroupsListing(key, testSlots) || len(early) != 1 {
-		t.Fatalf("pods left: %s, told early %d times; want readable early and pods listing, told once", state(), len(early))
-	}
 	c.listed(podsBit, []int{slot})
-	if c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.PodsListed(key, testSlots) || !c.Listed(key, testSlots) || len(early) != 1 || len(ready) != 1 {
-		t.Fatalf("all listed: %s, early %v, ready %v", state(), early, ready)
+	if c.PodsListing(key, testSlots) || !c.Listed(key, testSlots) || len(early) != 1 || len(ready) != 1 {
+		t.Fatalf("pods listed: pods listing %v, listed %v, early %v, ready %v", c.PodsListing(key, testSlots), c.Listed(key, testSlots), early, ready)
 	}
 
-	// Lost, gained again, the pods listed first: early once only the
-	// PodGroups are left.
+	// Lost, gained again, the pods listed first: never early.
 	c.SlotsLost([]int{slot})
-	if c.ReadableEarly(key, testSlots) || c.PodGroupsListing(key, testSlots) {
-		t.Fatalf("lost: %s", state())
+	if c.PodsListing(key, testSlots) {
+		t.Fatal("pods listing on a lost slot")
 	}
 	c.SlotsGained([]int{slot})
 	c.listed(podsBit, []int{slot})
-	if c.PodsListed(key, testSlots) {
-		t.Fatalf("pods in, more than podgroups left: %s", state())
-	}
-	others(func(int) {})
-	if !c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || !c.PodsListed(key, testSlots) || !c.PodGroupsListing(key, testSlots) || len(early) != 2 {
-		t.Fatalf("podgroups left: %s, told early %d times; want readable early, podgroups listing, told twice", state(), len(early))
-	}
-	c.listed(podGroupsBit, []int{slot})
-	if len(early) != 2 || len(ready) != 2 {
-		t.Fatalf("told early %d and ready %d times, want 2 and 2", len(early), len(ready))
-	}
-
-	// Lost, gained again, the pods and PodGroups listed first: never early.
-	c.SlotsLost([]int{slot})
-	c.SlotsGained([]int{slot})
-	c.listed(podsBit, []int{slot})
-	c.listed(podGroupsBit, []int{slot})
-	others(func(i int) {
-		if c.ReadableEarly(key, testSlots) {
-			t.Fatalf("readable early after part %s, with its pods and podgroups listed", partName(i))
+	for i := 0; i <= jobsBit; i++ {
+		if i != podsBit {
+			c.listed(i, []int{slot})
 		}
-	})
-	if len(early) != 2 || len(ready) != 3 {
-		t.Fatalf("told early %d and ready %d times, want 2 and 3", len(early), len(ready))
+		if c.PodsListing(key, testSlots) {
+			t.Fatalf("pods listing after part %s, with the pods listed", partName(i))
+		}
+	}
+	if len(early) != 1 || len(ready) != 2 {
+		t.Fatalf("told early %d and ready %d times, want 1 and 2", len(early), len(ready))
 	}
 
-	// Only the pods and PodGroups left, then lost: not readable early.
+	// Only the pods left, then lost: not pods listing.
 	c.SlotsLost([]int{slot})
 	c.SlotsGained([]int{slot})
-	others(func(int) {})
-	c.SlotsLost([]int{slot})
-	if c.ReadableEarly(key, testSlots) || c.PodsListing(key, testSlots) || c.PodsListed(key, testSlots) || c.PodGroupsListing(key, testSlots) {
-		t.Fatalf("lost while its pods and podgroups were listed: %s", state())
+	for i := 0; i <= jobsBit; i++ {
+		if i != podsBit {
+			c.listed(i, []int{slot})
+		}
 	}
-	unsharded := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset()})
-	if unsharded.ReadableEarly(key, testSlots) || unsharded.PodsListing(key, testSlots) || !unsharded.PodsListed(key, testSlots) || unsharded.PodGroupsListing(key, testSlots) {
-		t.Fatal("a cache without a slot count holds every key listed, but said some of it is being listed")
+	c.SlotsLost([]int{slot})
+	if c.PodsListing(key, testSlots) {
+		t.Fatal("pods listing on a slot lost while its pods were listed")
+	}
+	if unsharded := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset()}); unsharded.PodsListing(key, testSlots) {
+		t.Fatal("a cache without a slot count holds every key listed, but said its pods are being listed")
 	}
 }
 
@@ -165,22 +132,11 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "early", UID: "uid-early", Controller: &yes}},
 	}}
 	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stranger", Labels: map[string]string{batch.JobNameKey: "early"}}}
-	key := "ns/early"
-	slotLabel := map[string]string{shard.SlotLabel: strconv.Itoa(shard.SlotOf(key, testSlots))}
-	pg := &scheduling.PodGroup{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "ns", Name: "early-uid-early", ResourceVersion: "9", Labels: slotLabel,
-		OwnerReferences: pod.OwnerReferences,
-	}}
-	// Another Job's PodGroup of the same slot, and this Job's of another Job
-	// of the name before it (the garbage collector's): neither is the Job's.
-	otherJobs := &scheduling.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other-uid", Labels: slotLabel,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "other", UID: "uid-other", Controller: &yes}}}}
-	predecessors := &scheduling.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "early-uid-before", Labels: slotLabel,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "early", UID: "uid-before", Controller: &yes}}}}
-	c := New(Config{Kube: kubefake.NewClientset(pod, stranger), Volcano: vcfake.NewSimpleClientset(pg, otherJobs, predecessors), Slots: func() int { return testSlots }})
+	c := New(Config{Kube: kubefake.NewClientset(pod, stranger), Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
 	if err := c.jobs.indexer.Add(job); err != nil {
 		t.Fatal(err)
 	}
+	key := "ns/early"
 	podsListing(c, key)
 	read, err := c.JobInfoFromServer(context.Background(), key)
 	if err != nil {
@@ -188,12 +144,6 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	}
 	if got := read.Pods["worker"]; len(got) != 1 || got[pod.Name] == nil || len(read.Foreign) != 0 {
 		t.Fatalf("read pods %v, foreign %v; want %s alone (the other pod has the label but no Job controls it)", got, read.Foreign, pod.Name)
-	}
-	if read.PodGroup == nil || read.PodGroup.Name != pg.Name {
-		t.Fatalf("read PodGroup %v, want %s (of the three of its slot, the one the Job controls)", read.PodGroup, pg.Name)
-	}
-	if own, err := c.PodGroupFromServer(context.Background(), key); err != nil || own == nil || own.Name != pg.Name {
-		t.Fatalf("the PodGroup of the Job's own name: %v, %v; want %s", own, err, pg.Name)
 	}
 	if !c.ReadEarly(key) || c.CaughtUp(key, read) || !c.ReadEarly(key) {
 		t.Fatal("caught up with a cache that has none of the pods read")
@@ -209,22 +159,8 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	if err := c.owned[Pods].Indexer().Update(pod); err != nil {
 		t.Fatal(err)
 	}
-	if c.CaughtUp(key, read) {
-		t.Fatal("caught up with a cache that has the pods read but not the PodGroup")
-	}
-	olderPG := pg.DeepCopy()
-	olderPG.ResourceVersion = "8"
-	if err := c.owned[PodGroups].Indexer().Add(olderPG); err != nil {
-		t.Fatal(err)
-	}
-	if c.CaughtUp(key, read) {
-		t.Fatal("caught up with a cache that has an older version of the PodGroup read")
-	}
-	if err := c.owned[PodGroups].Indexer().Update(pg); err != nil {
-		t.Fatal(err)
-	}
 	if !c.CaughtUp(key, read) || c.ReadEarly(key) {
-		t.Fatal("not caught up, or still read early, with the cache showing the pod and PodGroup as read")
+		t.Fatal("not caught up, or still read early, with the cache showing the pod as read")
 	}
 	if _, err := c.JobInfoFromServer(context.Background(), key); err != nil || !c.ReadEarly(key) {
 		t.Fatalf("read again: %v, read early %v", err, c.ReadEarly(key))
@@ -235,39 +171,6 @@ func TestReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	}
 	if !c.CaughtUp(key, nil) {
 		t.Fatal("a Job gone is not caught up")
-	}
-}
-
-// A Job without a PodGroup of the name ringfire gives it (one
-// vc-controller-manager named otherwise) has its PodGroup read by the list of
-// its slot's PodGroups; a Job with none has none.
-func TestJobInfoFromServerFindsAPodGroupOfAnotherName(t *testing.T) {
-	yes := true
-	key := "ns/legacy"
-	slotLabel := map[string]string{shard.SlotLabel: strconv.Itoa(shard.SlotOf(key, testSlots))}
-	owner := []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "legacy", UID: "uid-legacy", Controller: &yes}}
-	legacy := &scheduling.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "legacy", Labels: slotLabel, OwnerReferences: owner}}
-	c := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset(legacy), Slots: func() int { return testSlots }})
-	for _, job := range []*batch.Job{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "legacy", UID: "uid-legacy"}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new", UID: "uid-new"}},
-	} {
-		if err := c.jobs.indexer.Add(job); err != nil {
-			t.Fatal(err)
-		}
-	}
-	podsListing(c, key)
-	podsListing(c, "ns/new")
-	read, err := c.JobInfoFromServer(context.Background(), key)
-	if err != nil || read.PodGroup == nil || read.PodGroup.Name != "legacy" {
-		t.Fatalf("read %+v, %v; want the PodGroup named legacy", read, err)
-	}
-	if pg, err := c.PodGroupFromServer(context.Background(), key); err != nil || pg != nil {
-		t.Fatalf("the PodGroup of the Job's own name: %v, %v; want none (it has one of another name only)", pg, err)
-	}
-	read, err = c.JobInfoFromServer(context.Background(), "ns/new")
-	if err != nil || read.PodGroup != nil {
-		t.Fatalf("a Job without a PodGroup: read %+v, %v; want none", read, err)
 	}
 }
 

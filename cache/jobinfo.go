@@ -50,17 +50,12 @@ func (c *Cache) JobInfo(key string) (*JobInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pods of job %s: %w", key, err)
 	}
-	pgs, err := c.owned[PodGroups].Indexer().ByIndex(ByJob, key)
-	if err != nil {
-		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
-	}
-	return jobInfo(job, pods, pgs), nil
+	return c.jobInfo(key, job, pods)
 }
 
-// jobInfo is the JobInfo of job with pods (those filed under its key,
-// whatever their owner's UID) and its PodGroup, the one of pgs (those filed
-// under its key) it controls.
-func jobInfo(job *batch.Job, pods, pgs []any) *JobInfo {
+// jobInfo is the JobInfo of job, at key, with pods (those filed under key,
+// whatever their owner's UID) and the cache's PodGroup.
+func (c *Cache) jobInfo(key string, job *batch.Job, pods []any) (*JobInfo, error) {
 	info := &JobInfo{Job: job, Pods: map[string]map[string]*corev1.Pod{}}
 	for _, obj := range pods {
 		pod, ok := obj.(*corev1.Pod)
@@ -80,6 +75,10 @@ func jobInfo(job *batch.Job, pods, pgs []any) *JobInfo {
 		}
 		info.Pods[task][pod.Name] = pod
 	}
+	pgs, err := c.owned[PodGroups].Indexer().ByIndex(ByJob, key)
+	if err != nil {
+		return nil, fmt.Errorf("podgroup of job %s: %w", key, err)
+	}
 	for _, obj := range pgs {
 		pg, ok := obj.(*scheduling.PodGroup)
 		if !ok || !ControlledBy(pg, job.UID) {
@@ -89,7 +88,7 @@ func jobInfo(job *batch.Job, pods, pgs []any) *JobInfo {
 			info.PodGroup = pg
 		}
 	}
-	return info
+	return info, nil
 }
 
 // OwnedBy returns the objects of resource r controlled by the Job at key

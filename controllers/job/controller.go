@@ -115,10 +115,6 @@ type request struct {
 	pending  bool
 	restarts int32
 	podUID   types.UID
-	// admission is set on an early look again for the Job's PodGroup's
-	// admission (earlyRecheck): it reads the PodGroup alone, and the Job in
-	// full only once the PodGroup is admitted, or gone.
-	admission bool
 }
 
 // podSeen is what a pod's update or delete tells its Job's reconcile.
@@ -194,19 +190,17 @@ func (c *Controller) SlotsReady(slots []int) {
 }
 
 // EarlyJobsLimit bounds how many Jobs of slots gained together SlotsEarly
-// looks at: each costs a read of its pods and PodGroup from the API server
-// (and a few more while it waits for its admission), and a gain of thousands
-// of Jobs mid-way is the slot's lists' work.
+// looks at: each costs a list of its pods from the API server, and a gain of
+// thousands of Jobs mid-way is the slot's list's work.
 const EarlyJobsLimit = 256
 
 // SlotsEarly looks at the Jobs of slots, just gained, that are not settled
 // (new ones, and those mid-way through a start, a restart or an end), and
-// the Commands that target Jobs of the slots, before the slots' pods and
-// PodGroups are listed: each reads its Job's pods and PodGroup from the API
-// server (early). The cache calls it once only those are left to list; the
-// events of those Jobs that came while the slots were not held were dropped,
-// and SlotsReady would bring them back only once every pod is in. Settled
-// Jobs wait for
+// the Commands that target Jobs of the slots, before the slots' pods are
+// listed: each reads its Job's pods from the API server (early). The cache
+// calls it once only the slots' pods are left to list; the events of those
+// Jobs that came while the slots were not held were dropped, and SlotsReady
+// would bring them back only once every pod is in. Settled Jobs wait for
 // SlotsReady: they have nothing to do that cannot wait.
 func (c *Controller) SlotsEarly(slots []int) {
 	n := 0
@@ -215,7 +209,7 @@ func (c *Controller) SlotsEarly(slots []int) {
 			continue
 		}
 		if n++; n > EarlyJobsLimit {
-			c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods and podgroups are listed", "slots", len(slots), "limit", EarlyJobsLimit)
+			c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods are listed", "slots", len(slots), "limit", EarlyJobsLimit)
 			break
 		}
 		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
@@ -416,8 +410,7 @@ func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
 // while it stays pending do not start it again. Volcano raises PodPending for every pod it
 // adds, running ones too (after its own restart, whose list adds them all); ringfire raises
 // OutOfSync for a pod that is not pending, whose PodPending timeout no PodRunning would end.
-// The pods of a slot's first list are left to SlotsReady; a pod that enters once they are in
-// is a new one (one an early reconcile made while the slot's PodGroups still list, among them).
+// The pods of a slot's first list are left to SlotsReady.
 func (c *Controller) onPodAdd(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -427,7 +420,7 @@ func (c *Controller) onPodAdd(obj any) {
 	if pending(pod) {
 		event = bus.PodPendingEvent
 	}
-	if key, req, ok := podRequest(pod, event); ok && c.cfg.Cache.PodsListed(key, c.cfg.Ownership.Slots()) {
+	if key, req, ok := podRequest(pod, event); ok && c.cfg.Cache.Listed(key, c.cfg.Ownership.Slots()) {
 		c.Disp.Enqueue(key, req)
 	}
 }

@@ -57,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		early: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ringfire_job_early_reconciles_total",
-			Help: "Reconciles of a Job whose slot's pods or PodGroups were still being listed after a gain, with the Job's own read from the API server.",
+			Help: "Reconciles of a Job whose slot's pods were still being listed after a gain, with the Job's own pods read from the API server.",
 		}),
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringfire_job_commands_taken_total",

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
-	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/plan"
@@ -38,11 +37,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	if slots := c.cfg.Ownership.Slots(); !c.cfg.Cache.Listed(key, slots) {
 		// The slot was just gained and its objects are still being listed: on this partial
 		// view the Job would create what its last owner made. SlotsReady brings every Job of
-		// the slot back, and its Commands, once the list is in. Only the pods and PodGroups
-		// left to list, the Job's own are read from the API server instead (early).
-		if req.admission && c.stillAwaiting(ctx, key, slots) {
-			return nil
-		}
+		// the slot back, and its Commands, once the list is in. Only the pods left to list,
+		// the Job's own are read from the API server instead (early).
 		if info = c.early(ctx, key, slots); info == nil {
 			if req.command != nil {
 				// Its Command may have been taken by an early reconcile that failed after: no
@@ -87,28 +83,19 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) err
 	return c.carryOut(ctx, key, in, plan.Make(in))
 }
 
-// early returns the Job at key, with its pods and PodGroup read from the API
-// server, when its slot is held and only the slot's pods and PodGroups are
-// still being listed (cache.ReadableEarly): a failover's new Jobs, admitted
-// PodGroups and Commands need not wait for the stream of the slot's pods,
-// which on a large cluster takes tens of seconds, nor for its PodGroups. It
-// returns nil, leaving the Job to SlotsReady as before, when any other part
-// of the slot is still being listed, the Job is gone or has more than
-// cache.EarlyPodsLimit pods, the read fails, or a pod failed that no
-// controller acted on (missedFailures: SlotsReady tells it first, so that a
-// sync does not end the Job before its policy runs).
-//
-// While the slot's PodGroups are being listed, their informer tells no
-// change of them: a pending Job whose PodGroup the scheduler has not admitted
-// yet (or that has none yet: this reconcile makes it) is looked at again,
-// sooner than that list ends, to see its admission (earlyRecheck).
+// early returns the Job at key, with its pods read from the API server, when
+// its slot is held and only the slot's pods are still being listed
+// (cache.PodsListing): a failover's new Jobs, admitted PodGroups and Commands
+// need not wait for the stream of the slot's pods, which on a large cluster
+// takes tens of seconds. It returns nil, leaving the Job to SlotsReady as
+// before, when any other part of the slot is still being listed, the Job is
+// gone or has more than cache.EarlyPodsLimit pods, the read fails, or a pod
+// failed that no controller acted on (missedFailures: SlotsReady tells it
+// first, so that a sync does not end the Job before its policy runs).
 func (c *Controller) early(ctx context.Context, key string, slots int) *cache.JobInfo {
-	if !c.cfg.Cache.ReadableEarly(key, slots) {
+	if !c.cfg.Cache.PodsListing(key, slots) {
 		return nil
 	}
-	// Asked before the read: a list that ends during the read may have brought the admission
-	// as one of its adds, which no handler passes on.
-	pgsListing := c.cfg.Cache.PodGroupsListing(key, slots)
 	info, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
 	if err != nil {
 		c.Log.Debug("job left to its slot's list", "job", key, "error", err)
@@ -118,84 +105,23 @@ func (c *Controller) early(ctx context.Context, key string, slots int) *cache.Jo
 		return nil
 	}
 	c.metrics.early.Inc()
-	if pgsListing && awaitsAdmission(info) {
-		c.recheckAdmission(key, slots)
-	}
 	return info
 }
-
-// stillAwaiting reads the PodGroup of the pending Job at key alone, for an
-// early look again at its admission (request.admission), and reports whether
-// it is still not admitted: the Job then waits for the next look, and no read
-// of its pods is spent on a reconcile that would only wait too. A look that
-// cannot tell (the list of the slot's PodGroups is in, the Job is not
-// pending, the PodGroup is not found or the read fails) goes on to the Job's
-// whole read.
-func (c *Controller) stillAwaiting(ctx context.Context, key string, slots int) bool {
-	if !c.cfg.Cache.PodGroupsListing(key, slots) {
-		return false
-	}
-	job, ok, err := c.cfg.Cache.Job(key)
-	if err != nil || !ok {
-		return false
-	}
-	pg, err := c.cfg.Cache.PodGroupFromServer(ctx, key)
-	if err != nil || pg == nil || !awaitsAdmission(&cache.JobInfo{Job: job, PodGroup: pg}) {
-		return false
-	}
-	c.recheckAdmission(key, slots)
-	return true
-}
-
-// recheckAdmission looks at the Job at key again, early, for its PodGroup's
-// admission (earlyRecheck), unless its slot was gained earlyRecheckFor ago.
-func (c *Controller) recheckAdmission(key string, slots int) {
-	if ago := c.cfg.Cache.GainedAgo(key, slots); ago < earlyRecheckFor {
-		c.WakeAfter(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}, admission: true}, earlyRecheck(ago))
-	}
-}
-
-// awaitsAdmission reports whether the Job is pending and its PodGroup, if it
-// has one, is not admitted yet.
-func awaitsAdmission(info *cache.JobInfo) bool {
-	if phase := info.Job.Status.State.Phase; phase != "" && phase != batch.Pending {
-		return false
-	}
-	pg := info.PodGroup
-	return pg == nil || pg.Status.Phase == "" || pg.Status.Phase == scheduling.PodGroupPending
-}
-
-// earlyRecheck is how long a Job read early waits to be read again for its
-// PodGroup's admission, its slot gained ago: half that, within [250 ms, 2 s],
-// so that a Job is read a handful of times however long the slot's PodGroups
-// take to list (each a read of the PodGroup alone, stillAwaiting), and soon
-// after a quick admission.
-// Past earlyRecheckFor after the gain it is not read again: a list that slow
-// is an API server in trouble, which more reads would not help; the list's
-// end (SlotsReady) brings the Job back.
-func earlyRecheck(ago time.Duration) time.Duration {
-	return min(max(ago/2, 250*time.Millisecond), 2*time.Second)
-}
-
-// earlyRecheckFor bounds, from the gain, the reads again of earlyRecheck.
-const earlyRecheckFor = 30 * time.Second
 
 // commandWait is how long a Command's request waits for its Job's slot to be
 // listed when it cannot run early.
 const commandWait = time.Second
 
-// caughtUp returns the Job at key with its pods and PodGroup read from the
-// API server while the cache may still be older than an early read of them
-// (cache.ReadEarly), or nil once the cache shows them as the API server does
-// (or the read fails): the cache's view is the one to read then.
+// caughtUp returns the Job at key with its pods read from the API server
+// while the cache may still be older than an early read of them
+// (cache.ReadEarly), or nil once the cache shows the pods as the API server
+// does (or the read fails): the cache's view is the one to read then.
 //
-// A Job that has grown past what is read early (cache.ErrTooManyPods) since
-// it was read early is read from the cache from then on: reading it again on
-// every reconcile would cost the API server a list of thousands of objects
-// each time, and its names are fixed, so a create the older view repeats is
-// refused as existing (and counted as such), never made twice; an older
-// PodGroup phase only holds back pods the newer one would allow, until the
-// cache catches up.
+// A Job that has grown past cache.EarlyPodsLimit since it was read early is
+// read from the cache from then on: reading it again on every reconcile
+// would cost the API server a list of thousands of pods each time, and its
+// names are fixed, so a create the older view repeats is refused as
+// existing (and counted as such), never made twice.
 func (c *Controller) caughtUp(ctx context.Context, key string) *cache.JobInfo {
 	read, err := c.cfg.Cache.JobInfoFromServer(ctx, key)
 	if errors.Is(err, cache.ErrTooManyPods) {

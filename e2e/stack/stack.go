@@ -50,7 +50,6 @@ type Options struct {
 	NoReplicas bool
 	Nodes      int           // KWOK nodes; default 4
 	StandIn    bool          // admit PodGroups and bind pods without a scheduler
-	AdmitAfter time.Duration // with StandIn: admit a PodGroup only once it has been seen this long
 	Workers    int           // per replica; default 4
 	MaxRequeue int           // per replica; 0 for 15
 	LeaseTTL   time.Duration // default 2s
@@ -146,10 +145,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	if opts.StandIn {
 		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			standin.RunAdmittingAfter(ctx, s.Kube, s.Volcano, cl.NodeNames(), opts.AdmitAfter)
-		}()
+		go func() { defer close(done); standin.Run(ctx, s.Kube, s.Volcano, cl.NodeNames()) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
 	if !opts.NoReplicas {

@@ -29,25 +29,13 @@ func Run(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, 
 // RunWorkers is Run with workers requests at a time: a load of thousands
 // of pods a minute needs more than four bindings in flight.
 func RunWorkers(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, nodes []string, workers int) {
-	run(ctx, kube, vc, nodes, workers, 0)
-}
-
-// RunAdmittingAfter is Run admitting each PodGroup only after it has been
-// seen for admitAfter: a scheduler that takes its time, whose admission comes
-// well after the PodGroup's create and whatever the controller wrote with it.
-func RunAdmittingAfter(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, nodes []string, admitAfter time.Duration) {
-	run(ctx, kube, vc, nodes, 4, admitAfter)
-}
-
-func run(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, nodes []string, workers int, admitAfter time.Duration) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
 	go func() { <-ctx.Done(); q.ShutDown() }()
 
-	addPG := func(obj any) { q.AddAfter(itemOf("pg", obj), admitAfter) }
 	vf := vcinformers.NewSharedInformerFactory(vc, 0)
 	vf.Scheduling().V1beta1().PodGroups().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    addPG,
-		UpdateFunc: func(_, obj any) { addPG(obj) },
+		AddFunc:    func(obj any) { q.Add(itemOf("pg", obj)) },
+		UpdateFunc: func(_, obj any) { q.Add(itemOf("pg", obj)) },
 	})
 	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
