@@ -10,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 )
@@ -30,16 +28,11 @@ type chain struct {
 // watchChain watches the PodGroups of namespace ns until ctx ends.
 func watchChain(ctx context.Context, vc vcclient.Interface, ns string) (*chain, error) {
 	pgs := vc.SchedulingV1beta1().PodGroups(ns)
-	list, err := pgs.List(ctx, metav1.ListOptions{Limit: 1})
+	w, err := watchFromNow(ctx, "podgroups", func(ctx context.Context, opts metav1.ListOptions) (metav1.ListInterface, error) {
+		return pgs.List(ctx, opts)
+	}, pgs.Watch)
 	if err != nil {
-		return nil, fmt.Errorf("list podgroups: %w", err)
-	}
-	lw := &toolscache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return pgs.Watch(ctx, opts)
-	}}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
-	if err != nil {
-		return nil, fmt.Errorf("watch podgroups: %w", err)
+		return nil, err
 	}
 	c := &chain{pg: map[string]time.Time{}, admitted: map[string]time.Time{}}
 	go func() {
@@ -106,15 +99,22 @@ func stepsLine(all [][3]time.Duration) string {
 	}
 	var b strings.Builder
 	for i, name := range stepNames {
-		var ds []time.Duration
-		for _, s := range all {
-			ds = append(ds, s[i])
-		}
-		slices.Sort(ds)
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s p50 %.2fs max %.2fs", name, percentile(ds, 50).Seconds(), ds[len(ds)-1].Seconds())
+		p50, most := stepStats(all, i)
+		fmt.Fprintf(&b, "%s p50 %.2fs max %.2fs", name, p50.Seconds(), most.Seconds())
 	}
 	return b.String()
+}
+
+// stepStats is the p50 and the max of step i over a non-empty set of Jobs'
+// steps.
+func stepStats(all [][3]time.Duration, i int) (p50, most time.Duration) {
+	ds := make([]time.Duration, 0, len(all))
+	for _, s := range all {
+		ds = append(ds, s[i])
+	}
+	slices.Sort(ds)
+	return percentile(ds, 50), ds[len(ds)-1]
 }

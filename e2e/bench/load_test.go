@@ -187,17 +187,26 @@ func jobName(i int) string { return fmt.Sprintf("job-%05d", i) }
 // after a dropped connection.
 func (l load) watchPods(ctx context.Context) (watch.Interface, error) {
 	pods := l.kube.CoreV1().Pods(l.namespace)
-	list, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	lw := &toolscache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return watchFromNow(ctx, "pods", func(ctx context.Context, opts metav1.ListOptions) (metav1.ListInterface, error) {
+		return pods.List(ctx, opts)
+	}, func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.LabelSelector = batch.JobNameKey
 		return pods.Watch(ctx, opts)
-	}}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
+	})
+}
+
+// watchFromNow watches what list and watchFn reach from the resourceVersion
+// of a list of one object (now), resuming after a dropped connection.
+func watchFromNow(ctx context.Context, what string,
+	list func(context.Context, metav1.ListOptions) (metav1.ListInterface, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
+	now, err := list(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
-		return nil, fmt.Errorf("watch pods: %w", err)
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, now.GetResourceVersion(), &toolscache.ListWatch{WatchFuncWithContext: watchFn})
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", what, err)
 	}
 	return w, nil
 }

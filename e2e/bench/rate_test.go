@@ -104,12 +104,8 @@ func reportWindows(ws []window, width time.Duration) (string, time.Duration) {
 		fmt.Fprintf(&t, "  %8.0fs %5d %7.2fs %7.2fs", w.from.Seconds(), len(w.latencies)+w.missing, percentile(w.latencies, 50).Seconds(), p99.Seconds())
 		if len(w.steps) > 0 {
 			for i := range stepNames {
-				var ds []time.Duration
-				for _, s := range w.steps {
-					ds = append(ds, s[i])
-				}
-				slices.Sort(ds)
-				fmt.Fprintf(&t, " %16s", fmt.Sprintf("%.2f/%.2f", percentile(ds, 50).Seconds(), ds[len(ds)-1].Seconds()))
+				p50, most := stepStats(w.steps, i)
+				fmt.Fprintf(&t, " %16s", fmt.Sprintf("%.2f/%.2f", p50.Seconds(), most.Seconds()))
 			}
 		}
 		if w.missing > 0 {
