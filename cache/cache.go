@@ -428,7 +428,9 @@ func (c *Cache) gainLocked(ctx context.Context, slots []int) {
 		gens[n] = c.gen[n]
 	}
 	for _, r := range Owned {
-		c.owned[r].Gain(ctx, slots)
+		if r != Pods { // started by clearLocked, once the rest is in
+			c.owned[r].Gain(ctx, slots)
+		}
 	}
 	c.jobs.gain(ctx, slots)
 	if c.adopt != nil {
@@ -618,6 +620,16 @@ func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {
 	}
 	if len(ready) > 0 && len(c.tooLarge) > 0 {
 		c.forgetTooLargeLocked(shard.NewSlotSet(ready))
+	}
+	if len(early) > 0 && c.ctx != nil {
+		// The pods of a gain are listed last, once everything else of
+		// their slots is in: theirs is by far the largest list (at 100,000
+		// resident pods a third of the ring is 30,000 pods), and running it
+		// beside the others made them, the PodGroups above all, wait for
+		// the API server behind it, and with them every Job the gain has
+		// work for (they run as soon as the rest is in, reading their own
+		// pods: early.go).
+		c.owned[Pods].Gain(c.ctx, early)
 	}
 	return ready, early
 }

@@ -27,8 +27,8 @@ import (
 )
 
 // A gained slot is told early (SlotsEarly) once, at the moment every part of
-// its gain is in but its pods, and PodsListing holds from then until the pods
-// are listed; a slot whose pods were listed before some other part is never
+// its gain is in but its pods, its pods' list starts then (not before), and
+// PodsListing holds from then until the pods are listed; a slot whose pods were listed before some other part is never
 // early, and a lost slot is neither.
 func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	var early, ready [][]int
@@ -52,14 +52,26 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	key := "ns/early"
 	slot := shard.SlotOf(key, testSlots)
 
+	podsWatched := func() bool {
+		p := c.owned[Pods]
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.owned[slot] && len(p.batches) > 0
+	}
 	c.SlotsGained([]int{slot})
 	for i := 0; i <= jobsBit; i++ {
 		if c.PodsListing(key, testSlots) {
 			t.Fatalf("pods listing with part %s and more still to list", partName(i))
 		}
+		if podsWatched() {
+			t.Fatalf("the pods' list started with part %s and more still to list: it is the gain's largest and goes last", partName(i))
+		}
 		if i != podsBit {
 			c.listed(i, []int{slot})
 		}
+	}
+	if !podsWatched() {
+		t.Fatal("every part but the pods listed, and the pods' list did not start")
 	}
 	if !c.PodsListing(key, testSlots) || c.Listed(key, testSlots) {
 		t.Fatalf("only the pods left: pods listing %v, listed %v; want true, false", c.PodsListing(key, testSlots), c.Listed(key, testSlots))
