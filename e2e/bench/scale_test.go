@@ -96,6 +96,7 @@ type scaleConfig struct {
 	kwokPar    int           // RINGFIRE_SCALE_KWOK_PARALLELISM: pod stages KWOK plays at once (16; KWOK's own default is 4)
 	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
 	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
+	apiEnv     []string      // RINGFIRE_SCALE_APISERVER_ENV: kube-apiserver's environment ("GOGC=200")
 	soak       time.Duration // RINGFIRE_SCALE_SOAK: for the systems named ringfire-N+soak, the steady load this long more after the faults (30m)
 	killEvery  time.Duration // RINGFIRE_SCALE_SOAK_KILL_EVERY: during the soak, kill -9 and restart one replica this often (5m)
 	logDir     string        // RINGFIRE_BENCH_LOGS: keep logs there
@@ -118,6 +119,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		kwokPar:    envInts(b, "RINGFIRE_SCALE_KWOK_PARALLELISM", "16")[0],
 		waitLimit:  envDuration(b, "RINGFIRE_SCALE_WAIT", 30*time.Minute),
 		replicaArg: strings.Fields(os.Getenv("RINGFIRE_SCALE_REPLICA_ARGS")),
+		apiEnv:     strings.Fields(os.Getenv("RINGFIRE_SCALE_APISERVER_ENV")),
 		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 30*time.Minute),
 		killEvery:  envDuration(b, "RINGFIRE_SCALE_SOAK_KILL_EVERY", 5*time.Minute),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
@@ -145,8 +147,12 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 }
 
 func (sc scaleConfig) String() string {
-	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods, KWOK playing %d pod stages at once; ringfire at %s",
-		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.kwokPar, sc.revision)
+	apiEnv := ""
+	if len(sc.apiEnv) > 0 {
+		apiEnv = "; kube-apiserver with " + strings.Join(sc.apiEnv, " ")
+	}
+	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods, KWOK playing %d pod stages at once%s; ringfire at %s",
+		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.kwokPar, apiEnv, sc.revision)
 }
 
 func envOr(name, def string) string {
@@ -193,7 +199,7 @@ func startScaleWorld(b *testing.B, sc scaleConfig) *scaleWorld {
 	logDir, clusterDir := dirs(b, config{logDir: sc.logDir})
 	cl := cluster.StartForTest(b, cluster.Options{
 		Nodes: sc.nodes, NodePods: strconv.Itoa(sc.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
-		StartTimeout: 5 * time.Minute, KWOKPodParallelism: sc.kwokPar,
+		StartTimeout: 5 * time.Minute, KWOKPodParallelism: sc.kwokPar, APIServerEnv: sc.apiEnv,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)

@@ -244,7 +244,11 @@ func (c *Cluster) launch(name Component) error {
 		return fmt.Errorf("start %s: cluster stopped", name)
 	}
 	argv := c.argv[name]
-	p, err := startProcess(string(name), c.LogPath(name), argv[0], argv[1:]...)
+	var env []string
+	if name == APIServer {
+		env = c.opts.APIServerEnv
+	}
+	p, err := startProcess(string(name), c.LogPath(name), env, argv[0], argv[1:]...)
 	if err != nil {
 		return err
 	}

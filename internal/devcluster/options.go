@@ -72,6 +72,11 @@ type Options struct {
 	// ("--feature-gates=ShardedListAndWatch=true").
 	APIServerArgs []string
 
+	// APIServerEnv is added to kube-apiserver's environment ("GOGC=200"):
+	// e2e/bench's BenchmarkScale gives its collector room this way
+	// (RINGFIRE_SCALE_APISERVER_ENV).
+	APIServerEnv []string
+
 	// RealNode also runs a real node on this machine: a kubelet with
 	// containerd, runc and the bridge CNI plugin, kube-proxy and CoreDNS
 	// (node RealNodeName, tainted RealNodeTaint, so only pods that tolerate

@@ -33,15 +33,19 @@ type process struct {
 	stop    sync.Once
 }
 
-// startProcess starts bin with args, appending stdout and stderr to logPath.
-func startProcess(name, logPath, bin string, args ...string) (*process, error) {
+// startProcess starts bin with args and env added to this process's
+// environment, appending stdout and stderr to logPath.
+func startProcess(name, logPath string, env []string, bin string, args ...string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", name, err)
 	}
-	fmt.Fprintf(logFile, "=== %s %s %q\n", time.Now().Format(time.RFC3339), bin, args)
+	fmt.Fprintf(logFile, "=== %s %s %q %q\n", time.Now().Format(time.RFC3339), bin, args, env)
 
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

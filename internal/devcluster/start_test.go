@@ -103,7 +103,7 @@ func TestStopDirStopsLeftoversOnly(t *testing.T) {
 	// No exec: the shell keeps the command line that names dir, as the real
 	// components do.
 	tools := fakeTools(t, "sleep 600")
-	leftover, err := startProcess("etcd", filepath.Join(dir, "etcd.log"), filepath.Join(tools, "etcd"), "--data-dir="+dir+"/etcd-data")
+	leftover, err := startProcess("etcd", filepath.Join(dir, "etcd.log"), nil, filepath.Join(tools, "etcd"), "--data-dir="+dir+"/etcd-data")
 	if err != nil {
 		t.Fatal(err)
 	}
