@@ -389,6 +389,11 @@ func (a *adopter) awaitIndex(ctx context.Context, gens map[int]uint64, objs []la
 	for len(objs) > 0 {
 		rest := objs[:0]
 		for _, o := range objs {
+			if o.r == Pods {
+				// A slot's pods are listed only once its sweep is done
+				// (clearLocked): that list, a consistent read, has them.
+				continue
+			}
 			if _, ok, _ := a.c.owned[o.r].Indexer().GetByKey(o.key); !ok && a.c.gainCurrent(o.slot, gens[o.slot]) {
 				rest = append(rest, o)
 			}

@@ -276,35 +276,43 @@ func TestSlotReadyWaitsForAdoption(t *testing.T) {
 }
 
 // A sweep waits for what it labelled to reach the index, but not for an object of a slot whose
-// gain is over.
+// gain is over, nor for pods: a slot's pods are listed only after its sweep.
 func TestAdoptAwaitsTheIndex(t *testing.T) {
 	c := New(Config{Kube: kubefake.NewSimpleClientset(), Volcano: vcfake.NewSimpleClientset(),
 		Metadata: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), Slots: func() int { return testSlots }})
-	c.unlisted[1], c.gen[1] = 1<<adoptBit, 1
-	c.unlisted[2], c.gen[2] = 1<<adoptBit, 1
+	c.unlisted[1], c.gen[1] = 1<<adoptBit|1<<podsBit, 1
+	c.unlisted[2], c.gen[2] = 1<<adoptBit|1<<podsBit, 1
 	gens := map[int]uint64{1: 1, 2: 1}
-	objs := []labelled{{r: Pods, key: "ns/a", slot: 1}, {r: Pods, key: "ns/b", slot: 2}}
+
+	podsOnly := make(chan struct{})
+	go func() {
+		c.adopt.awaitIndex(context.Background(), gens, []labelled{{r: Pods, key: "ns/p", slot: 1}})
+		close(podsOnly)
+	}()
+	select {
+	case <-podsOnly:
+	case <-time.After(10 * time.Second):
+		t.Fatal("waited for labelled pods, which the slot lists only after the sweep")
+	}
+
+	objs := []labelled{{r: Services, key: "ns/a", slot: 1}, {r: Services, key: "ns/b", slot: 2}, {r: Pods, key: "ns/p", slot: 1}}
 	done := make(chan struct{})
 	go func() { c.adopt.awaitIndex(context.Background(), gens, objs); close(done) }()
-
 	select {
 	case <-done:
-		t.Fatal("returned before the labelled pods reached the index")
+		t.Fatal("returned before the labelled Services reached the index")
 	case <-time.After(200 * time.Millisecond):
 	}
-	pod := func(name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-	}
-	if err := c.owned[Pods].Indexer().Add(pod("a")); err != nil {
+	if err := c.owned[Services].Indexer().Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}
 	c.mu.Lock()
-	delete(c.unlisted, 2) // slot 2 lost: its pod is its next owner's
+	delete(c.unlisted, 2) // slot 2 lost: its Service is its next owner's
 	c.mu.Unlock()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("still waiting with one pod in the index and the other's slot lost")
+		t.Fatal("still waiting with one Service in the index, the other's slot lost, and a pod the slot lists later")
 	}
 }
 

@@ -159,11 +159,12 @@ func askedPods(job *batch.Job) int64 {
 
 // ReadEarly reports whether the Job at key had its pods read from the API
 // server (JobInfoFromServer) and the cache has not been seen to show them as
-// that read did (CaughtUp). The slot's list of pods is a snapshot taken when
-// the slot was gained, older than that read, and its watch replays what came
-// since: until it has, the cache may show a pod the read saw deleted, or in
-// an older state, and a reconcile on it would undo what was decided on the
-// read (a Running phase taken back, a create issued again).
+// that read did (CaughtUp). The slot's list of pods is a snapshot taken about
+// when the early reads start, which may be older than a read, and its watch
+// replays what came since: until it has, the cache may show a pod the read
+// saw deleted, or in an older state, and a reconcile on it would undo what
+// was decided on the read (a Running phase taken back, a create issued
+// again).
 func (c *Cache) ReadEarly(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
