@@ -27,7 +27,7 @@ import (
 )
 
 // A gained slot is told early (SlotsEarly) once, at the moment every part of
-// its gain is in but its pods, its pods' list starts then (not before), and
+// its gain is in but its pods; its pods' list starts then (not before), and
 // PodsListing holds from then until the pods are listed; a slot whose pods were listed before some other part is never
 // early, and a lost slot is neither.
 func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
@@ -52,11 +52,22 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	key := "ns/early"
 	slot := shard.SlotOf(key, testSlots)
 
+	// podsWatched reports whether the pods' reflectors watch the slot, and
+	// fails unless one batch does, over the slot alone.
 	podsWatched := func() bool {
+		t.Helper()
 		p := c.owned[Pods]
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return p.owned[slot] && len(p.batches) > 0
+		if len(p.batches) == 0 && !p.owned[slot] {
+			return false
+		}
+		for b := range p.batches {
+			if len(p.batches) != 1 || len(b.slots) != 1 || !b.slots[slot] || !p.owned[slot] {
+				t.Fatalf("pods' batches %d, the slot owned %v: want one batch over slot %d alone", len(p.batches), p.owned[slot], slot)
+			}
+		}
+		return true
 	}
 	c.SlotsGained([]int{slot})
 	for i := 0; i <= jobsBit; i++ {
@@ -111,9 +122,15 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 			c.listed(i, []int{slot})
 		}
 	}
+	if !podsWatched() {
+		t.Fatal("gained again, every part but the pods listed, and the pods' list did not start")
+	}
 	c.SlotsLost([]int{slot})
 	if c.PodsListing(key, testSlots) {
 		t.Fatal("pods listing on a slot lost while its pods were listed")
+	}
+	if podsWatched() {
+		t.Fatal("the pods' list of a lost slot still runs")
 	}
 	if unsharded := New(Config{Kube: kubefake.NewClientset(), Volcano: vcfake.NewSimpleClientset()}); unsharded.PodsListing(key, testSlots) {
 		t.Fatal("a cache without a slot count holds every key listed, but said its pods are being listed")
