@@ -574,8 +574,9 @@ func partName(i int) string {
 }
 
 // clearLocked clears bit i of slots in unlisted and returns the slots that
-// are ready now, and those that wait for nothing but their pods now (early);
-// c.mu is held. It logs how long the ready slots took from
+// are ready now, and those that wait for nothing but their pods now (early),
+// whose pods' list it starts; c.mu is held, so that a loss (SlotsLost) comes
+// wholly before or after that start. It logs how long the ready slots took from
 // their gain, which part of the gain came last, and how long each part took
 // (the slowest slot's), the one place to look when a failover is slow.
 func (c *Cache) clearLocked(i int, slots []int) (ready, early []int) {

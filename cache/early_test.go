@@ -28,8 +28,9 @@ import (
 
 // A gained slot is told early (SlotsEarly) once, at the moment every part of
 // its gain is in but its pods; its pods' list starts then (not before), and
-// PodsListing holds from then until the pods are listed; a slot whose pods were listed before some other part is never
-// early, and a lost slot is neither.
+// PodsListing holds from then until the pods are listed; a slot whose pods
+// were listed before some other part is never early, and a lost slot is
+// neither.
 func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	var early, ready [][]int
 	// No list answers: the test alone says what has listed.

@@ -40,7 +40,11 @@ func startProcess(name, logPath string, env []string, bin string, args ...string
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", name, err)
 	}
-	fmt.Fprintf(logFile, "=== %s %s %q %q\n", time.Now().Format(time.RFC3339), bin, args, env)
+	var withEnv string
+	if len(env) > 0 {
+		withEnv = fmt.Sprintf(" with %q", env)
+	}
+	fmt.Fprintf(logFile, "=== %s %s %q%s\n", time.Now().Format(time.RFC3339), bin, args, withEnv)
 
 	cmd := exec.Command(bin, args...)
 	if len(env) > 0 {
