@@ -129,14 +129,15 @@ type Cache struct {
 	// gain: Listed says no for such a slot.
 	held map[int]bool
 	// early holds the Jobs whose pods were read from the API server
-	// (JobInfoFromServer), by key, with their slot: until the cache shows
-	// their pods as that read did, the cache may be older than what the read
-	// showed and the writes made on it (ReadEarly, CaughtUp).
-	early map[string]int
-	// tooLarge holds the Jobs, by key, with their slot, that an early read
+	// (JobInfoFromServer, BatchPodsFromServer), by kind and key, with their
+	// slot: until the cache shows their pods as that read did, the cache may
+	// be older than what the read showed and the writes made on it
+	// (ReadEarly, CaughtUp, and their Batch twins).
+	early map[earlyKey]int
+	// tooLarge holds the Jobs, by kind and key, with their slot, that an early read
 	// found to have more than EarlyPodsLimit pods: they wait for their slot's
 	// list without another read, until the slot is ready or lost.
-	tooLarge map[string]int
+	tooLarge map[earlyKey]int
 	// earlyReads bounds the early reads running at once (EarlyReadsLimit).
 	earlyReads chan struct{}
 }
@@ -176,8 +177,8 @@ func New(cfg Config) *Cache {
 	c.held = map[int]bool{}
 	c.gen = map[int]uint64{}
 	c.gainedAt = map[int]*gainTimes{}
-	c.early = map[string]int{}
-	c.tooLarge = map[string]int{}
+	c.early = map[earlyKey]int{}
+	c.tooLarge = map[earlyKey]int{}
 	c.earlyReads = make(chan struct{}, EarlyReadsLimit)
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
@@ -678,9 +679,9 @@ func (c *Cache) SlotsLost(slots []int) {
 		delete(c.gainedAt, n)
 	}
 	lost := shard.NewSlotSet(slots)
-	for key, n := range c.early {
+	for ek, n := range c.early {
 		if lost[n] {
-			delete(c.early, key)
+			delete(c.early, ek)
 		}
 	}
 	c.forgetTooLargeLocked(lost)

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -79,13 +82,82 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	if n := askedPods(job); n > EarlyPodsLimit {
 		return nil, fmt.Errorf("job %s: %w (its tasks ask for %d)", key, ErrTooManyPods, n)
 	}
-	slot := shard.SlotOf(key, c.slotCount())
+	ek := earlyKey{key: key}
+	selector := labels.Set{batch.JobNameKey: job.Name}.AsSelector().String()
+	var pods []any
+	var info *JobInfo
+	err = c.readEarly(ctx, ek, job.Namespace, selector, func(p *corev1.Pod) {
+		if p := controlledPod(key, p); p != nil {
+			pods = append(pods, p)
+		}
+	}, func() (err error) {
+		info, err = c.jobInfo(key, job, pods)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// BatchPodsFromServer reads from the API server the pods of job, the
+// batch/v1 Job at key, for a Job whose slot's pods are still being listed
+// (PodsListing): a consistent list of the pods its selector matches in its
+// namespace, a page at a time, of which it keeps those whose controller is
+// the Job (by UID), sorted by name as the cache gives them. Pods of an
+// earlier Job of the same name are not read; the slot's list, once in, has
+// them. It returns ErrTooManyPods for a Job that asks for more than
+// EarlyPodsLimit pods at once, and for one whose selector a read of this
+// gain found to match more.
+//
+// The reads take turns with JobInfoFromServer's (EarlyReadsLimit).
+func (c *Cache) BatchPodsFromServer(ctx context.Context, key string, job *batchv1.Job) ([]*corev1.Pod, error) {
+	if p := job.Spec.Parallelism; p != nil && *p > EarlyPodsLimit {
+		return nil, fmt.Errorf("batch job %s: %w (its parallelism is %d)", key, ErrTooManyPods, *p)
+	}
+	if job.Spec.Selector == nil {
+		return nil, fmt.Errorf("batch job %s has no selector", key)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("batch job %s: its selector: %w", key, err)
+	}
+	var pods []*corev1.Pod
+	err = c.readEarly(ctx, earlyKey{batch: true, key: key}, job.Namespace, selector.String(), func(p *corev1.Pod) {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
+			pods = append(pods, p)
+		}
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods, nil
+}
+
+// earlyKey names a Job read early: a Volcano Job and a batch/v1 Job may
+// share a namespace and a name.
+type earlyKey struct {
+	batch bool
+	key   string
+}
+
+// readEarly lists the pods selector matches in namespace for the Job ek, a
+// page at a time, passing each to keep (without its managedFields), and
+// then, if check (when set) returns no error, remembers the Job as read
+// early (ReadEarly) unless its slot was lost, or lost and gained again,
+// meanwhile. A list of more than EarlyPodsLimit pods stops there with
+// ErrTooManyPods, and the Job is remembered as too large to read again until
+// its slot is ready or lost. It waits for its turn (EarlyReadsLimit) and
+// reads within earlyReadTimeout.
+func (c *Cache) readEarly(ctx context.Context, ek earlyKey, namespace, selector string, keep func(*corev1.Pod), check func() error) error {
+	slot := shard.SlotOf(ek.key, c.slotCount())
 	c.mu.Lock()
-	_, large := c.tooLarge[key]
+	_, large := c.tooLarge[ek]
 	gen := c.gen[slot] // what the read learns is of this gain of the slot only
 	c.mu.Unlock()
 	if large {
-		return nil, fmt.Errorf("job %s: %w (found so by a read since its slot was gained)", key, ErrTooManyPods)
+		return fmt.Errorf("job %s: %w (found so by a read since its slot was gained)", ek.key, ErrTooManyPods)
 	}
 	ctx, cancel := context.WithTimeout(ctx, earlyReadTimeout)
 	defer cancel()
@@ -93,55 +165,59 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 	case c.earlyReads <- struct{}{}:
 		defer func() { <-c.earlyReads }()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("pods of job %s: waiting for a turn to read: %w", key, ctx.Err())
+		return fmt.Errorf("pods of job %s: waiting for a turn to read: %w", ek.key, ctx.Err())
 	}
-	selector := labels.Set{batch.JobNameKey: job.Name}.AsSelector().String()
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
-	var pods []any
+	read := 0
 	for {
-		list, err := c.cfg.Kube.CoreV1().Pods(job.Namespace).List(ctx, opts)
+		list, err := c.cfg.Kube.CoreV1().Pods(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("pods of job %s: %w", key, err)
+			return fmt.Errorf("pods of job %s: %w", ek.key, err)
 		}
-		for i := range list.Items {
-			if p := controlledPod(key, &list.Items[i]); p != nil {
-				p.ManagedFields = nil
-				pods = append(pods, p)
-			}
-		}
-		if len(pods) > EarlyPodsLimit {
+		// Every pod listed counts, the Job's or not: a selector a user wrote
+		// may match far more pods than the Job controls.
+		if read += len(list.Items); read > EarlyPodsLimit {
 			c.mu.Lock()
 			if _, listing := c.unlisted[slot]; listing && c.gen[slot] == gen {
-				c.tooLarge[key] = slot
+				c.tooLarge[ek] = slot
 			}
 			c.mu.Unlock()
-			return nil, fmt.Errorf("job %s: %w (more than %d)", key, ErrTooManyPods, EarlyPodsLimit)
+			return fmt.Errorf("job %s: %w (more than %d)", ek.key, ErrTooManyPods, EarlyPodsLimit)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			p.ManagedFields = nil
+			keep(p)
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			break
 		}
 	}
-	info, err := c.jobInfo(key, job, pods)
-	if err == nil {
-		c.mu.Lock()
-		if c.held[slot] && c.gen[slot] == gen { // not lost (nor lost and gained again) meanwhile
-			c.early[key] = slot
+	if check != nil {
+		if err := check(); err != nil {
+			return err
 		}
-		c.mu.Unlock()
 	}
-	return info, err
+	c.mu.Lock()
+	if c.held[slot] && c.gen[slot] == gen { // not lost (nor lost and gained again) meanwhile
+		c.early[ek] = slot
+	}
+	c.mu.Unlock()
+	return nil
 }
 
-// earlyReadTimeout bounds one JobInfoFromServer: a worker waits no longer for
-// it, and the Job is left to its slot's list.
+// earlyReadTimeout bounds one early read (JobInfoFromServer,
+// BatchPodsFromServer): a worker waits no longer for it, and the Job is left
+// to its slot's list.
 const earlyReadTimeout = 10 * time.Second
 
-// EarlyReadsLimit is how many JobInfoFromServer reads run at once in a
-// replica: a gain's early Jobs are many small lists, and they come while the
-// API server also streams the gained slots' pods; a worker whose read waits
-// for a turn waits in the read's own time bound. With the default 8 workers
-// of the Job controller, its one caller, the limit never binds; it keeps a
-// replica run with many more workers from turning a gain into as many lists
+// EarlyReadsLimit is how many early reads (JobInfoFromServer and
+// BatchPodsFromServer together) run at once in a replica: a gain's early
+// Jobs are many small lists, and they come while the API server also
+// streams the gained slots' pods; a worker whose read waits for a turn waits
+// in the read's own time bound. The default 8 workers of the Job controller
+// alone never meet the limit; it keeps a replica run with many more workers,
+// or a gain with work for both controllers, from turning into as many lists
 // at once.
 const EarlyReadsLimit = 8
 
@@ -165,10 +241,20 @@ func askedPods(job *batch.Job) int64 {
 // saw deleted, or in an older state, and a reconcile on it would undo what
 // was decided on the read (a Running phase taken back, a create issued
 // again).
-func (c *Cache) ReadEarly(key string) bool {
+func (c *Cache) ReadEarly(key string) bool { return c.readEarlyOf(earlyKey{key: key}) }
+
+// BatchReadEarly is ReadEarly for the batch/v1 Job at key
+// (BatchPodsFromServer, BatchCaughtUp). Its pods have generated names: a
+// create issued again on an older view would not be refused, it would make
+// one pod too many.
+func (c *Cache) BatchReadEarly(key string) bool {
+	return c.readEarlyOf(earlyKey{batch: true, key: key})
+}
+
+func (c *Cache) readEarlyOf(ek earlyKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.early[key]
+	_, ok := c.early[ek]
 	return ok
 }
 
@@ -184,19 +270,53 @@ func (c *Cache) CaughtUp(key string, read *JobInfo) bool {
 			return false
 		}
 	}
-	c.mu.Lock()
-	delete(c.early, key)
-	delete(c.tooLarge, key)
-	c.mu.Unlock()
+	c.forgetEarly(earlyKey{key: key})
 	return true
+}
+
+// BatchCaughtUp is CaughtUp for the batch/v1 Job job at key, with read its
+// pods as BatchPodsFromServer gave them: the cache's pods of the Job (those
+// its controller reference names by UID) are compared. job nil forgets that
+// the Job was read early.
+func (c *Cache) BatchCaughtUp(key string, job *batchv1.Job, read []*corev1.Pod) bool {
+	if job != nil {
+		cached, err := c.owned[Pods].Indexer().ByIndex(ByBatchJob, key)
+		if err != nil {
+			return false
+		}
+		want := make(map[string]string, len(read))
+		for _, p := range read {
+			want[p.Name] = p.ResourceVersion
+		}
+		have := make(map[string]string, len(want))
+		for _, obj := range cached {
+			if p, ok := obj.(*corev1.Pod); ok {
+				if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
+					have[p.Name] = p.ResourceVersion
+				}
+			}
+		}
+		if !maps.Equal(want, have) {
+			return false
+		}
+	}
+	c.forgetEarly(earlyKey{batch: true, key: key})
+	return true
+}
+
+func (c *Cache) forgetEarly(ek earlyKey) {
+	c.mu.Lock()
+	delete(c.early, ek)
+	delete(c.tooLarge, ek)
+	c.mu.Unlock()
 }
 
 // forgetTooLargeLocked forgets the Jobs of slots found too large to read
 // early; c.mu is held.
 func (c *Cache) forgetTooLargeLocked(slots shard.SlotSet) {
-	for key, n := range c.tooLarge {
+	for ek, n := range c.tooLarge {
 		if slots[n] {
-			delete(c.tooLarge, key)
+			delete(c.tooLarge, ek)
 		}
 	}
 }

@@ -47,8 +47,22 @@ func (c *Controller) jobByKey(key string) (*batchv1.Job, error) {
 // until the informer has it; finalizer removals are expected updates (kit.Update).
 func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
 	slots := c.cfg.Ownership.Slots()
+	// read is the Job's pods as the API server gave them, when the cache may not show them
+	// yet: its slot was just gained and only its pods are left to list (early), or it was
+	// read so and the cache has not been seen to catch up since (caughtUp).
+	var read []*corev1.Pod
+	var fromServer bool
 	if !c.cfg.Cache.Listed(key, slots) {
-		return nil // SlotsReady enqueues the key once the slot's pods are listed
+		// On a partial view the Job would make again what its last owner made: SlotsReady
+		// enqueues the key once the slot's pods are listed.
+		if read, fromServer = c.early(ctx, key, slots); !fromServer {
+			return nil
+		}
+	} else if c.cfg.Cache.BatchReadEarly(key) {
+		var err error
+		if read, fromServer, err = c.caughtUp(ctx, key); err != nil {
+			return err
+		}
 	}
 	slot := shard.SlotOf(key, slots)
 	cached, err := c.jobByKey(key)
@@ -56,6 +70,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 		return err
 	}
 	if cached == nil || !managed(cached) {
+		if fromServer {
+			return nil // gone since it was read: its pods, once listed, bring the key back
+		}
 		// The Job is gone (or was never ringfire's): free its pods of the finalizer, so that
 		// the garbage collector can delete them.
 		pods, err := c.podsOf(key)
@@ -66,14 +83,18 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	}
 	job := c.written.Latest(key, cached)
 	// Expectations first, then the pods: a create seen between the two would otherwise be
-	// missing from the pods read and no longer pending, and be made again.
-	if wait, pending := c.pendingPodWrites(slot, key); pending {
+	// missing from the pods read and no longer pending, and be made again. (Pods read from
+	// the API server hold every create this replica made for the Job: its reconciles run one
+	// at a time, and the read is a consistent one made after the last returned.)
+	if wait, pending := c.pendingPodWrites(slot, key, read, fromServer); pending {
 		c.WakeAfter(key, request{}, wait)
 		return nil
 	}
-	pods, err := c.podsOf(key)
-	if err != nil {
-		return err
+	pods := read
+	if !fromServer {
+		if pods, err = c.podsOf(key); err != nil {
+			return err
+		}
 	}
 	own := ownedBy(pods, job.UID)
 	var orphans []*corev1.Pod
@@ -154,15 +175,19 @@ func withFinalizer(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 // pendingPodWrites reports whether a create or delete of the Job's pods is not in the cache
-// yet, and how long to wait for it at most.
-func (c *Controller) pendingPodWrites(slot int, key string) (time.Duration, bool) {
+// yet, and how long to wait for it at most. The pods whose deletes are looked at are read, if
+// fromServer, else the cache's.
+func (c *Controller) pendingPodWrites(slot int, key string, read []*corev1.Pod, fromServer bool) (time.Duration, bool) {
 	expect := c.cfg.Cache.Expectations()
 	wait, pending := expect.CreatingAny(slot, key, cache.Pods)
 	// The pods this reads may lag the ones read after it: a pod whose delete is pending is
 	// in both until the delete is seen (it leaves the index before its expectation goes).
-	pods, err := c.podsOf(key)
-	if err != nil {
-		return time.Second, true
+	pods := read
+	if !fromServer {
+		var err error
+		if pods, err = c.podsOf(key); err != nil {
+			return time.Second, true
+		}
 	}
 	for _, p := range pods {
 		if left, ok := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); ok {

@@ -133,7 +133,10 @@ func Start(a Args, id string, addrs Addrs) (*Replica, error) {
 		r.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 		r.metricsScheme, r.metricsToken = "https", a.MetricsToken
 	}
-	logFile, err := os.Create(r.LogPath)
+	// A replica started again under the same id writes after its earlier
+	// run's log, which tells how that run ended (a kill -9 leaves no last
+	// words, but its last lines are what it was doing).
+	logFile, err := os.OpenFile(r.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

@@ -264,7 +264,12 @@ func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
 	}
 	r.Cache = cache.New(cache.Config{
 		Kube: api.kube, Volcano: api.vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: api.md, Valid: manager.Valid,
-		SlotsEarly: func(slots []int) { r.Jobs.SlotsEarly(slots) },
+		SlotsEarly: func(slots []int) {
+			r.Jobs.SlotsEarly(slots)
+			if r.BatchJobs != nil {
+				r.BatchJobs.SlotsEarly(slots)
+			}
+		},
 		SlotsReady: func(slots []int) {
 			r.Jobs.SlotsReady(slots)
 			if r.BatchJobs != nil {
