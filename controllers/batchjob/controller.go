@@ -125,7 +125,8 @@ func (c *Controller) SlotsLost(slots []int) {
 }
 
 // SlotsGained is a no-op: the Jobs of gained slots are enqueued once the cache has listed
-// their pods (SlotsReady). It implements shard.Listener.
+// all but their pods (SlotsEarly, the new ones) and then their pods (SlotsReady, all). It
+// implements shard.Listener.
 func (c *Controller) SlotsGained([]int) {}
 
 func managed(job *batchv1.Job) bool {
