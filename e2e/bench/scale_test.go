@@ -97,6 +97,7 @@ type scaleConfig struct {
 	waitLimit  time.Duration // RINGFIRE_SCALE_WAIT: bound on each phase (30m)
 	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
 	apiEnv     []string      // RINGFIRE_SCALE_APISERVER_ENV: kube-apiserver's environment ("GOGC=200")
+	apiArgs    []string      // RINGFIRE_SCALE_APISERVER_ARGS: more kube-apiserver flags ("--v=2" logs a trace of each request over 500 ms)
 	soak       time.Duration // RINGFIRE_SCALE_SOAK: for the systems named ringfire-N+soak, the steady load this long more after the faults (30m)
 	killEvery  time.Duration // RINGFIRE_SCALE_SOAK_KILL_EVERY: during the soak, kill -9 and restart one replica this often (5m)
 	logDir     string        // RINGFIRE_BENCH_LOGS: keep logs there
@@ -120,6 +121,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		waitLimit:  envDuration(b, "RINGFIRE_SCALE_WAIT", 30*time.Minute),
 		replicaArg: strings.Fields(os.Getenv("RINGFIRE_SCALE_REPLICA_ARGS")),
 		apiEnv:     strings.Fields(os.Getenv("RINGFIRE_SCALE_APISERVER_ENV")),
+		apiArgs:    strings.Fields(os.Getenv("RINGFIRE_SCALE_APISERVER_ARGS")),
 		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 30*time.Minute),
 		killEvery:  envDuration(b, "RINGFIRE_SCALE_SOAK_KILL_EVERY", 5*time.Minute),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
@@ -148,8 +150,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 
 func (sc scaleConfig) String() string {
 	apiEnv := ""
-	if len(sc.apiEnv) > 0 {
-		apiEnv = "; kube-apiserver with " + strings.Join(sc.apiEnv, " ")
+	if extra := append(slices.Clone(sc.apiEnv), sc.apiArgs...); len(extra) > 0 {
+		apiEnv = "; kube-apiserver with " + strings.Join(extra, " ")
 	}
 	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods, KWOK playing %d pod stages at once%s; ringfire at %s",
 		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.kwokPar, apiEnv, sc.revision)
@@ -199,7 +201,7 @@ func startScaleWorld(b *testing.B, sc scaleConfig) *scaleWorld {
 	logDir, clusterDir := dirs(b, config{logDir: sc.logDir})
 	cl := cluster.StartForTest(b, cluster.Options{
 		Nodes: sc.nodes, NodePods: strconv.Itoa(sc.nodePods), Dir: clusterDir, Logger: log.Named("cluster"),
-		StartTimeout: 5 * time.Minute, KWOKPodParallelism: sc.kwokPar, APIServerEnv: sc.apiEnv,
+		StartTimeout: 5 * time.Minute, KWOKPodParallelism: sc.kwokPar, APIServerEnv: sc.apiEnv, APIServerArgs: sc.apiArgs,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
