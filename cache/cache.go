@@ -398,6 +398,7 @@ func (c *Cache) Start(ctx context.Context) error {
 // resource has listed a slot, Config.SlotsReady learns it.
 func (c *Cache) SlotsGained(slots []int) {
 	c.expect.DropSlots(slots) // a fresh list is the truth now
+	c.expect.Hold(slots)
 	c.jobs.hold(slots)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -654,9 +655,13 @@ func partTimes(parts []time.Duration) string {
 	return b.String()
 }
 
-// tell passes early slots to SlotsEarly and ready ones to SlotsReady, which
-// must not block.
+// tell ends the hold on the expectations of ready slots
+// (Expectations.Release), then passes early slots to SlotsEarly and ready
+// ones to SlotsReady, which must not block.
 func (c *Cache) tell(ctx context.Context, ready, early []int) {
+	if len(ready) > 0 {
+		c.expect.Release(ready)
+	}
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/shard"
@@ -102,25 +104,22 @@ func (c *Cache) JobInfoFromServer(ctx context.Context, key string) (*JobInfo, er
 
 // BatchPodsFromServer reads from the API server the pods of job, the
 // batch/v1 Job at key, for a Job whose slot's pods are still being listed
-// (PodsListing): a consistent list of the pods its selector matches in its
-// namespace, a page at a time, of which it keeps those whose controller is
-// the Job (by UID), sorted by name as the cache gives them. Pods of an
-// earlier Job of the same name are not read; the slot's list, once in, has
-// them. It returns ErrTooManyPods for a Job that asks for more than
-// EarlyPodsLimit pods at once, and for one whose selector a read of this
-// gain found to match more.
+// (PodsListing): a consistent list of the pods in its namespace that its
+// selector matches and that carry its slot's label, a page at a time, of
+// which it keeps those whose controller is the Job (by UID), sorted by name
+// as the cache gives them: the set of the Job's pods that BatchCaughtUp
+// looks for in the cache, so that the two views can converge. It returns ErrTooManyPods for a Job that asks for more
+// than EarlyPodsLimit pods at once, and for one whose selector a read of
+// this gain found to match more.
 //
 // The reads take turns with JobInfoFromServer's (EarlyReadsLimit).
 func (c *Cache) BatchPodsFromServer(ctx context.Context, key string, job *batchv1.Job) ([]*corev1.Pod, error) {
 	if p := job.Spec.Parallelism; p != nil && *p > EarlyPodsLimit {
 		return nil, fmt.Errorf("batch job %s: %w (its parallelism is %d)", key, ErrTooManyPods, *p)
 	}
-	if job.Spec.Selector == nil {
-		return nil, fmt.Errorf("batch job %s has no selector", key)
-	}
-	selector, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
+	selector, err := c.batchSelector(key, job)
 	if err != nil {
-		return nil, fmt.Errorf("batch job %s: its selector: %w", key, err)
+		return nil, err
 	}
 	var pods []*corev1.Pod
 	err = c.readEarly(ctx, earlyKey{batch: true, key: key}, job.Namespace, selector.String(), func(p *corev1.Pod) {
@@ -133,6 +132,22 @@ func (c *Cache) BatchPodsFromServer(ctx context.Context, key string, job *batchv
 	}
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods, nil
+}
+
+// batchSelector is the Job's selector and its slot's label.
+func (c *Cache) batchSelector(key string, job *batchv1.Job) (labels.Selector, error) {
+	if job.Spec.Selector == nil {
+		return nil, fmt.Errorf("batch job %s has no selector", key)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("batch job %s: its selector: %w", key, err)
+	}
+	slot, err := labels.NewRequirement(shard.SlotLabel, selection.Equals, []string{strconv.Itoa(shard.SlotOf(key, c.slotCount()))})
+	if err != nil {
+		return nil, fmt.Errorf("batch job %s: %w", key, err)
+	}
+	return selector.Add(*slot), nil
 }
 
 // earlyKey names a Job read early: a Volcano Job and a batch/v1 Job may
@@ -275,11 +290,16 @@ func (c *Cache) CaughtUp(key string, read *JobInfo) bool {
 }
 
 // BatchCaughtUp is CaughtUp for the batch/v1 Job job at key, with read its
-// pods as BatchPodsFromServer gave them: the cache's pods of the Job (those
-// its controller reference names by UID) are compared. job nil forgets that
+// pods as BatchPodsFromServer gave them: the cache's pods of the Job that
+// such a read would give (its selector and its slot's label match, and its
+// controller reference names it by UID) are compared. job nil forgets that
 // the Job was read early.
 func (c *Cache) BatchCaughtUp(key string, job *batchv1.Job, read []*corev1.Pod) bool {
 	if job != nil {
+		selector, err := c.batchSelector(key, job)
+		if err != nil {
+			return false
+		}
 		cached, err := c.owned[Pods].Indexer().ByIndex(ByBatchJob, key)
 		if err != nil {
 			return false
@@ -290,10 +310,12 @@ func (c *Cache) BatchCaughtUp(key string, job *batchv1.Job, read []*corev1.Pod) 
 		}
 		have := make(map[string]string, len(want))
 		for _, obj := range cached {
-			if p, ok := obj.(*corev1.Pod); ok {
-				if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
-					have[p.Name] = p.ResourceVersion
-				}
+			p, ok := obj.(*corev1.Pod)
+			if !ok || !selector.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
+				have[p.Name] = p.ResourceVersion
 			}
 		}
 		if !maps.Equal(want, have) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -20,11 +21,12 @@ import (
 )
 
 // batchPod is a pod of the batch/v1 Job name whose controller has uid, with
-// the labels Kubernetes gives a Job's pods.
+// the labels Kubernetes gives a Job's pods and its Job's slot's.
 func batchPod(name, job string, uid types.UID, rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "ns", Name: name, ResourceVersion: rv,
-		Labels:          map[string]string{batchv1.ControllerUidLabel: string(uid), batchv1.JobNameLabel: job},
+		Labels: map[string]string{batchv1.ControllerUidLabel: string(uid), batchv1.JobNameLabel: job,
+			shard.SlotLabel: strconv.Itoa(shard.SlotOf("ns/"+job, testSlots))},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job, UID: uid, Controller: ptr.To(true)}},
 	}}
 }
@@ -49,9 +51,13 @@ func TestBatchPodsReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	// The selector matches it, but another Job controls it (a selector a user wrote may be wide).
 	adopted := batchPod("adopted", "other", "uid-other", "3")
 	adopted.Labels[batchv1.ControllerUidLabel] = string(job.UID)
+	adopted.Labels[shard.SlotLabel] = b.Labels[shard.SlotLabel]
+	// The Job's, without the slot label: the cache never holds it, and the read leaves it out.
+	unlabelled := batchPod("early-unlabelled", "early", job.UID, "4")
+	delete(unlabelled.Labels, shard.SlotLabel)
 	// An earlier Job of the same name: the ByBatchJob index files it under the key too.
 	earlier := batchPod("early-old", "early", "uid-earlier", "2")
-	c := New(Config{Kube: kubefake.NewClientset(b, a, adopted, earlier), Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
+	c := New(Config{Kube: kubefake.NewClientset(b, a, adopted, earlier, unlabelled), Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
 	key := "ns/early"
 	podsListing(c, key)
 	read, err := c.BatchPodsFromServer(context.Background(), key, job)
@@ -69,7 +75,11 @@ func TestBatchPodsReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 	}
 	olderB := b.DeepCopy()
 	olderB.ResourceVersion = "6"
-	for _, p := range []*corev1.Pod{a, olderB, earlier} {
+	// The Job's, with its controller-uid label taken off: no read gives it, so the cache's
+	// copy must not keep the Job from catching up.
+	stripped := batchPod("early-stripped", "early", job.UID, "5")
+	delete(stripped.Labels, batchv1.ControllerUidLabel)
+	for _, p := range []*corev1.Pod{a, olderB, earlier, stripped} {
 		if err := c.owned[Pods].Indexer().Add(p); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +91,7 @@ func TestBatchPodsReadEarlyUntilTheCacheCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.BatchCaughtUp(key, job, read) || c.BatchReadEarly(key) {
-		t.Fatal("not caught up, or still read early, with the cache showing the Job's pods as read (and an earlier Job's beside them)")
+		t.Fatal("not caught up, or still read early, with the cache showing the Job's pods as read (and an earlier Job's, and one no read gives, beside them)")
 	}
 	if _, err := c.BatchPodsFromServer(context.Background(), key, job); err != nil || !c.BatchReadEarly(key) {
 		t.Fatalf("read again: %v, read early %v", err, c.BatchReadEarly(key))

@@ -91,9 +91,20 @@ func TestPodsListingOnlyWhenOnlyPodsAreLeft(t *testing.T) {
 	if !slices.EqualFunc(early, [][]int{{slot}}, slices.Equal) || len(ready) != 0 {
 		t.Fatalf("told early %v and ready %v, want early [[%d]] only", early, ready, slot)
 	}
+	holding := func() bool {
+		c.expect.mu.Lock()
+		defer c.expect.mu.Unlock()
+		return c.expect.listing[slot]
+	}
+	if !holding() {
+		t.Fatal("the expectations of a slot still listing are not held")
+	}
 	c.listed(podsBit, []int{slot})
 	if c.PodsListing(key, testSlots) || !c.Listed(key, testSlots) || len(early) != 1 || len(ready) != 1 {
 		t.Fatalf("pods listed: pods listing %v, listed %v, early %v, ready %v", c.PodsListing(key, testSlots), c.Listed(key, testSlots), early, ready)
+	}
+	if holding() {
+		t.Fatal("the expectations of a listed slot are still held")
 	}
 
 	// Lost, gained again, the pods listed first: never early.

@@ -46,6 +46,10 @@ type Expectations struct {
 	mu     sync.Mutex
 	slots  map[int]map[expectation]entry // slot → expectation → when it lapses
 	lapsed uint64                        // expectations that lapsed unmet, under mu
+	// listing holds the slots gained whose objects are not all listed yet
+	// (Hold, Release): nothing can meet their expectations before then, so
+	// none of them lapses.
+	listing map[int]bool
 }
 
 // entry is an expectation's lapse and, for an update, what meets it.
@@ -87,7 +91,7 @@ func NewExpectations(ttl time.Duration) *Expectations {
 	if ttl <= 0 {
 		ttl = DefaultExpectationTTL
 	}
-	return &Expectations{ttl: ttl, now: time.Now, slots: map[int]map[expectation]entry{}}
+	return &Expectations{ttl: ttl, now: time.Now, slots: map[int]map[expectation]entry{}, listing: map[int]bool{}}
 }
 
 // ExpectCreate records that the Job at key (of slot) is about to create the
@@ -178,6 +182,9 @@ func (e *Expectations) CreatingAny(slot int, key string, r Resource) (time.Durat
 			continue
 		}
 		left := en.lapses.Sub(now)
+		if left <= 0 && e.listing[slot] {
+			left = e.ttl // held: Release renews it
+		}
 		if left <= 0 {
 			if Watched(x.res) {
 				e.lapsed++
@@ -205,12 +212,51 @@ func updateOf(key string, r Resource, namespace, name string, uid types.UID) exp
 	return expectation{op: opUpdate, res: r, job: key, namespace: namespace, name: name, uid: uid}
 }
 
-// DropSlots forgets everything expected in slots.
+// DropSlots forgets everything expected in slots, and that they are being
+// listed.
 func (e *Expectations) DropSlots(slots []int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, n := range slots {
 		delete(e.slots, n)
+		delete(e.listing, n)
+	}
+}
+
+// Hold keeps the expectations of slots, just gained, from lapsing until
+// Release: a slot's objects are listed a part at a time, its pods last and
+// on a large cluster tens of seconds after the rest, and meanwhile its Jobs
+// may run on their objects read from the API server (early.go) and make
+// more. Nothing can meet those expectations before the slot's list is in; a
+// lapse then would let a reconcile on the freshly listed cache, whose
+// snapshot may predate the create, make it again (under a new name, for a
+// batch/v1 pod).
+func (e *Expectations) Hold(slots []int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range slots {
+		e.listing[n] = true
+	}
+}
+
+// Release ends Hold for slots, whose objects are all listed now, and gives
+// each of their expectations a full TTL from now: the list's snapshot may
+// be older than a create or delete, and its watch replays what came since.
+func (e *Expectations) Release(slots []int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	renewed := e.now().Add(e.ttl)
+	for _, n := range slots {
+		if !e.listing[n] {
+			continue
+		}
+		delete(e.listing, n)
+		for x, en := range e.slots[n] {
+			if en.lapses.Before(renewed) {
+				en.lapses = renewed
+				e.slots[n][x] = en
+			}
+		}
 	}
 }
 
@@ -235,7 +281,7 @@ func (e *Expectations) add(slot int, x expectation, done func(metav1.Object) boo
 		e.slots[slot] = m
 	}
 	m[x] = entry{lapses: e.now().Add(e.ttl), done: done}
-	if len(m)%256 == 0 {
+	if len(m)%256 == 0 && !e.listing[slot] {
 		e.lapsed += pruneLapsed(m, e.now())
 	}
 }
@@ -260,6 +306,9 @@ func (e *Expectations) pending(slot int, x expectation) (time.Duration, bool) {
 		return 0, false
 	}
 	left := en.lapses.Sub(e.now())
+	if left <= 0 && e.listing[slot] {
+		return e.ttl, true // held: Release renews it
+	}
 	if left <= 0 {
 		if Watched(x.res) {
 			e.lapsed++

@@ -180,6 +180,54 @@ func TestExpectationsLapse(t *testing.T) {
 	}
 }
 
+// The expectations of a slot whose objects are being listed since its gain
+// do not lapse, nor are pruned, until Release, which gives each a full TTL
+// from then; a slot never held, or released, lapses as before, and a slot
+// lost and gained again is held anew.
+func TestExpectationsHeldWhileTheSlotLists(t *testing.T) {
+	e, clk := newTestExpectations(30 * time.Second)
+	e.DropSlots([]int{1})
+	e.Hold([]int{1})
+	e.ExpectCreate(1, "ns/job", Pods, "ns", "job-w-0")
+	e.ExpectDelete(1, "ns/job", Pods, "ns", "job-w-1", "uid-1")
+	e.ExpectCreate(2, "ns/other", Pods, "ns", "other-w-0")
+	clk.t = clk.t.Add(time.Minute)
+	if _, ok := e.Creating(1, "ns/job", Pods, "ns", "job-w-0"); !ok {
+		t.Fatal("a create of a slot still listing lapsed")
+	}
+	if _, ok := e.CreatingAny(1, "ns/job", Pods); !ok {
+		t.Fatal("CreatingAny: a create of a slot still listing lapsed")
+	}
+	if _, ok := e.Creating(2, "ns/other", Pods, "ns", "other-w-0"); ok {
+		t.Fatal("a create of a slot not held outlived its TTL")
+	}
+	for i := range 256 { // enough to prune: nothing of the held slot goes
+		e.ExpectCreate(1, "ns/job", Pods, "ns", "p-"+strconv.Itoa(i))
+	}
+	clk.t = clk.t.Add(time.Minute)
+	e.Release([]int{1})
+	clk.t = clk.t.Add(29 * time.Second)
+	if left, ok := e.Deleting(1, "ns/job", Pods, "ns", "job-w-1", "uid-1"); !ok || left != time.Second {
+		t.Fatalf("29 s after the release: pending %v with %v left, want 1s left", ok, left)
+	}
+	clk.t = clk.t.Add(time.Second)
+	if _, ok := e.Creating(1, "ns/job", Pods, "ns", "job-w-0"); ok {
+		t.Fatal("a create outlived its TTL after the release")
+	}
+	if _, ok := e.CreatingAny(1, "ns/job", Pods); ok {
+		t.Fatal("CreatingAny: creates outlived their TTL after the release")
+	}
+
+	e.Hold([]int{3})
+	e.ExpectCreate(3, "ns/job", Pods, "ns", "x")
+	e.DropSlots([]int{3}) // lost
+	e.ExpectCreate(3, "ns/job", Pods, "ns", "y")
+	clk.t = clk.t.Add(time.Minute)
+	if _, ok := e.Creating(3, "ns/job", Pods, "ns", "y"); ok {
+		t.Fatal("a slot lost while listing still holds its expectations")
+	}
+}
+
 // An expectation of a resource the cache does not watch (a Secret) stands for
 // the object until it lapses or is forgotten, and its lapse is not counted:
 // no observation was ever coming.

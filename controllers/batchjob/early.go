@@ -58,57 +58,61 @@ func (c *Controller) SlotsEarly(slots []int) {
 	}
 }
 
-// early returns the Job at key's pods read from the API server, and true,
-// when its slot is held and only the slot's pods are still being listed
-// (cache.PodsListing); false leaves the Job to SlotsReady: some other part
-// of the slot is still being listed, the Job is gone or not ringfire's, it
-// has more pods than are read early, or the read failed.
-func (c *Controller) early(ctx context.Context, key string, slots int) ([]*corev1.Pod, bool) {
+// early returns the Job at key's pods read from the API server, with the
+// Job they were read for, when its slot is held and only the slot's pods are
+// still being listed (cache.PodsListing); a nil Job leaves it to SlotsReady:
+// some other part of the slot is still being listed, the Job is gone or not
+// ringfire's, it has more pods than are read early, or the read failed.
+func (c *Controller) early(ctx context.Context, key string, slots int) ([]*corev1.Pod, *batchv1.Job) {
 	if !c.cfg.Cache.PodsListing(key, slots) {
-		return nil, false
+		return nil, nil
 	}
 	job, err := c.jobByKey(key)
-	if err != nil || job == nil || !managed(job) {
-		return nil, false
+	if err != nil {
+		return nil, nil
+	}
+	if job == nil || !managed(job) {
+		c.cfg.Cache.BatchCaughtUp(key, nil, nil) // read early before it went, maybe
+		return nil, nil
 	}
 	pods, err := c.cfg.Cache.BatchPodsFromServer(ctx, key, job)
 	if err != nil {
 		c.Log.Debug("batch job left to its slot's list", "job", key, "error", err)
-		return nil, false
+		return nil, nil
 	}
-	return pods, true
+	return pods, job
 }
 
-// caughtUp returns the Job at key's pods read from the API server, and true,
-// while the cache may still be older than an early read of them
-// (cache.BatchReadEarly); false once the cache shows the pods as the API
-// server does, or the Job is gone: the cache's view is the one to read then.
-// A read that fails is an error: the reconcile is retried, and the cache,
-// maybe older, is not used meanwhile.
+// caughtUp returns the Job at key's pods read from the API server, with the
+// Job they were read for, while the cache may still be older than an early
+// read of them (cache.BatchReadEarly); a nil Job once the cache shows the
+// pods as the API server does, or the Job is gone: the cache's view is the
+// one to read then. A read that fails is an error: the reconcile is retried,
+// and the cache, maybe older, is not used meanwhile.
 //
 // A Job that has grown past what is read early since it was read is read
-// from the cache from then on: its slot is listed, and the cache, which
-// replays every change since the list's snapshot, is seconds from current;
-// its own creates are still expected until the cache shows them.
-func (c *Controller) caughtUp(ctx context.Context, key string) ([]*corev1.Pod, bool, error) {
+// from the cache from then on: its slot is listed, and every create or
+// delete made for it before the list was in is still expected
+// (cache.Expectations.Hold), so none is made again on the cache's view.
+func (c *Controller) caughtUp(ctx context.Context, key string) ([]*corev1.Pod, *batchv1.Job, error) {
 	job, err := c.jobByKey(key)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	if job == nil || !managed(job) {
 		c.cfg.Cache.BatchCaughtUp(key, nil, nil)
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	read, err := c.cfg.Cache.BatchPodsFromServer(ctx, key, job)
 	switch {
 	case errors.Is(err, cache.ErrTooManyPods):
 		c.Log.Debug("batch job read early has grown past what is read early; reading it from the cache", "job", key, "error", err)
 		c.cfg.Cache.BatchCaughtUp(key, nil, nil)
-		return nil, false, nil
+		return nil, nil, nil
 	case err != nil:
-		return nil, false, err
+		return nil, nil, err
 	case c.cfg.Cache.BatchCaughtUp(key, job, read):
-		return nil, false, nil
+		return nil, nil, nil
 	}
-	return read, true, nil
+	return read, job, nil
 }

@@ -49,30 +49,35 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	slots := c.cfg.Ownership.Slots()
 	// read is the Job's pods as the API server gave them, when the cache may not show them
 	// yet: its slot was just gained and only its pods are left to list (early), or it was
-	// read so and the cache has not been seen to catch up since (caughtUp).
+	// read so and the cache has not been seen to catch up since (caughtUp). readFor is the
+	// Job they were read for, nil when the cache's pods are the ones to use.
 	var read []*corev1.Pod
-	var fromServer bool
+	var readFor *batchv1.Job
 	if !c.cfg.Cache.Listed(key, slots) {
 		// On a partial view the Job would make again what its last owner made: SlotsReady
 		// enqueues the key once the slot's pods are listed.
-		if read, fromServer = c.early(ctx, key, slots); !fromServer {
+		if read, readFor = c.early(ctx, key, slots); readFor == nil {
 			return nil
 		}
 	} else if c.cfg.Cache.BatchReadEarly(key) {
 		var err error
-		if read, fromServer, err = c.caughtUp(ctx, key); err != nil {
+		if read, readFor, err = c.caughtUp(ctx, key); err != nil {
 			return err
 		}
 	}
+	fromServer := readFor != nil
 	slot := shard.SlotOf(key, slots)
 	cached, err := c.jobByKey(key)
 	if err != nil {
 		return err
 	}
+	if fromServer && (cached == nil || cached.UID != readFor.UID) {
+		// Deleted, or deleted and made again, since its pods were read: those pods are not
+		// this Job's. Its next look reads again.
+		c.WakeAfter(key, request{}, time.Second)
+		return nil
+	}
 	if cached == nil || !managed(cached) {
-		if fromServer {
-			return nil // gone since it was read: its pods, once listed, bring the key back
-		}
 		// The Job is gone (or was never ringfire's): free its pods of the finalizer, so that
 		// the garbage collector can delete them.
 		pods, err := c.podsOf(key)

@@ -27,9 +27,12 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // while their pods are still being listed, reading each Job's pods from the
 // API server: new Jobs get their pods, and a running Job whose parallelism
 // grew gets exactly the pods it lacks (its pods, which the survivor has not
-// listed, are read; on an empty view it would make them all again). Once the
-// list is in, no pod is made that was not due, and every Job has the pods it
-// asks for.
+// listed, are read; on an empty view it would make them all again). The
+// list's answer is held back after the API server made it, so the cache
+// starts from a snapshot without the pods made early: once it is in, no pod
+// is made that was not due (the Jobs read early keep reading the API server
+// until the cache shows their pods, and their creates stay expected), and
+// every Job has the pods it asks for.
 func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 	const newJobs = 3
 	var hold atomic.Bool
@@ -40,13 +43,20 @@ func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 			q := req.URL.Query()
 			if id == "r0" && hold.Load() && req.Method == http.MethodGet && req.URL.Path == "/api/v1/pods" &&
 				q.Get("watch") != "true" && strings.Contains(q.Get("labelSelector"), shard.SlotLabel+" in (") {
+				// The list is answered now and its answer held back: its snapshot is older than
+				// every pod made early, which the cache sees only once its watch replays them.
+				resp, err := rt.RoundTrip(req)
 				holding.Add(1)
 				defer holding.Add(-1)
 				select {
 				case <-release:
 				case <-req.Context().Done():
+					if resp != nil {
+						resp.Body.Close()
+					}
 					return nil, req.Context().Err()
 				}
+				return resp, err
 			}
 			return rt.RoundTrip(req)
 		})
