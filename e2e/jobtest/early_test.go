@@ -38,13 +38,20 @@ func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 			q := req.URL.Query()
 			if id == "r0" && hold.Load() && req.Method == http.MethodGet && req.URL.Path == "/api/v1/pods" &&
 				q.Get("watch") != "true" && strings.Contains(q.Get("labelSelector"), shard.SlotLabel+" in (") {
+				// The list is answered now and its answer held back: its snapshot is older than
+				// every pod made early, which the cache sees only once its watch replays them.
+				resp, err := rt.RoundTrip(req)
 				holding.Add(1)
 				defer holding.Add(-1)
 				select {
 				case <-release:
 				case <-req.Context().Done():
+					if resp != nil {
+						resp.Body.Close()
+					}
 					return nil, req.Context().Err()
 				}
+				return resp, err
 			}
 			return rt.RoundTrip(req)
 		})
