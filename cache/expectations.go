@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -182,8 +183,8 @@ func (e *Expectations) CreatingAny(slot int, key string, r Resource) (time.Durat
 			continue
 		}
 		left := en.lapses.Sub(now)
-		if left <= 0 && e.listing[slot] {
-			left = e.ttl // held: Release renews it
+		if left <= 0 && e.held(slot, x.res) {
+			left = e.ttl // Release renews it
 		}
 		if left <= 0 {
 			if Watched(x.res) {
@@ -223,20 +224,29 @@ func (e *Expectations) DropSlots(slots []int) {
 	}
 }
 
-// Hold keeps the expectations of slots, just gained, from lapsing until
-// Release: a slot's objects are listed a part at a time, its pods last and
-// on a large cluster tens of seconds after the rest, and meanwhile its Jobs
-// may run on their objects read from the API server (early.go) and make
-// more. Nothing can meet those expectations before the slot's list is in; a
-// lapse then would let a reconcile on the freshly listed cache, whose
-// snapshot may predate the create, make it again (under a new name, for a
-// batch/v1 pod).
+// Hold keeps the expectations of slots, just gained, of the Owned
+// resources from lapsing until Release: a slot's objects are listed a part
+// at a time, its pods last and on a large cluster tens of seconds after the
+// rest, and meanwhile its Jobs may run on their objects read from the API
+// server (early.go) and make more. Nothing can meet those expectations
+// before the slot's list is in; a lapse then would let a reconcile on the
+// freshly listed cache, whose snapshot may predate the create, make it again
+// (under a new name, for a batch/v1 pod). A lost observation thus delays a
+// Job until its slot is listed and one TTL more.
 func (e *Expectations) Hold(slots []int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, n := range slots {
 		e.listing[n] = true
 	}
+}
+
+// held reports whether an expectation of r in slot is kept from lapsing
+// (Hold): r is one of the Owned resources, which the slot's list brings;
+// the VolcanoJobs a JobFlow makes are seen through a cluster-wide informer,
+// list or no list. e.mu is held.
+func (e *Expectations) held(slot int, r Resource) bool {
+	return e.listing[slot] && slices.Contains(Owned, r)
 }
 
 // Release ends Hold for slots, whose objects are all listed now, and gives
@@ -306,8 +316,8 @@ func (e *Expectations) pending(slot int, x expectation) (time.Duration, bool) {
 		return 0, false
 	}
 	left := en.lapses.Sub(e.now())
-	if left <= 0 && e.listing[slot] {
-		return e.ttl, true // held: Release renews it
+	if left <= 0 && e.held(slot, x.res) {
+		return e.ttl, true // Release renews it
 	}
 	if left <= 0 {
 		if Watched(x.res) {

@@ -180,8 +180,8 @@ func TestExpectationsLapse(t *testing.T) {
 	}
 }
 
-// The expectations of a slot whose objects are being listed since its gain
-// do not lapse, nor are pruned, until Release, which gives each a full TTL
+// The expectations of the Owned resources of a slot whose objects are being
+// listed since its gain do not lapse, nor are pruned, until Release, which gives each a full TTL
 // from then; a slot never held, or released, lapses as before, and a slot
 // lost and gained again is held anew.
 func TestExpectationsHeldWhileTheSlotLists(t *testing.T) {
@@ -191,7 +191,11 @@ func TestExpectationsHeldWhileTheSlotLists(t *testing.T) {
 	e.ExpectCreate(1, "ns/job", Pods, "ns", "job-w-0")
 	e.ExpectDelete(1, "ns/job", Pods, "ns", "job-w-1", "uid-1")
 	e.ExpectCreate(2, "ns/other", Pods, "ns", "other-w-0")
+	e.ExpectCreate(1, "ns/flow", VolcanoJobs, "ns", "flow-step") // a JobFlow's: not the list's to meet
 	clk.t = clk.t.Add(time.Minute)
+	if _, ok := e.Creating(1, "ns/flow", VolcanoJobs, "ns", "flow-step"); ok {
+		t.Fatal("a create of a Volcano Job, which no slot's list brings, was held past its TTL")
+	}
 	if _, ok := e.Creating(1, "ns/job", Pods, "ns", "job-w-0"); !ok {
 		t.Fatal("a create of a slot still listing lapsed")
 	}
