@@ -3,9 +3,6 @@ package batchjobtest
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,12 +13,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/e2e/stack"
-	"github.com/ringfire/ringfire/shard"
 )
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // After a kill, the survivor runs the batch/v1 Jobs of the slots it gained
 // while their pods are still being listed, reading each Job's pods from the
@@ -35,41 +27,11 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // every Job has the pods it asks for.
 func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 	const newJobs = 3
-	var hold atomic.Bool
-	var holding atomic.Int32
-	release := make(chan struct{})
-	wrap := func(id string, rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			q := req.URL.Query()
-			if id == "r0" && hold.Load() && req.Method == http.MethodGet && req.URL.Path == "/api/v1/pods" &&
-				q.Get("watch") != "true" && strings.Contains(q.Get("labelSelector"), shard.SlotLabel+" in (") {
-				// The list is answered now and its answer held back: its snapshot is older than
-				// every pod made early, which the cache sees only once its watch replays them.
-				resp, err := rt.RoundTrip(req)
-				holding.Add(1)
-				defer holding.Add(-1)
-				select {
-				case <-release:
-				case <-req.Context().Done():
-					if resp != nil {
-						resp.Body.Close()
-					}
-					return nil, req.Context().Err()
-				}
-				return resp, err
-			}
-			return rt.RoundTrip(req)
-		})
-	}
-	s := stack.Start(t, stack.Options{Replicas: 2, BatchJobs: true, WrapKube: wrap})
+	hold := stack.NewGainHold("r0")
+	s := stack.Start(t, stack.Options{Replicas: 2, BatchJobs: true, WrapKube: hold.Wrap})
 	pods := &podLog{created: map[string]int{}, finalizers: map[string]bool{}}
 	s.WatchPods(ns, pods.see)
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	defer hold.Release()
 
 	// Jobs on the slots r1 holds: one it runs before the kill, the rest made after it.
 	var names []string
@@ -94,7 +56,7 @@ func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 	create(running, 3)
 	waitActive(t, s, running, 3, 30*time.Second)
 
-	hold.Store(true)
+	hold.Hold()
 	s.KillReplica("r1")
 	for _, name := range after {
 		create(name, 2)
@@ -116,7 +78,7 @@ func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 		waitPods(t, s, name, 2, 30*time.Second)
 	}
 	waitPods(t, s, running, 4, 30*time.Second)
-	if holding.Load() == 0 {
+	if !hold.Held() {
 		t.Fatal("no list of the gained slots' pods was held back: the test proves nothing")
 	}
 	for _, name := range names {
@@ -125,8 +87,7 @@ func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 		}
 	}
 
-	close(release)
-	released = true
+	hold.Release()
 	deadline = time.Now().Add(time.Minute)
 	for !s.Replica("r0").Cache.Listed(ns+"/"+running, stack.Slots) {
 		if time.Now().After(deadline) {

@@ -2,9 +2,6 @@ package jobtest
 
 import (
 	"fmt"
-	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,12 +11,7 @@ import (
 
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
-	"github.com/ringfire/ringfire/shard"
 )
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // A replica that takes over a dead one's slots runs their new Jobs before
 // its list of the slots' pods is in, reading each Job's own pods from the API
@@ -30,40 +22,10 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // meanwhile has its pods deleted: they are read, not guessed.
 func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 	const jobs = 4
-	var hold atomic.Bool
-	var holding atomic.Int32
-	release := make(chan struct{})
-	wrap := func(id string, rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			q := req.URL.Query()
-			if id == "r0" && hold.Load() && req.Method == http.MethodGet && req.URL.Path == "/api/v1/pods" &&
-				q.Get("watch") != "true" && strings.Contains(q.Get("labelSelector"), shard.SlotLabel+" in (") {
-				// The list is answered now and its answer held back: its snapshot is older than
-				// every pod made early, which the cache sees only once its watch replays them.
-				resp, err := rt.RoundTrip(req)
-				holding.Add(1)
-				defer holding.Add(-1)
-				select {
-				case <-release:
-				case <-req.Context().Done():
-					if resp != nil {
-						resp.Body.Close()
-					}
-					return nil, req.Context().Err()
-				}
-				return resp, err
-			}
-			return rt.RoundTrip(req)
-		})
-	}
-	s := stack.Start(t, stack.Options{Replicas: 2, StandIn: true, WrapKube: wrap})
+	hold := stack.NewGainHold("r0")
+	s := stack.Start(t, stack.Options{Replicas: 2, StandIn: true, WrapKube: hold.Wrap})
 	creations := stack.WatchPodCreations(t, s.Kube, ns)
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	defer hold.Release()
 
 	// Jobs on the slots r1 holds: one made before the kill, which r1 runs, and
 	// the rest after it.
@@ -82,7 +44,7 @@ func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 	running := s.WaitPhase(ns, before, 30*time.Second, batch.Running)
 	waitPods(t, s, before, 3, 30*time.Second)
 
-	hold.Store(true)
+	hold.Hold()
 	killed := time.Now()
 	s.KillReplica("r1")
 	for _, name := range after {
@@ -94,7 +56,7 @@ func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 		waitPods(t, s, name, 2, 30*time.Second)
 	}
 	waitPods(t, s, before, 0, 30*time.Second)
-	if holding.Load() == 0 {
+	if !hold.Held() {
 		t.Fatal("no list of the gained slots' pods was held back: the test proves nothing")
 	}
 	for _, name := range names {
@@ -103,8 +65,7 @@ func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 		}
 	}
 
-	close(release)
-	released = true
+	hold.Release()
 	for _, name := range after {
 		s.WaitPhase(ns, name, time.Minute, batch.Running)
 	}
