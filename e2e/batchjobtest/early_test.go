@@ -34,16 +34,7 @@ func TestBatchJobsRunBeforeTheirPodsAreListed(t *testing.T) {
 	defer hold.Release()
 
 	// Jobs on the slots r1 holds: one it runs before the kill, the rest made after it.
-	var names []string
-	for i := 0; len(names) < newJobs+1 && i < 10_000; i++ {
-		name := fmt.Sprintf("early-%d", i)
-		if s.SlotHolder(ns+"/"+name) == "r1" {
-			names = append(names, name)
-		}
-	}
-	if len(names) < newJobs+1 {
-		t.Fatalf("found only %d names on r1's slots", len(names))
-	}
+	names := s.NamesHeldBy("r1", ns, "early", newJobs+1)
 	running, after := names[0], names[1:]
 	create := func(name string, parallelism int32) {
 		job := baseJob(name, "1h", "")

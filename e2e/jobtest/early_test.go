@@ -1,7 +1,6 @@
 package jobtest
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -29,16 +28,7 @@ func TestGainRunsJobsBeforeItsPodsAreListed(t *testing.T) {
 
 	// Jobs on the slots r1 holds: one made before the kill, which r1 runs, and
 	// the rest after it.
-	var names []string
-	for i := 0; len(names) < jobs+1 && i < 10_000; i++ {
-		name := fmt.Sprintf("early-%d", i)
-		if s.SlotHolder(ns+"/"+name) == "r1" {
-			names = append(names, name)
-		}
-	}
-	if len(names) < jobs+1 {
-		t.Fatalf("found only %d names on r1's slots", len(names))
-	}
+	names := s.NamesHeldBy("r1", ns, "early", jobs+1)
 	before, after := names[0], names[1:]
 	vcjob.Create(t, s.Volcano, vcjob.New(ns, before, vcjob.Task("worker", 3, "1h", "")))
 	running := s.WaitPhase(ns, before, 30*time.Second, batch.Running)

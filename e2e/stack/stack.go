@@ -551,6 +551,24 @@ func WatchJobs(t testing.TB, vc vcclient.Interface, ns string, see func(watch.Ev
 	t.Cleanup(w.Stop)
 }
 
+// NamesHeldBy returns n names "<prefix>-<i>", i = 0, 1, ..., whose keys in namespace ns fall
+// on slots the replica id holds (SlotHolder), trying at most 10,000; the test fails if fewer
+// are found.
+func (s *Stack) NamesHeldBy(id, ns, prefix string, n int) []string {
+	s.t.Helper()
+	var names []string
+	for i := 0; len(names) < n && i < 10_000; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		if s.SlotHolder(ns+"/"+name) == id {
+			names = append(names, name)
+		}
+	}
+	if len(names) < n {
+		s.t.Fatalf("found only %d of %d names on %s's slots", len(names), n, id)
+	}
+	return names
+}
+
 // SlotHolder returns the id of the replica that holds the slot of key, from the ring's etcd;
 // "" when no one holds it.
 func (s *Stack) SlotHolder(key string) string {
