@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
@@ -120,12 +120,7 @@ func TestBatchPodsFromServerBoundsThePodsRead(t *testing.T) {
 		p.Labels["app"] = "shared"
 		objs = append(objs, p)
 	}
-	kube := kubefake.NewClientset(objs...)
-	lists := 0
-	kube.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		lists++
-		return false, nil, nil
-	})
+	kube, lists := podListsCounted(objs...)
 	c := New(Config{Kube: kube, Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
 	wide := batchJob("wide", "uid-wide", 1)
 	wide.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shared"}}
@@ -135,21 +130,23 @@ func TestBatchPodsFromServerBoundsThePodsRead(t *testing.T) {
 			t.Fatalf("read %d: %d pods, %v; want ErrTooManyPods", i, len(pods), err)
 		}
 	}
-	if lists != 1 {
-		t.Errorf("a Job found too large was listed %d times; want once for the gain", lists)
+	if *lists != 1 {
+		t.Errorf("a Job found too large was listed %d times; want once for the gain", *lists)
 	}
 	if c.BatchReadEarly("ns/wide") {
 		t.Fatal("a Job whose read was refused is marked read early")
 	}
-	lists = 0
-	many := batchJob("many", "uid-many", EarlyPodsLimit+1)
-	if _, err := c.BatchPodsFromServer(context.Background(), "ns/many", many); !errors.Is(err, ErrTooManyPods) || lists != 0 {
-		t.Errorf("a Job of parallelism %d: %v after %d lists; want ErrTooManyPods without a list", EarlyPodsLimit+1, err, lists)
+	*lists = 0
+	for _, parallelism := range []int32{EarlyPodsLimit + 1, math.MaxInt32} {
+		many := batchJob("many", "uid-many", parallelism)
+		if _, err := c.BatchPodsFromServer(context.Background(), "ns/many", many); !errors.Is(err, ErrTooManyPods) || *lists != 0 {
+			t.Errorf("a Job of parallelism %d: %v after %d lists; want ErrTooManyPods without a list", parallelism, err, *lists)
+		}
 	}
 	noSelector := batchJob("bare", "uid-bare", 1)
 	noSelector.Spec.Selector = nil
-	if _, err := c.BatchPodsFromServer(context.Background(), "ns/bare", noSelector); err == nil || lists != 0 {
-		t.Errorf("a Job without a selector: %v after %d lists; want an error without a list", err, lists)
+	if _, err := c.BatchPodsFromServer(context.Background(), "ns/bare", noSelector); err == nil || *lists != 0 {
+		t.Errorf("a Job without a selector: %v after %d lists; want an error without a list", err, *lists)
 	}
 }
 

@@ -229,12 +229,7 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "huge", UID: "uid-huge", Controller: &yes}},
 		}})
 	}
-	kube := kubefake.NewClientset(objs...)
-	lists := 0
-	kube.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		lists++
-		return false, nil, nil
-	})
+	kube, lists := podListsCounted(objs...)
 	c := New(Config{Kube: kube, Volcano: vcfake.NewSimpleClientset(), Slots: func() int { return testSlots }})
 	asking := func(name string, replicas int32) *batch.Job {
 		return &batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
@@ -258,18 +253,18 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 			t.Fatalf("read %d: %v; want ErrTooManyPods", i, err)
 		}
 	}
-	if lists != 1 {
-		t.Errorf("a Job found too large was listed %d times; want once for the gain", lists)
+	if *lists != 1 {
+		t.Errorf("a Job found too large was listed %d times; want once for the gain", *lists)
 	}
 	if c.ReadEarly("ns/huge") {
 		t.Fatal("a Job whose read was refused is marked read early")
 	}
-	lists = 0
-	if _, err := c.JobInfoFromServer(context.Background(), "ns/asks"); !errors.Is(err, ErrTooManyPods) || lists != 0 {
-		t.Errorf("a Job whose tasks ask for %d pods: %v after %d lists; want ErrTooManyPods without a list", EarlyPodsLimit+2, err, lists)
+	*lists = 0
+	if _, err := c.JobInfoFromServer(context.Background(), "ns/asks"); !errors.Is(err, ErrTooManyPods) || *lists != 0 {
+		t.Errorf("a Job whose tasks ask for %d pods: %v after %d lists; want ErrTooManyPods without a list", EarlyPodsLimit+2, err, *lists)
 	}
-	if _, err := c.JobInfoFromServer(context.Background(), "ns/absurd"); !errors.Is(err, ErrTooManyPods) || lists != 0 {
-		t.Errorf("a Job whose two tasks ask for %d pods each: %v after %d lists; want ErrTooManyPods without a list", math.MaxInt32, err, lists)
+	if _, err := c.JobInfoFromServer(context.Background(), "ns/absurd"); !errors.Is(err, ErrTooManyPods) || *lists != 0 {
+		t.Errorf("a Job whose two tasks ask for %d pods each: %v after %d lists; want ErrTooManyPods without a list", math.MaxInt32, err, *lists)
 	}
 
 	// The Job in full again after its slot was lost, as the next gain fills it.
@@ -294,9 +289,9 @@ func TestJobInfoFromServerBoundsThePodsRead(t *testing.T) {
 		}
 		podsListing(c, "ns/huge")
 		inFull()
-		lists = 0
-		if err := read(); !errors.Is(err, ErrTooManyPods) || lists != 1 {
-			t.Fatalf("after %s: %v after %d lists; want ErrTooManyPods after one", how, err, lists)
+		*lists = 0
+		if err := read(); !errors.Is(err, ErrTooManyPods) || *lists != 1 {
+			t.Fatalf("after %s: %v after %d lists; want ErrTooManyPods after one", how, err, *lists)
 		}
 	}
 	c.SlotsLost([]int{slot})
@@ -383,4 +378,15 @@ func TestEarlyReadsTakeTurns(t *testing.T) {
 	if reached != EarlyReadsLimit || now() != EarlyReadsLimit {
 		t.Errorf("at most %d reads ran at once (%d while held); want %d", now(), reached, EarlyReadsLimit)
 	}
+}
+
+// podListsCounted is a fake clientset holding objs that counts its pod lists.
+func podListsCounted(objs ...runtime.Object) (*kubefake.Clientset, *int) {
+	kube := kubefake.NewClientset(objs...)
+	lists := new(int)
+	kube.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		*lists++
+		return false, nil, nil
+	})
+	return kube, lists
 }

@@ -91,15 +91,17 @@ func (c *Controller) reconcile(ctx context.Context, key string, _ request) error
 	// missing from the pods read and no longer pending, and be made again. (Pods read from
 	// the API server hold every create this replica made for the Job: its reconciles run one
 	// at a time, and the read is a consistent one made after the last returned.)
-	if wait, pending := c.pendingPodWrites(slot, key, read, fromServer); pending {
+	podsNow := func() ([]*corev1.Pod, error) { return c.podsOf(key) }
+	if fromServer {
+		podsNow = func() ([]*corev1.Pod, error) { return read, nil }
+	}
+	if wait, pending := c.pendingPodWrites(slot, key, podsNow); pending {
 		c.WakeAfter(key, request{}, wait)
 		return nil
 	}
-	pods := read
-	if !fromServer {
-		if pods, err = c.podsOf(key); err != nil {
-			return err
-		}
+	pods, err := podsNow()
+	if err != nil {
+		return err
 	}
 	own := ownedBy(pods, job.UID)
 	var orphans []*corev1.Pod
@@ -180,19 +182,16 @@ func withFinalizer(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 // pendingPodWrites reports whether a create or delete of the Job's pods is not in the cache
-// yet, and how long to wait for it at most. The pods whose deletes are looked at are read, if
-// fromServer, else the cache's.
-func (c *Controller) pendingPodWrites(slot int, key string, read []*corev1.Pod, fromServer bool) (time.Duration, bool) {
+// yet, and how long to wait for it at most; podsNow gives the pods whose deletes are looked
+// at, as the reconcile sees them (the cache's, or those read from the API server).
+func (c *Controller) pendingPodWrites(slot int, key string, podsNow func() ([]*corev1.Pod, error)) (time.Duration, bool) {
 	expect := c.cfg.Cache.Expectations()
 	wait, pending := expect.CreatingAny(slot, key, cache.Pods)
 	// The pods this reads may lag the ones read after it: a pod whose delete is pending is
 	// in both until the delete is seen (it leaves the index before its expectation goes).
-	pods := read
-	if !fromServer {
-		var err error
-		if pods, err = c.podsOf(key); err != nil {
-			return time.Second, true
-		}
+	pods, err := podsNow()
+	if err != nil {
+		return time.Second, true
 	}
 	for _, p := range pods {
 		if left, ok := expect.Deleting(slot, key, cache.Pods, p.Namespace, p.Name, p.UID); ok {
