@@ -108,6 +108,15 @@ func TestStopDirStopsLeftoversOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(leftover.kill)
+	// The kernel lets the parent go on before the new program's arguments
+	// are in place, so /proc/<pid>/cmdline can read empty for a moment
+	// after Start returns. A real leftover has been running for a while.
+	for i := 0; !belongsTo(leftover.cmd.Process.Pid, dir); i++ {
+		if i == 100 {
+			t.Fatal("the leftover's command line never named its directory")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := writePID(dir, Etcd, leftover.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
