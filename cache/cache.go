@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -92,6 +93,10 @@ type Config struct {
 	// Valid, when set, reports whether this replica's membership is still
 	// valid right now; adoption checks it before every write.
 	Valid func() error
+	// PodListRate, when positive, paces the lists of the slots' pods: a
+	// replica's pod lists together take at most this many pods a second
+	// (pace.go). Zero lists as fast as the API server answers.
+	PodListRate float64
 }
 
 // Cache is a replica's view of the cluster. It implements shard.Listener.
@@ -732,8 +737,12 @@ func (c *Cache) listWatch(r Resource) ListWatchFunc {
 	k, v := c.cfg.Kube, c.cfg.Volcano
 	switch r {
 	case Pods:
+		list := func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Pods("").List(ctx, o) }
+		if c.cfg.PodListRate > 0 {
+			list = pacedList(rate.NewLimiter(rate.Limit(c.cfg.PodListRate), pageBurst), list)
+		}
 		return lw{
-			List: func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Pods("").List(ctx, o) },
+			List: list,
 			Watch: func(ctx context.Context, o listOpts) (watch.Interface, error) {
 				return k.CoreV1().Pods("").Watch(ctx, o)
 			},

@@ -62,8 +62,9 @@ import (
 // that each system sees the same resident set.
 //
 // Systems: ringfire-N (N replicas at their defaults; ringfire-N+json with
-// --kube-api-content-type json; ringfire-N+soak adds the soak after the
-// faults), volcano
+// --kube-api-content-type json; ringfire-N+paced with --pod-list-rate
+// RINGFIRE_SCALE_PACE; ringfire-N+soak adds the soak after the faults),
+// volcano
 // (vc-controller-manager's job, queue and PodGroup controllers at their
 // defaults) and volcano-tuned (50 workers, QPS 1,000). The same in-process
 // stand-in (e2e/standin) admits PodGroups and binds pods for every system,
@@ -98,6 +99,8 @@ type scaleConfig struct {
 	replicaArg []string      // RINGFIRE_SCALE_REPLICA_ARGS: more `ringfire run` flags
 	apiEnv     []string      // RINGFIRE_SCALE_APISERVER_ENV: kube-apiserver's environment ("GOGC=200")
 	apiArgs    []string      // RINGFIRE_SCALE_APISERVER_ARGS: more kube-apiserver flags ("--v=2" logs a trace of each request over 500 ms)
+	profile    time.Duration // RINGFIRE_SCALE_FAILOVER_PROFILE: kube-apiserver's CPU profile this long from the kill, and metrics around the failover (failoverDiag; 0: off)
+	pace       int           // RINGFIRE_SCALE_PACE: the +paced systems' --pod-list-rate (300)
 	soak       time.Duration // RINGFIRE_SCALE_SOAK: for the systems named ringfire-N+soak, the steady load this long more after the faults (30m)
 	killEvery  time.Duration // RINGFIRE_SCALE_SOAK_KILL_EVERY: during the soak, kill -9 and restart one replica this often (5m)
 	logDir     string        // RINGFIRE_BENCH_LOGS: keep logs there
@@ -123,6 +126,8 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		apiEnv:     strings.Fields(os.Getenv("RINGFIRE_SCALE_APISERVER_ENV")),
 		apiArgs:    strings.Fields(os.Getenv("RINGFIRE_SCALE_APISERVER_ARGS")),
 		soak:       envDuration(b, "RINGFIRE_SCALE_SOAK", 30*time.Minute),
+		pace:       envInts(b, "RINGFIRE_SCALE_PACE", "300")[0],
+		profile:    envDuration(b, "RINGFIRE_SCALE_FAILOVER_PROFILE", 0),
 		killEvery:  envDuration(b, "RINGFIRE_SCALE_SOAK_KILL_EVERY", 5*time.Minute),
 		logDir:     os.Getenv("RINGFIRE_BENCH_LOGS"),
 		revision:   procs.Revision(),
@@ -130,8 +135,12 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 	if sc.steadyPods <= 0 {
 		sc.steadyPods = sc.taskPods
 	}
+	if sc.profile > 0 {
+		// The local control plane serves no profiles unless asked.
+		sc.apiArgs = append([]string{"--profiling=true"}, sc.apiArgs...)
+	}
 	for _, sys := range sc.systems {
-		if _, _, err := parseSystem(sys); err != nil {
+		if _, _, _, err := parseSystem(sys); err != nil {
 			b.Fatalf("RINGFIRE_SCALE_SYSTEMS: %v", err)
 		}
 	}
@@ -164,26 +173,39 @@ func envOr(name, def string) string {
 	return def
 }
 
-// parseSystem reads "ringfire-N", "volcano" or "volcano-tuned";
-// "ringfire-N+json" is ringfire-N with --kube-api-content-type json, and
-// "ringfire-N+soak" (after +json, if both) ringfire-N with the soak.
-func parseSystem(s string) (kind string, replicas int, err error) {
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "+soak"), "+json")
-	switch {
-	case s == "volcano" || s == "volcano-tuned":
-		return "volcano", 1, nil
-	case strings.HasPrefix(s, "ringfire-"):
-		n, err := strconv.Atoi(strings.TrimPrefix(s, "ringfire-"))
-		if err != nil || n < 1 {
-			return "", 0, fmt.Errorf("%q: want ringfire-N with N ≥ 1", s)
+// parseSystem reads "ringfire-N", "volcano" or "volcano-tuned", and the
+// options after a ringfire-N, each after a "+": "json" runs the replicas
+// with --kube-api-content-type json, "paced" with --pod-list-rate
+// RINGFIRE_SCALE_PACE, and "soak" adds the soak.
+func parseSystem(s string) (kind string, replicas int, opts map[string]bool, err error) {
+	base, rest, _ := strings.Cut(s, "+")
+	opts = map[string]bool{}
+	if rest != "" {
+		for _, o := range strings.Split(rest, "+") {
+			if !slices.Contains([]string{"json", "paced", "soak"}, o) || opts[o] {
+				return "", 0, nil, fmt.Errorf("%q: options after ringfire-N are +json, +paced and +soak, each once", s)
+			}
+			opts[o] = true
 		}
-		return "ringfire", n, nil
 	}
-	return "", 0, fmt.Errorf("%q: want ringfire-N, volcano or volcano-tuned", s)
+	switch {
+	case (base == "volcano" || base == "volcano-tuned") && rest == "":
+		return "volcano", 1, opts, nil
+	case strings.HasPrefix(base, "ringfire-"):
+		n, err := strconv.Atoi(strings.TrimPrefix(base, "ringfire-"))
+		if err != nil || n < 1 {
+			return "", 0, nil, fmt.Errorf("%q: want ringfire-N with N ≥ 1", s)
+		}
+		return "ringfire", n, opts, nil
+	}
+	return "", 0, nil, fmt.Errorf("%q: want ringfire-N, volcano or volcano-tuned", s)
 }
 
 // soaks reports whether system s runs the soak.
-func soaks(s string) bool { return strings.HasPrefix(s, "ringfire-") && strings.HasSuffix(s, "+soak") }
+func soaks(s string) bool {
+	kind, _, opts, err := parseSystem(s)
+	return err == nil && kind == "ringfire" && opts["soak"]
+}
 
 // scaleWorld is what the systems share: the control plane, the stand-in
 // and the benchmark's clients.
@@ -242,7 +264,7 @@ type scaleEnv struct {
 // startSystem starts sys on w; it is stopped when b ends.
 func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 	b.Helper()
-	kind, n, _ := parseSystem(sys)
+	kind, n, opts, _ := parseSystem(sys)
 	e := &scaleEnv{scaleWorld: w, kind: kind, sysLogs: filepath.Join(w.logDir, sys)}
 	if err := os.MkdirAll(e.sysLogs, 0o755); err != nil {
 		b.Fatal(err)
@@ -254,8 +276,11 @@ func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 		ring := localetcd.StartForTest(b)
 		e.args = procs.Args{Bin: bin, Etcd: ring.Endpoint(), Kubeconfig: w.cluster.Kubeconfig(), LogDir: e.sysLogs,
 			LogLevel: "info", Controllers: "job,queue,podgroup", Extra: w.sc.replicaArg}
-		if strings.HasSuffix(strings.TrimSuffix(sys, "+soak"), "+json") {
+		if opts["json"] {
 			e.args.Extra = append(slices.Clone(e.args.Extra), "--kube-api-content-type", "json")
+		}
+		if opts["paced"] {
+			e.args.Extra = append(slices.Clone(e.args.Extra), "--pod-list-rate", strconv.Itoa(w.sc.pace))
 		}
 		b.Cleanup(func() { procs.StopAll(b, e.replicas) })
 		for i := range n {
@@ -740,7 +765,9 @@ func (e *scaleEnv) faults(ctx context.Context, b *testing.B, ns string, res *sca
 		return err
 	}
 	held := shard.NewSlotSet(st.Held)
+	diagDone := e.failoverDiag(ctx, e.replicas[:len(e.replicas)-1])
 	if err := victim.Signal(syscall.SIGKILL); err != nil {
+		diagDone()
 		return err
 	}
 	at := time.Now()
@@ -763,6 +790,7 @@ func (e *scaleEnv) faults(ctx context.Context, b *testing.B, ns string, res *sca
 		res.slotsHeld = <-done
 		errs = append(errs, err)
 	}
+	diagDone()
 	// Restart the victim, once the killed process is gone.
 	for deadline := time.Now().Add(10 * time.Second); !victim.Exited() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)

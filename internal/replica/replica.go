@@ -73,6 +73,10 @@ type Config struct {
 	// NoAdopt turns off adoption (cache.Config.Metadata): the objects of
 	// Volcano Jobs that lack the slot label stay invisible.
 	NoAdopt bool
+	// PodListRate paces the cache's lists of the slots' pods, in pods a
+	// second for the replica's lists together (cache.Config.PodListRate);
+	// 0 does not pace them.
+	PodListRate float64
 	// MaxRequeue is the retries of a request failing for good before it is
 	// given up (for a Job: TerminateJob); 0 gives up at the first failure,
 	// -1 retries for ever.
@@ -130,6 +134,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("workers %d: at least 1", c.Workers))
+	}
+	if c.PodListRate < 0 {
+		errs = append(errs, fmt.Errorf("pod list rate %v: 0 does not pace, more paces at that many pods a second", c.PodListRate))
 	}
 	if c.MaxRequeue < -1 {
 		errs = append(errs, fmt.Errorf("max requeue %d: -1 retries for ever, 0 or more bounds the retries", c.MaxRequeue))
@@ -264,6 +271,7 @@ func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
 	}
 	r.Cache = cache.New(cache.Config{
 		Kube: api.kube, Volcano: api.vc, Logger: cfg.Logger, Slots: manager.Slots, Metadata: api.md, Valid: manager.Valid,
+		PodListRate: cfg.PodListRate,
 		SlotsEarly: func(slots []int) {
 			r.Jobs.SlotsEarly(slots)
 			if r.BatchJobs != nil {
