@@ -739,6 +739,7 @@ func (c *Cache) listWatch(r Resource) ListWatchFunc {
 	case Pods:
 		list := func(ctx context.Context, o listOpts) (runtime.Object, error) { return k.CoreV1().Pods("").List(ctx, o) }
 		if c.cfg.PodListRate > 0 {
+			c.log.Info("pod lists paced", "pods_per_second", c.cfg.PodListRate)
 			list = pacedList(rate.NewLimiter(rate.Limit(c.cfg.PodListRate), pageBurst), list)
 		}
 		return lw{
