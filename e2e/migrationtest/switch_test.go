@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -488,19 +489,69 @@ func (w *world) waitCommandsTaken(names []string, limit time.Duration) {
 // waitFinal waits until every Job of wave is in its kind's final phase.
 func (w *world) waitFinal(jobs []job, wave string, limit time.Duration) {
 	w.t.Helper()
+	var off []string
+	defer func() {
+		if w.t.Failed() {
+			w.explain(off)
+		}
+	}()
 	w.until(limit, "every Job of "+wave+" in its final phase", func() (bool, string) {
 		all := w.jobs()
-		var off []string
+		var msgs []string
+		off = off[:0]
 		for _, j := range jobs {
 			if j.wave != wave {
 				continue
 			}
 			if got := all[j.name]; got == nil || got.Status.State.Phase != j.kind.final {
-				off = append(off, fmt.Sprintf("%s %s, want %s", j.name, phaseOf(got), j.kind.final))
+				off = append(off, j.name)
+				msgs = append(msgs, fmt.Sprintf("%s %s, want %s", j.name, phaseOf(got), j.kind.final))
 			}
 		}
-		return len(off) == 0, summarize(off)
+		return len(off) == 0, summarize(msgs)
 	})
+}
+
+// explain logs what the control plane holds of the history of the Jobs
+// named (the first three): each one's phase transitions and the Events of
+// it and of its pods, so that a failure in CI says how a Job got where it
+// is.
+func (w *world) explain(names []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := w.vc.BatchV1alpha1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.t.Logf("explain: jobs: %v", err)
+		return
+	}
+	events, err := w.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.t.Logf("explain: events: %v", err)
+		return
+	}
+	slices.SortFunc(events.Items, func(a, b corev1.Event) int {
+		return a.LastTimestamp.Time.Compare(b.LastTimestamp.Time)
+	})
+	for _, name := range names[:min(len(names), 3)] {
+		var b strings.Builder
+		if i := slices.IndexFunc(list.Items, func(j batch.Job) bool { return j.Name == name }); i >= 0 {
+			j := &list.Items[i]
+			fmt.Fprintf(&b, "%s: %s, version %d; transitions:", name, phaseOf(j), j.Status.Version)
+			for _, c := range j.Status.Conditions {
+				if c.LastTransitionTime != nil {
+					fmt.Fprintf(&b, " %s@%s", c.Status, c.LastTransitionTime.Format("15:04:05"))
+				}
+			}
+		}
+		for _, e := range events.Items {
+			o := e.InvolvedObject
+			if o.Name == name || o.Kind == "Pod" && strings.HasPrefix(o.Name, name+"-") {
+				fmt.Fprintf(&b, "\n  %s %s/%s %s %s (x%d, %s): %s", e.LastTimestamp.Format("15:04:05"), o.Kind, o.Name,
+					e.Type, e.Reason, e.Count, e.Source.Component+e.ReportingController, e.Message)
+			}
+		}
+		w.t.Logf("explain %s", b.String())
+	}
 }
 
 // object is one object of the namespace: kind, name, UID and the Job that controls it.
