@@ -37,9 +37,10 @@ const TakenMemory = time.Hour
 // precondition; the replica whose delete succeeds runs the action, and
 // remembers that it took it. When a later try finds the Command gone (an
 // earlier try of the same request failed after its delete), the action
-// runs again only if this replica took it: a Command an earlier owner of the
-// slot took has run there, and its stale copy in this replica's cache must
-// not run it again. Safe for concurrent use; the zero value is ready.
+// runs again only if this replica took it and has not run it yet (Forget): a
+// Command an earlier owner of the slot took has run there, and its stale
+// copy in this replica's cache must not run it again. Safe for concurrent
+// use; the zero value is ready.
 type Commands struct {
 	taken Keyed[time.Time] // Command UID → when this replica took it
 }
@@ -77,6 +78,8 @@ func (c *Commands) Took(uid types.UID) bool {
 	return ok && time.Since(at) <= TakenMemory
 }
 
-// Forget drops uid: the cache has seen the Command go, and no stale copy of
-// it can come back.
+// Forget drops uid once the request that took the Command has run its
+// action: from then on no request may run it again (Take reports run false),
+// though other requests for the same Command (an informer's add, a gained
+// slot's look at its Commands) may still be on their way.
 func (c *Commands) Forget(uid types.UID) { c.taken.Forget(string(uid)) }

@@ -23,6 +23,8 @@ type kind struct {
 	before, outstanding busv1.Action
 	// final is the phase the Job ends in, as it ends under Volcano alone.
 	final batch.JobPhase
+	// retries, when positive, is the status.retryCount the Job ends with.
+	retries int32
 	// keepsPods: nothing the Job owned before the switch may be deleted
 	// until the Job is final, and every pod made before ends Succeeded.
 	keepsPods bool
@@ -76,7 +78,7 @@ var kinds = []kind{
 	{name: "complete", count: 10, outstanding: busv1.CompleteJobAction, final: batch.Completed, atSwitch: running, job: commanded},
 	{
 		// Restarted by a Command after the switch: its pods run again, to the end.
-		name: "restart", count: 10, outstanding: busv1.RestartJobAction, final: batch.Completed, atSwitch: running,
+		name: "restart", count: 10, outstanding: busv1.RestartJobAction, final: batch.Completed, retries: 1, atSwitch: running,
 		job: func(name string) *batch.Job {
 			return vcjob.New(ns, name, vcjob.Task("work", 2, "60s", ""))
 		},

@@ -503,9 +503,15 @@ func (w *world) waitFinal(jobs []job, wave string, limit time.Duration) {
 			if j.wave != wave {
 				continue
 			}
-			if got := all[j.name]; got == nil || got.Status.State.Phase != j.kind.final {
+			got := all[j.name]
+			switch {
+			case got == nil || got.Status.State.Phase != j.kind.final:
 				off = append(off, j.name)
 				msgs = append(msgs, fmt.Sprintf("%s %s, want %s", j.name, phaseOf(got), j.kind.final))
+			case j.kind.retries > 0 && got.Status.RetryCount != j.kind.retries:
+				// One Command, one restart: a second would count a retry.
+				off = append(off, j.name)
+				msgs = append(msgs, fmt.Sprintf("%s %s, want %d retries", j.name, phaseOf(got), j.kind.retries))
 			}
 		}
 		return len(off) == 0, summarize(msgs)
