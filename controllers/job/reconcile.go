@@ -32,7 +32,25 @@ const ReasonInvalidReference = plan.ReasonInvalidReference
 // reconcile handles one request for the Job at key, top to bottom: listed →
 // the Command taken → read → the TTL → the policies and their delays →
 // plan.Make → the plan carried out (carryOut), its status last.
-func (c *Controller) reconcile(ctx context.Context, key string, req request) (err error) {
+func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
+	var ran bool
+	err := c.reconcileJob(ctx, key, req, &ran)
+	if err == nil && ran {
+		// The request that took the Command has run its action: the Command is
+		// done with. Only a retry of this request, after a failure, may find it
+		// gone and run it again; other requests for the same Command (the
+		// informer's add, the gained slot's look at its Commands, early and when
+		// ready) then find it gone and not theirs to run. A RestartJob run twice
+		// would count two retries. (Not deferred: a reconcile that panics has
+		// not run it.)
+		c.taken.Forget(req.command.UID)
+	}
+	return err
+}
+
+// reconcileJob is reconcile's work; it sets *ran once the request's Command
+// is taken and its action is to run.
+func (c *Controller) reconcileJob(ctx context.Context, key string, req request, ran *bool) error {
 	var info *cache.JobInfo
 	if slots := c.cfg.Ownership.Slots(); !c.cfg.Cache.Listed(key, slots) {
 		// The slot was just gained and its objects are still being listed: on this partial
@@ -51,21 +69,11 @@ func (c *Controller) reconcile(ctx context.Context, key string, req request) (er
 		info = c.caughtUp(ctx, key)
 	}
 	if req.command != nil {
-		apply, takeErr := c.takeCommand(ctx, key, req)
-		if takeErr != nil || !apply {
-			return takeErr
+		apply, err := c.takeCommand(ctx, key, req)
+		if err != nil || !apply {
+			return err
 		}
-		// Once this request has run the action, the Command is done with: a
-		// retry of this request, and only that, may find it gone and run it
-		// again. Other requests for the same Command (the informer's add,
-		// the gained slot's look at its Commands, early and when ready)
-		// then find it gone and not theirs to run; a RestartJob run twice
-		// would count two retries.
-		defer func() {
-			if err == nil {
-				c.taken.Forget(req.command.UID)
-			}
-		}()
+		*ran = true
 	}
 	if info == nil {
 		var err error

@@ -195,8 +195,7 @@ func (c *Controller) register() error {
 			DeleteFunc: c.onPodGroup,
 		}},
 		{c.cmdInf, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    c.onCommand,
-			DeleteFunc: c.onCommandDelete,
+			AddFunc: c.onCommand,
 		}},
 	}
 	for _, x := range handlers {
@@ -287,15 +286,6 @@ func (c *Controller) onPodGroupUpdate(old, new any) {
 func (c *Controller) onCommand(obj any) {
 	if name, req, ok := commandRequest(obj); ok {
 		c.Disp.Enqueue(name, req)
-	}
-}
-
-func (c *Controller) onCommandDelete(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if cmd, ok := obj.(*bus.Command); ok {
-		c.taken.Forget(cmd.UID)
 	}
 }
 

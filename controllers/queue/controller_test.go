@@ -4,13 +4,17 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
-
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
@@ -249,4 +253,25 @@ func TestStaleCommand(t *testing.T) {
 			t.Errorf("StaleCommand(%q, %q) = %v, want %v", r.target, r.current, got, r.want)
 		}
 	}
+}
+
+// A Close Command whose first try fails after taking it (its status write
+// refused) is run by the retry, though the Command's delete has reached the
+// cache by then: the replica remembers it took it until a try succeeds.
+func TestCommandRunsWhenItsFirstTryFailsAfterTheTake(t *testing.T) {
+	var failed atomic.Bool
+	vc, _ := startWith(t, func(vc *vcfake.Clientset) {
+		vc.PrependReactor("update", "queues", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() == "status" && failed.CompareAndSwap(false, true) {
+				// Slow enough for the Command's delete to reach the cache first.
+				time.Sleep(200 * time.Millisecond)
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "scheduling.volcano.sh", Resource: "queues"}, "q1", nil)
+			}
+			return false, nil, nil
+		})
+	}, newQueue("q1", scheduling.QueueStateOpen), newCommand("close-q1", "q1", bus.CloseQueueAction))
+	eventually(t, "q1 Closed after a failed first try", func() (bool, string) {
+		st := queueStatus(vc, "q1")
+		return st.State == scheduling.QueueStateClosed && failed.Load(), string(st.State)
+	})
 }

@@ -20,6 +20,17 @@ import (
 // not-open before its state says Closed, so that the admission policy never sees a closed
 // queue without the label.
 func (c *Controller) reconcile(ctx context.Context, name string, req request) error {
+	err := c.reconcileQueue(ctx, name, req)
+	if err == nil && req.command != nil {
+		// The Command is done with once the request that took it has
+		// succeeded; a retry after a failure still runs it (kit.Commands).
+		c.taken.Forget(req.command.UID)
+	}
+	return err
+}
+
+// reconcileQueue is reconcile's work.
+func (c *Controller) reconcileQueue(ctx context.Context, name string, req request) error {
 	action := req.action
 	if req.command != nil {
 		current, err := c.commandTarget(ctx, name, req.target)
