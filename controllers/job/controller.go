@@ -202,23 +202,34 @@ const EarlyJobsLimit = 256
 // Jobs that came while the slots were not held were dropped, and SlotsReady
 // would bring them back only once every pod is in. Settled Jobs wait for
 // SlotsReady: they have nothing to do that cannot wait.
+//
+// Jobs that only wait for their pods to run (waitsForItsPods) come last, in
+// the dispatcher's low lane, and only while the limit leaves room after the
+// others.
 func (c *Controller) SlotsEarly(slots []int) {
+	var waiting []string
 	n := 0
 	for _, key := range c.cfg.Cache.JobsInSlots(slots, c.cfg.Ownership.Slots()) {
 		job, ok, err := c.cfg.Cache.Job(key)
 		if err != nil || !ok || settled(job.Status.State.Phase) {
 			continue
 		}
+		if waitsForItsPods(job) {
+			if len(waiting) < EarlyJobsLimit {
+				waiting = append(waiting, key)
+			}
+			continue
+		}
 		if n++; n > EarlyJobsLimit {
-			c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods are listed", "slots", len(slots), "limit", EarlyJobsLimit)
 			break
 		}
-		sync := request{Request: state.Request{Event: bus.OutOfSyncEvent}}
-		if waitsForItsPods(job) {
-			c.Disp.EnqueueLow(key, sync)
-		} else {
-			c.Disp.Enqueue(key, sync)
-		}
+		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
+	}
+	if n > EarlyJobsLimit || n+len(waiting) > EarlyJobsLimit {
+		c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods are listed", "slots", len(slots), "limit", EarlyJobsLimit)
+	}
+	for _, key := range waiting[:max(0, min(len(waiting), EarlyJobsLimit-n))] {
+		c.Disp.EnqueueLow(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 	c.commandsOf(slots)
 }

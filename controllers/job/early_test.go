@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"testing"
 
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -66,5 +67,30 @@ func TestWaitsForItsPodsCountsEveryTask(t *testing.T) {
 	empty.Status.State.Phase = batch.Pending
 	if waitsForItsPods(empty) {
 		t.Error("a Job of no task waits for nothing")
+	}
+}
+
+// The Jobs waiting for their pods take only what room the limit leaves after
+// the others: however many there are, a new Job is looked at early.
+func TestSlotsEarlyLimitServesTheOthersFirst(t *testing.T) {
+	var jobs []*batch.Job
+	for i := range EarlyJobsLimit + 5 {
+		j := testJob(fmt.Sprintf("w%03d", i), task("main", 1))
+		j.Status = batch.JobStatus{State: batch.JobState{Phase: batch.Pending}, Pending: 1}
+		jobs = append(jobs, j)
+	}
+	fresh := testJob("new", task("main", 1))
+	fresh.Status = batch.JobStatus{}
+	f := newFixture(t, nil, append(jobs, fresh)...)
+	all := make([]int, f.c.cfg.Ownership.Slots())
+	for i := range all {
+		all[i] = i
+	}
+	got := f.requestsOf(t, func() { f.c.SlotsEarly(all) })
+	if len(got) != EarlyJobsLimit {
+		t.Errorf("looked at %d Jobs early, want the limit, %d", len(got), EarlyJobsLimit)
+	}
+	if len(got) == 0 || got[0].key != "ns/new" {
+		t.Errorf("the new Job is not looked at first among %d waiting ones", len(jobs))
 	}
 }
