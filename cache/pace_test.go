@@ -14,10 +14,10 @@ import (
 
 // A paced list hands over the first page at once and asks the next one only
 // once the pods of the pages before it are paid for, across the lists that
-// share the limiter.
+// share the limiter; the last page goes at once.
 func TestPacedListPaysForEachPage(t *testing.T) {
 	page := func(n int) *corev1.PodList {
-		l := &corev1.PodList{}
+		l := &corev1.PodList{ListMeta: metav1.ListMeta{Continue: "more"}}
 		for i := range n {
 			l.Items = append(l.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i)}})
 		}
@@ -40,6 +40,16 @@ func TestPacedListPaysForEachPage(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("list called %d times, want 2", calls)
+	}
+	// The last page has nothing after it to pace: it goes at once, though the
+	// limiter has nothing left.
+	last := pacedList(rate.NewLimiter(1, pageBurst), func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		return &corev1.PodList{Items: page(pageBurst).Items}, nil
+	})
+	for range 3 {
+		if _, err := last(ctx, metav1.ListOptions{Continue: "next"}); err != nil {
+			t.Fatalf("last page: %v", err)
+		}
 	}
 
 	// An empty page and an error cost nothing.
