@@ -225,10 +225,12 @@ func (c *Controller) SlotsEarly(slots []int) {
 		}
 		c.Disp.Enqueue(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
-	if n > EarlyJobsLimit || n+len(waiting) > EarlyJobsLimit {
+	room := max(0, EarlyJobsLimit-n)
+	if len(waiting) > room {
 		c.Log.Debug("more unsettled jobs on gained slots than are looked at before their pods are listed", "slots", len(slots), "limit", EarlyJobsLimit)
+		waiting = waiting[:room]
 	}
-	for _, key := range waiting[:max(0, min(len(waiting), EarlyJobsLimit-n))] {
+	for _, key := range waiting {
 		c.Disp.EnqueueLow(key, request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 	}
 	c.commandsOf(slots)

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -62,6 +63,15 @@ func TestWaitsForItsPodsCountsEveryTask(t *testing.T) {
 	job.Status.State.Phase = batch.Restarting
 	if waitsForItsPods(job) {
 		t.Error("a Restarting Job is mid-way, not waiting")
+	}
+	huge := testJob("h", task("a", math.MaxInt32), task("b", math.MaxInt32))
+	huge.Status = batch.JobStatus{State: batch.JobState{Phase: batch.Pending}, Pending: math.MaxInt32, Running: math.MaxInt32}
+	if !waitsForItsPods(huge) {
+		t.Error("two tasks of 2^31-1 pods, all counted: the sum must not overflow")
+	}
+	huge.Status.Running--
+	if waitsForItsPods(huge) {
+		t.Error("one pod of 2^32-2 not counted: the Job still has a pod to make")
 	}
 	empty := testJob("e")
 	empty.Status.State.Phase = batch.Pending
