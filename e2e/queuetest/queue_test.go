@@ -30,6 +30,7 @@ func TestQueuesAndPodGroups(t *testing.T) {
 		stack.Case{Name: "CloseQueue on an empty queue closes it", Run: closeEmpty},
 		stack.Case{Name: "CloseQueue with a PodGroup: Closing until it is deleted", Run: closeBusy},
 		stack.Case{Name: "OpenQueue reopens a closed queue", Run: reopen},
+		stack.Case{Name: "CloseQueue whose status write is refused after the take still closes", Run: closeAfterRefusal},
 		stack.Case{Name: "status counts PodGroups by phase", Run: counts},
 		stack.Case{Name: "a bare pod gets a PodGroup and runs", Run: barePod},
 		stack.Case{Name: "a bare pod's PodGroup takes its owners' annotations", Run: podOwnersAnnotations},
