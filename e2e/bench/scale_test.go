@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -578,7 +579,10 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 			res.errs = append(res.errs, err)
 		}
 		progress("resident pods all Running %v after the first create", time.Since(r.start))
-		time.Sleep(15 * time.Second)
+		// KWOK may still be working off the set's stages after every pod is Running
+		// (0.2-1.2 core for minutes in some runs, against 0.04 in others); the phases
+		// that follow would measure it too.
+		progress("%s", waitQuiet(ctx, e.pids()[string(cluster.KWOK)], nodesQuiet, nodesQuietFor, nodesQuietLimit))
 	}
 
 	// 2. Steady load through it.
@@ -695,6 +699,43 @@ func waitAllRunning(ctx context.Context, kube kubernetes.Interface, ns string, l
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// The fake nodes are quiet once KWOK has used under nodesQuiet cores in each
+// of the 5-s samples of nodesQuietFor; waitQuiet waits no longer than
+// nodesQuietLimit for that.
+const (
+	nodesQuiet      = 0.1
+	nodesQuietFor   = 15 * time.Second
+	nodesQuietLimit = 10 * time.Minute
+)
+
+// waitQuiet waits until the process pid has used under cores of CPU in every
+// 5-s sample for the last period, at most limit, and says how that went. At
+// least period passes (the last writes of the phase before settle).
+func waitQuiet(ctx context.Context, pid int, cores float64, period, limit time.Duration) string {
+	const sample = 5 * time.Second
+	start, deadline := time.Now(), time.Now().Add(limit)
+	last, quietSince := procCPU(pid), time.Now()
+	var used float64
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return "the fake nodes' quiet not waited for: " + ctx.Err().Error()
+		case <-time.After(sample):
+		}
+		now := procCPU(pid)
+		if math.IsNaN(now) {
+			return fmt.Sprintf("the fake nodes' CPU unreadable (pid %d); waited %v", pid, time.Since(start).Round(time.Second))
+		}
+		used, last = (now-last)/sample.Seconds(), now
+		if used >= cores {
+			quietSince = time.Now()
+		} else if time.Since(quietSince) >= period {
+			return fmt.Sprintf("the fake nodes quiet (under %.2f core for %v) %v after every pod ran", cores, period, time.Since(start).Round(time.Second))
+		}
+	}
+	return fmt.Sprintf("the fake nodes still at %.2f core %v after every pod ran; the phases measure them too", used, limit)
 }
 
 // deleteNamespaces deletes the namespaces and waits, up to limit, until
