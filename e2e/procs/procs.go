@@ -66,9 +66,11 @@ func WaitRing(ctx context.Context, replicas []*Replica, limit time.Duration) err
 	return procs.WaitRing(ctx, replicas, limit)
 }
 
-// MetricValue sums a metric over its label sets in a Prometheus text
-// exposition (procs.MetricValue).
-func MetricValue(exposition, name string) (float64, bool) { return procs.MetricValue(exposition, name) }
+// MetricValue sums a metric over its label sets that carry labels in a
+// Prometheus text exposition (procs.MetricValue).
+func MetricValue(exposition, name string, labels ...string) (float64, bool) {
+	return procs.MetricValue(exposition, name, labels...)
+}
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago
 // (procs.FreePort).

@@ -1,10 +1,8 @@
 package queuetest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/e2e/stack"
 )
 
@@ -125,20 +124,7 @@ func denials(t *testing.T, s *stack.Stack, policy string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	lines := bufio.NewScanner(strings.NewReader(body))
-	lines.Buffer(nil, 1<<20)
-	for lines.Scan() {
-		line := lines.Text()
-		if !strings.HasPrefix(line, "apiserver_validating_admission_policy_check_total{") ||
-			!strings.Contains(line, `policy="`+policy+`"`) || !strings.Contains(line, `enforcement_action="deny"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		n += int(v)
-	}
-	return n
+	n, _ := procs.MetricValue(body, "apiserver_validating_admission_policy_check_total",
+		`policy="`+policy+`"`, `enforcement_action="deny"`)
+	return int(n)
 }
