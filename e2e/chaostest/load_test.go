@@ -210,7 +210,7 @@ func settle(t *testing.T, s *stack.Stack, ttl time.Duration) time.Duration {
 	due, limit := ttl+time.Second, ttl+time.Second+settleMargin
 	logged := false
 	for {
-		lag := ringLag(s)
+		lag := s.RingLag()
 		if lag == "" {
 			return time.Since(start)
 		}
@@ -224,33 +224,6 @@ func settle(t *testing.T, s *stack.Stack, ttl time.Duration) time.Duration {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// ringLag says what keeps the ring from being settled, or "".
-func ringLag(s *stack.Stack) string {
-	ids := s.IDs()
-	var lag []string
-	held := 0
-	for _, id := range ids {
-		r := s.Replica(id)
-		if r == nil {
-			continue
-		}
-		st := r.Manager.Status()
-		held += len(st.Held)
-		switch {
-		case !r.Manager.Ready():
-			lag = append(lag, id+" not a ready member")
-		case len(st.Members) != len(ids):
-			lag = append(lag, fmt.Sprintf("%s sees members %v", id, st.Members))
-		case len(st.Held) != st.Assigned:
-			lag = append(lag, fmt.Sprintf("%s holds %d slots of the %d assigned to it", id, len(st.Held), st.Assigned))
-		}
-	}
-	if len(lag) == 0 && held != slotCount {
-		lag = append(lag, fmt.Sprintf("%d slots held in all, want %d", held, slotCount))
-	}
-	return strings.Join(lag, "; ")
 }
 
 // stacksWith returns the stacks of this process's goroutines that contain

@@ -10,9 +10,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,9 @@ import (
 
 // Slots is the slot count of a stack's ring.
 const Slots = 256
+
+// stackSeq numbers the stacks of this process, for their ring prefixes.
+var stackSeq atomic.Int64
 
 // Options configures a Stack.
 type Options struct {
@@ -78,7 +83,12 @@ type Stack struct {
 	Kube    kubernetes.Interface
 	Volcano vcclient.Interface
 	Ring    *localetcd.Server
-	log     hclog.Logger
+	// Prefix is the ring's key prefix in Ring: one of the stack's own, so
+	// that a client from elsewhere that reaches this etcd (a leaked one, or
+	// one of another test process whose etcd had the port before) cannot
+	// join this ring, nor this ring's replicas that one.
+	Prefix string
+	log    hclog.Logger
 
 	mu       sync.Mutex
 	replicas map[string]*running
@@ -141,7 +151,8 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	s := &Stack{
 		t: t, opts: opts, Cluster: cl, replicaKube: replicaKube, Kube: cl.Clientset(), Volcano: vcclient.NewForConfigOrDie(cl.RESTConfig()),
-		Ring: localetcd.StartForTest(t), log: log, replicas: map[string]*running{}, Runs: &runlog.Log{},
+		Ring: localetcd.StartForTest(t), Prefix: fmt.Sprintf("/ringfire-%d-%d", os.Getpid(), stackSeq.Add(1)),
+		log: log, replicas: map[string]*running{}, Runs: &runlog.Log{},
 	}
 	if opts.StandIn {
 		done := make(chan struct{})
@@ -204,7 +215,7 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return s.opts.WrapKube(id, rt) })
 	}
 	rcfg := replica.DefaultConfig()
-	rcfg.ID, rcfg.Etcd, rcfg.Prefix, rcfg.Slots = id, client, "/ringfire", Slots
+	rcfg.ID, rcfg.Etcd, rcfg.Prefix, rcfg.Slots = id, client, s.Prefix, Slots
 	rcfg.LeaseTTL, rcfg.DrainTimeout, rcfg.Kube = s.opts.LeaseTTL, 5*time.Second, cfg
 	rcfg.Controllers = []string{replica.JobController, replica.QueueController, replica.PodGroupController, replica.CronJobController, replica.JobFlowController}
 	if s.opts.BatchJobs {
@@ -347,27 +358,84 @@ func (s *Stack) stopAll() {
 }
 
 // WaitRing waits until every running replica is ready and every slot is
-// held by the member the assignment gives it to.
+// held by the member the assignment gives it to. Failing, it says what was
+// missing and what the ring's etcd holds.
 func (s *Stack) WaitRing(limit time.Duration) {
 	s.t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		s.mu.Lock()
-		ok, held := true, 0
-		for _, rr := range s.replicas {
-			st := rr.r.Manager.Status()
-			ok = ok && rr.r.Manager.Ready() && len(st.Held) == st.Assigned && len(st.Members) == len(s.replicas)
-			held += len(st.Held)
-		}
-		s.mu.Unlock()
-		if ok && held == 256 {
+		lag := s.RingLag()
+		if lag == "" {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("ring not settled within %v", limit)
+			s.t.Fatalf("ring not settled within %v: %s\n%s", limit, lag, s.ringKeys())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// RingLag says what keeps the ring from being settled (every running
+// replica a ready member that sees all the others and holds exactly the
+// slots assigned to it, every slot held), or "" when it is.
+func (s *Stack) RingLag() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.replicas))
+	for id := range s.replicas {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var lag []string
+	held := 0
+	for _, id := range ids {
+		m := s.replicas[id].r.Manager
+		st := m.Status()
+		held += len(st.Held)
+		switch {
+		case !m.Ready():
+			lag = append(lag, fmt.Sprintf("%s not a ready member (lease: %v)", id, m.Valid()))
+		case !slices.Equal(slices.Sorted(slices.Values(st.Members)), ids):
+			lag = append(lag, fmt.Sprintf("%s sees members %v, want %v", id, st.Members, ids))
+		case len(st.Held) != st.Assigned:
+			lag = append(lag, fmt.Sprintf("%s holds %d slots (%d in doubt) of the %d assigned to it", id, len(st.Held), len(st.InDoubt), st.Assigned))
+		}
+	}
+	if len(lag) == 0 && held != Slots {
+		lag = append(lag, fmt.Sprintf("%d slots held in all, want %d", held, Slots))
+	}
+	return strings.Join(lag, "; ")
+}
+
+// ringKeys lists what the ring's etcd holds, for a failure message: the
+// member keys with their values, and how many slot keys each prefix has.
+// A prefix not the stack's own is a client from elsewhere.
+func (s *Stack) ringKeys() string {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Sprintf("the ring's etcd: %v", err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := client.Get(ctx, "", clientv3.WithFromKey(), clientv3.WithLimit(2000))
+	if err != nil {
+		return fmt.Sprintf("the ring's etcd: %v", err)
+	}
+	lines := []string{fmt.Sprintf("the ring's etcd (%s, this stack's prefix %s) holds %d keys:", s.Ring.Endpoint(), s.Prefix, resp.Count)}
+	slotKeys := map[string]int{}
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		if i := strings.Index(key, "/slots/"); i >= 0 {
+			slotKeys[key[:i]]++
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %s = %.200s (lease %x)", key, kv.Value, kv.Lease))
+	}
+	for prefix, n := range slotKeys {
+		lines = append(lines, fmt.Sprintf("  %s/slots/: %d keys", prefix, n))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // WaitPhase waits until the Job reaches one of phases and returns it.
@@ -580,7 +648,7 @@ func (s *Stack) SlotHolder(key string) string {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := client.Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix("/ringfire"), shard.SlotOf(key, Slots)))
+	resp, err := client.Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix(s.Prefix), shard.SlotOf(key, Slots)))
 	if err != nil {
 		s.t.Fatal(err)
 	}
