@@ -277,6 +277,11 @@ func (s *Stack) KillReplica(id string) {
 func (s *Stack) IDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.idsLocked()
+}
+
+// idsLocked is IDs for a caller that holds s.mu.
+func (s *Stack) idsLocked() []string {
 	ids := make([]string, 0, len(s.replicas))
 	for id := range s.replicas {
 		ids = append(ids, id)
@@ -381,11 +386,7 @@ func (s *Stack) WaitRing(limit time.Duration) {
 func (s *Stack) RingLag() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.replicas))
-	for id := range s.replicas {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := s.idsLocked()
 	var lag []string
 	held := 0
 	for _, id := range ids {
