@@ -46,7 +46,7 @@ func TestRingEtcdFaultsUnderLoad(t *testing.T) {
 				held += len(r.Manager.Status().Held)
 			}
 		}
-		return held == slotCount, fmt.Sprintf("%d slots held by r0 and r1", held)
+		return held == stack.Slots, fmt.Sprintf("%d slots held by r0 and r1", held)
 	})
 	takenOver := time.Since(cut)
 	time.Sleep(3*ttl - takenOver) // the partition lasts three TTLs

@@ -241,9 +241,6 @@ func stacksWith(fn string) string {
 	return strings.Join(out, "\n\n")
 }
 
-// slotCount is the stack's ring size.
-const slotCount = 256
-
 // waitCompletedIn waits until every named Job of namespace space is Completed, listing them all
 // at once each round, and returns those that are not after limit.
 func waitCompletedIn(s *stack.Stack, space string, names []string, limit time.Duration) (stuck []string) {

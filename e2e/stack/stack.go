@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -89,6 +90,9 @@ type Stack struct {
 	// join this ring, nor this ring's replicas that one.
 	Prefix string
 	log    hclog.Logger
+
+	ringOnce sync.Once
+	ring     *clientv3.Client // ringClient's
 
 	mu       sync.Mutex
 	replicas map[string]*running
@@ -412,14 +416,9 @@ func (s *Stack) RingLag() string {
 // member keys with their values, and how many slot keys each prefix has.
 // A prefix not the stack's own is a client from elsewhere.
 func (s *Stack) ringKeys() string {
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return fmt.Sprintf("the ring's etcd: %v", err)
-	}
-	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := client.Get(ctx, "", clientv3.WithFromKey(), clientv3.WithLimit(2000))
+	resp, err := s.ringClient().Get(ctx, "", clientv3.WithFromKey(), clientv3.WithLimit(2000))
 	if err != nil {
 		return fmt.Sprintf("the ring's etcd: %v", err)
 	}
@@ -433,8 +432,8 @@ func (s *Stack) ringKeys() string {
 		}
 		lines = append(lines, fmt.Sprintf("  %s = %.200s (lease %x)", key, kv.Value, kv.Lease))
 	}
-	for prefix, n := range slotKeys {
-		lines = append(lines, fmt.Sprintf("  %s/slots/: %d keys", prefix, n))
+	for _, prefix := range slices.Sorted(maps.Keys(slotKeys)) {
+		lines = append(lines, fmt.Sprintf("  %s/slots/: %d keys", prefix, slotKeys[prefix]))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -642,14 +641,9 @@ func (s *Stack) NamesHeldBy(id, ns, prefix string, n int) []string {
 // "" when no one holds it.
 func (s *Stack) SlotHolder(key string) string {
 	s.t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Ring.Endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := client.Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix(s.Prefix), shard.SlotOf(key, Slots)))
+	resp, err := s.ringClient().Get(ctx, fmt.Sprintf("%s%d", shard.SlotsPrefix(s.Prefix), shard.SlotOf(key, Slots)))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -657,4 +651,12 @@ func (s *Stack) SlotHolder(key string) string {
 		return ""
 	}
 	return string(resp.Kvs[0].Value)
+}
+
+// ringClient is the stack's own client of the ring's etcd, made at first use
+// (NamesHeldBy asks SlotHolder up to thousands of times) and closed when the
+// test ends.
+func (s *Stack) ringClient() *clientv3.Client {
+	s.ringOnce.Do(func() { s.ring = localetcd.ClientForTest(s.t, s.Ring.Endpoint()) })
+	return s.ring
 }
