@@ -55,6 +55,7 @@ type Jobs struct {
 	held    map[int]bool      // slots whose Jobs are kept in full
 	summary map[string]packed // keys held as summaries, and their Jobs packed (nil: could not be packed)
 	packed  int               // bytes of the packed Jobs
+	packer  packer            // packs the summaries' Jobs
 	count   int               // Jobs in the index, full and summaries
 	listed  chan struct{}     // closed by the first list (Replace), under mu
 }
@@ -149,7 +150,7 @@ func (j *Jobs) setSummaryLocked(key string, p packed, full bool) {
 // packLocked packs job, for the summary of key; nil if it cannot be (a gain
 // of its slot then lists the Jobs). j.mu is held.
 func (j *Jobs) packLocked(key string, job *batch.Job) packed {
-	p, err := pack(job)
+	p, err := j.packer.pack(job)
 	if err != nil {
 		j.log.Warn("cannot pack a job; a gain of its slot will list every job", "job", key, "error", err)
 		return nil

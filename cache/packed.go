@@ -19,31 +19,35 @@ import (
 // at 10,000 Jobs would otherwise make each gaining replica list them all.
 type packed []byte
 
-// flaters are deflate writers for pack, reused: each holds about a megabyte
-// of tables.
-var flaters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.BestSpeed) // BestSpeed is a valid level
-	return w
-}}
+// packer packs Jobs with one deflate writer, made at its first use and
+// reused: a writer holds about a megabyte of tables, and Jobs packs under its
+// lock, one Job at a time. A pool of writers instead keeps up to two per
+// processor alive (its own and the last collection's), megabytes that every
+// replica pays whatever slots it holds. Not safe for concurrent use.
+type packer struct {
+	w   *flate.Writer
+	buf bytes.Buffer
+}
 
 // pack deflates the JSON of job.
-func pack(job *batch.Job) (packed, error) {
+func (k *packer) pack(job *batch.Job) (packed, error) {
 	raw, err := json.Marshal(job)
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	out.Grow(len(raw) / 3)
-	w := flaters.Get().(*flate.Writer)
-	defer flaters.Put(w)
-	w.Reset(&out)
-	if _, err := w.Write(raw); err != nil {
+	k.buf.Reset()
+	if k.w == nil {
+		k.w, _ = flate.NewWriter(&k.buf, flate.BestSpeed) // BestSpeed is a valid level
+	} else {
+		k.w.Reset(&k.buf)
+	}
+	if _, err := k.w.Write(raw); err != nil {
 		return nil, err
 	}
-	if err := w.Close(); err != nil {
+	if err := k.w.Close(); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(out.Bytes()), nil // no spare capacity kept
+	return bytes.Clone(k.buf.Bytes()), nil // no spare capacity kept
 }
 
 // inflaters are deflate readers for unpack, reused: a gain unpacks every Job

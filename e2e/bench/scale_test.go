@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -284,8 +286,11 @@ func startSystem(b *testing.B, w *scaleWorld, bin, sys string) *scaleEnv {
 			e.args.Extra = append(slices.Clone(e.args.Extra), "--pod-list-rate", strconv.Itoa(w.sc.pace))
 		}
 		b.Cleanup(func() { procs.StopAll(b, e.replicas) })
+		// The names a StatefulSet named ringfire gives its pods (deploy/ringfire),
+		// and so the slot shares a deployment of n replicas gets (shard.Assign's
+		// spread depends on the names; docs/benchmarks.md).
 		for i := range n {
-			e.replicas = append(e.replicas, procs.Start(b, e.args, fmt.Sprintf("r%d", i)))
+			e.replicas = append(e.replicas, e.startReplica(b, fmt.Sprintf("ringfire-%d", i)))
 		}
 		if err := procs.WaitRing(ctx, e.replicas, 2*time.Minute); err != nil {
 			b.Fatal(err)
@@ -340,6 +345,52 @@ func (e *scaleEnv) controllerNames() []string {
 		out = append(out, "vc-controller-manager")
 	}
 	return out
+}
+
+// startReplica starts ringfire replica id with its pprof server on a free
+// port of the loopback, for heapProfiles.
+func (e *scaleEnv) startReplica(b *testing.B, id string) *procs.Replica {
+	b.Helper()
+	port, err := procs.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return procs.StartOn(b, e.args, id, procs.Addrs{Pprof: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+}
+
+// heapProfiles writes each live replica's heap profile, taken after a
+// collection, to heap-<phase>-<id>.pprof in the system's log directory:
+// what a replica's steady RSS is made of (`go tool pprof -sample_index
+// inuse_space`). A failure is printed, not fatal: it is a diagnostic.
+func (e *scaleEnv) heapProfiles(ctx context.Context, phase string) {
+	for _, r := range e.live() {
+		body, code, err := r.Get(ctx, "/debug/pprof/heap?gc=1")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("status %d", code)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(e.sysLogs, "heap-"+phase+"-"+r.ID+".pprof"), []byte(body), 0o644)
+		}
+		if err != nil {
+			fmt.Printf("heap profile of %s: %v\n", r.ID, err)
+		}
+		// Beside it, how the process's resident memory splits (anonymous,
+		// the binary's pages) and the runtime's own account of it.
+		var mem strings.Builder
+		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", r.PID())); err == nil {
+			mem.Write(rollup)
+		}
+		if metrics, code, err := r.Get(ctx, "/metrics"); err == nil && code == http.StatusOK {
+			for line := range strings.Lines(metrics) {
+				if strings.HasPrefix(line, "go_") && !strings.HasPrefix(line, "go_gc_duration") {
+					mem.WriteString(line)
+				}
+			}
+		}
+		if err := os.WriteFile(filepath.Join(e.sysLogs, "mem-"+phase+"-"+r.ID+".txt"), []byte(mem.String()), 0o644); err != nil {
+			fmt.Printf("memory of %s: %v\n", r.ID, err)
+		}
+	}
 }
 
 // setReplica replaces replica i, restarted.
@@ -619,6 +670,8 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		}
 	}
 
+	e.heapProfiles(ctx, "steady")
+
 	// 3 and 4. Faults.
 	smp.setPhase("faults")
 	if err := e.faults(ctx, b, probeNS, &res); err != nil {
@@ -836,7 +889,7 @@ func (e *scaleEnv) faults(ctx context.Context, b *testing.B, ns string, res *sca
 	for deadline := time.Now().Add(10 * time.Second); !victim.Exited() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	restarted := procs.Start(b, e.args, victim.ID)
+	restarted := e.startReplica(b, victim.ID)
 	e.setReplica(len(e.replicas)-1, restarted)
 	at = time.Now()
 	if err := procs.WaitRing(ctx, e.replicas, 2*time.Minute); err != nil {
@@ -1087,7 +1140,7 @@ func (e *scaleEnv) runSoak(ctx context.Context, b *testing.B, ns, probeNS string
 		for deadline := time.Now().Add(10 * time.Second); !r.Exited() && time.Now().Before(deadline); {
 			time.Sleep(50 * time.Millisecond)
 		}
-		e.setReplica(victim, procs.Start(b, e.args, r.ID))
+		e.setReplica(victim, e.startReplica(b, r.ID))
 	}
 	r := <-loadDone
 	res.duplicates = r.duplicates
