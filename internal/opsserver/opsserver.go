@@ -102,9 +102,7 @@ func Serve(ctx context.Context, cfg Config) error {
 // cfg are not used. With cfg.Secure, a certificate or API server client that
 // cannot be made is an error before anything is served.
 func ServeListeners(ctx context.Context, ls Listeners, cfg Config) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the certificate's watch
-	metrics, metricsTLS, what, err := metricsHandler(ctx, cfg)
+	metrics, metricsTLS, what, err := metricsHandler(cfg)
 	if err != nil {
 		for _, ln := range []net.Listener{ls.Metrics, ls.Health, ls.Pprof} {
 			if ln != nil {
@@ -140,7 +138,7 @@ func ServeListeners(ctx context.Context, ls Listeners, cfg Config) error {
 
 // metricsHandler is the metrics address's handler and, with cfg.Secure, its
 // TLS config, and what the log says it serves.
-func metricsHandler(ctx context.Context, cfg Config) (http.Handler, *tls.Config, string, error) {
+func metricsHandler(cfg Config) (http.Handler, *tls.Config, string, error) {
 	mux := metricsMux(cfg)
 	if cfg.Secure == nil {
 		return mux, nil, "serving metrics and the status page over plain HTTP, to anyone (no --metrics-secure)", nil
@@ -152,7 +150,7 @@ func metricsHandler(ctx context.Context, cfg Config) (http.Handler, *tls.Config,
 	if err != nil {
 		return nil, nil, "", err
 	}
-	cert, selfSigned, err := newServingCert(ctx, cfg.Secure.CertDir)
+	cert, selfSigned, err := newServingCert(cfg.Secure.CertDir, cfg.Logger)
 	if err != nil {
 		return nil, nil, "", err
 	}

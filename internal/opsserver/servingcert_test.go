@@ -2,7 +2,6 @@ package opsserver
 
 import (
 	"bytes"
-	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -37,9 +36,7 @@ func writePair(t *testing.T, dir string) []byte {
 func TestServingCertReloadsItsDirectory(t *testing.T) {
 	dir := t.TempDir()
 	first := writePair(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cert, selfSigned, err := newServingCert(ctx, dir)
+	cert, selfSigned, err := newServingCert(dir, nil)
 	if err != nil || selfSigned {
 		t.Fatalf("newServingCert(%s): self-signed %v, %v", dir, selfSigned, err)
 	}
@@ -47,7 +44,7 @@ func TestServingCertReloadsItsDirectory(t *testing.T) {
 		t.Fatalf("serves another certificate than the directory's (%v)", err)
 	}
 	second := writePair(t, dir)
-	deadline := time.Now().Add(time.Minute) // the files are watched; a resync every minute covers a missed event
+	deadline := time.Now().Add(time.Minute) // read again a second after the last read
 	for {
 		got, err := cert.get(nil)
 		if err == nil && bytes.Equal(got.Certificate[0], second) {
@@ -63,7 +60,7 @@ func TestServingCertReloadsItsDirectory(t *testing.T) {
 // Without a directory, a self-signed certificate for the loopback and
 // localhost is made at start.
 func TestServingCertSelfSigned(t *testing.T) {
-	cert, selfSigned, err := newServingCert(context.Background(), "")
+	cert, selfSigned, err := newServingCert("", nil)
 	if err != nil || !selfSigned {
 		t.Fatalf("newServingCert without a directory: self-signed %v, %v", selfSigned, err)
 	}
@@ -80,7 +77,34 @@ func TestServingCertSelfSigned(t *testing.T) {
 			t.Errorf("self-signed certificate not for %s: %v", host, err)
 		}
 	}
-	if _, _, err := newServingCert(context.Background(), t.TempDir()); err == nil {
+	if _, _, err := newServingCert(t.TempDir(), nil); err == nil {
 		t.Error("an empty --metrics-cert-dir was accepted")
+	}
+}
+
+// A pair that does not load (a renewal caught half-written, a Secret gone
+// wrong) leaves the last good pair served, and the pair is taken up once it
+// loads again.
+func TestServingCertKeepsTheLastGoodPair(t *testing.T) {
+	dir := t.TempDir()
+	first := writePair(t, dir)
+	cert, _, err := newServingCert(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, certFile), []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert.checked = time.Time{} // due for a read at the next handshake
+	if got, err := cert.get(nil); err != nil || !bytes.Equal(got.Certificate[0], first) {
+		t.Fatalf("with a broken pair in the directory: %v; want the last good certificate served", err)
+	}
+	if cert.failing == "" {
+		t.Error("the broken pair was not noted")
+	}
+	second := writePair(t, dir)
+	cert.checked = time.Time{}
+	if got, err := cert.get(nil); err != nil || !bytes.Equal(got.Certificate[0], second) || cert.failing != "" {
+		t.Fatalf("once the pair loads again: %v, failing %q; want the new certificate served", err, cert.failing)
 	}
 }
