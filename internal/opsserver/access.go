@@ -2,10 +2,13 @@ package opsserver
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	mathrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -38,9 +42,10 @@ const (
 // choose. Past it, an answer is simply asked again.
 const reviewCacheSize = 1024
 
-// A review that failed is tried again reviewAttempts times in all, waiting
-// reviewBackoff, then 1.5 times as long each time (with a fifth of jitter),
-// as the API server's own delegating options do.
+// A review that failed for a reason that may pass is made reviewAttempts
+// times in all, waiting reviewBackoff, then 1.5 times as long each time
+// (with a fifth of jitter), as the API server's own delegating options do;
+// all of them within reviewTimeout.
 const (
 	reviewAttempts = 5
 	reviewBackoff  = 500 * time.Millisecond
@@ -76,7 +81,10 @@ func newAccessGuard(kube *rest.Config, log hclog.Logger) (*accessGuard, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	r := &reviewer{client: client, tokens: newAnswers[tokenAnswer](), access: newAnswers[accessAnswer]()}
+	r, err := newReviewer(client)
+	if err != nil {
+		return nil, err
+	}
 	return &accessGuard{authenticate: r.authenticate, authorize: r.authorize, log: log.Named("access")}, nil
 }
 
@@ -100,6 +108,7 @@ func (g *accessGuard) wrap(next http.Handler) http.Handler {
 		allowed, reason, err := g.authorize(r.Context(), who, verb, path)
 		switch {
 		case allowed:
+			r.Header.Del("Authorization") // the token is the guard's, not the handler's
 			next.ServeHTTP(w, r)
 		case err != nil:
 			g.log.Warn("access review failed", "user", who.name, "path", path, "error", err)
@@ -112,26 +121,37 @@ func (g *accessGuard) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// bearerToken is the token of the request's "Authorization: Bearer" header,
-// or "".
+// bearerToken is the token of the request's "Authorization: Bearer <token>"
+// header, or "": the scheme and the token are separated by exactly one space,
+// and the token ends at the next space, as the API server reads the header.
 func bearerToken(r *http.Request) string {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
+	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") {
 		return ""
 	}
-	return strings.TrimSpace(token)
+	return parts[1]
 }
 
 // reviewer asks the API server, and keeps its answers for their TTLs.
 type reviewer struct {
 	client kubernetes.Interface
-	tokens *answers[tokenAnswer]  // by the SHA-256 of the token
-	access *answers[accessAnswer] // by the SHA-256 of the caller, verb and path
+	secret []byte                 // keys the tokens' cache: a memory dump cannot test guesses against it
+	tokens *answers[tokenAnswer]  // by an HMAC-SHA-256 of the token
+	access *answers[accessAnswer] // by a SHA-256 of the question
+}
+
+func newReviewer(client kubernetes.Interface) (*reviewer, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("token cache key: %w", err)
+	}
+	return &reviewer{client: client, secret: secret, tokens: newAnswers[tokenAnswer](), access: newAnswers[accessAnswer]()}, nil
 }
 
 type tokenAnswer struct {
-	who caller
-	ok  bool
+	who     caller
+	ok      bool
+	refusal string // the API server's error for a token it did not accept
 }
 
 type accessAnswer struct {
@@ -141,130 +161,126 @@ type accessAnswer struct {
 
 // authenticate asks a TokenReview of token, unless one was answered within
 // tokenCacheTTL. An empty token is not asked about. A token the API server
-// does not accept is remembered as long as one it does; a review that could
-// not be made is not remembered.
+// does not accept is remembered as long as one it does, unless it said why
+// (an error of its own); a review that could not be made is not remembered.
 func (r *reviewer) authenticate(ctx context.Context, token string) (caller, bool, error) {
 	if token == "" {
 		return caller{}, false, nil
 	}
-	key := sha256.Sum256([]byte(token))
-	if a, ok := r.tokens.get(key); ok {
-		return a.who, a.ok, nil
-	}
-	var status authenticationv1.TokenReviewStatus
-	err := retryReview(ctx, func(ctx context.Context) error {
-		review, err := r.client.AuthenticationV1().TokenReviews().Create(ctx,
-			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
-		if err == nil {
-			status = review.Status
-		}
-		return err
-	})
-	if err != nil {
-		return caller{}, false, fmt.Errorf("token review: %w", err)
-	}
-	a := tokenAnswer{ok: status.Authenticated}
-	if a.ok {
-		u := status.User
-		a.who = caller{name: u.Username, uid: u.UID, groups: u.Groups}
-		if len(u.Extra) > 0 {
-			a.who.extra = make(map[string][]string, len(u.Extra))
-			for k, v := range u.Extra {
-				a.who.extra[k] = v
+	mac := hmac.New(sha256.New, r.secret)
+	mac.Write([]byte(token))
+	var key [sha256.Size]byte
+	mac.Sum(key[:0])
+	a, err := r.tokens.lookup(ctx, key, func(ctx context.Context) (tokenAnswer, time.Duration, error) {
+		var status authenticationv1.TokenReviewStatus
+		err := retryReview(ctx, func(ctx context.Context) error {
+			review, err := r.client.AuthenticationV1().TokenReviews().Create(ctx,
+				&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+			if err == nil {
+				status = review.Status
 			}
+			return err
+		})
+		if err != nil {
+			return tokenAnswer{}, 0, fmt.Errorf("token review: %w", err)
 		}
-	}
-	r.tokens.put(key, a, tokenCacheTTL)
-	if !a.ok && status.Error != "" {
-		return caller{}, false, errors.New(status.Error)
+		if !status.Authenticated {
+			if status.Error != "" {
+				return tokenAnswer{refusal: status.Error}, 0, nil
+			}
+			return tokenAnswer{}, tokenCacheTTL, nil
+		}
+		return tokenAnswer{who: callerOf(status.User), ok: true}, tokenCacheTTL, nil
+	})
+	switch {
+	case err != nil:
+		return caller{}, false, err
+	case a.refusal != "":
+		return caller{}, false, errors.New(a.refusal)
 	}
 	return a.who, a.ok, nil
+}
+
+// callerOf is the user a TokenReview names, in the group of every
+// authenticated user, as the API server's authenticators add it.
+func callerOf(u authenticationv1.UserInfo) caller {
+	who := caller{name: u.Username, uid: u.UID, groups: slices.Clone(u.Groups)}
+	if u.Username != "system:anonymous" && !slices.Contains(who.groups, "system:authenticated") {
+		who.groups = append(who.groups, "system:authenticated")
+	}
+	if len(u.Extra) > 0 {
+		who.extra = make(map[string][]string, len(u.Extra))
+		for k, v := range u.Extra {
+			who.extra[k] = slices.Clone(v)
+		}
+	}
+	return who
 }
 
 // authorize asks a SubjectAccessReview of who doing verb on the non-resource
 // URL path, unless one was answered within its TTL (allowedCacheTTL or
 // deniedCacheTTL). A review that could not be made is not remembered.
 func (r *reviewer) authorize(ctx context.Context, who caller, verb, path string) (bool, string, error) {
-	key := accessKey(who, verb, path)
-	if a, ok := r.access.get(key); ok {
-		return a.allowed, a.reason, nil
-	}
-	spec := authorizationv1.SubjectAccessReviewSpec{
-		User: who.name, UID: who.uid, Groups: who.groups,
-		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
-	}
-	if len(who.extra) > 0 {
-		spec.Extra = make(map[string]authorizationv1.ExtraValue, len(who.extra))
-		for k, v := range who.extra {
-			spec.Extra[k] = v
+	a, err := r.access.lookup(ctx, accessKey(who, verb, path), func(ctx context.Context) (accessAnswer, time.Duration, error) {
+		spec := authorizationv1.SubjectAccessReviewSpec{
+			User: who.name, UID: who.uid, Groups: who.groups,
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
 		}
-	}
-	var status authorizationv1.SubjectAccessReviewStatus
-	err := retryReview(ctx, func(ctx context.Context) error {
-		review, err := r.client.AuthorizationV1().SubjectAccessReviews().Create(ctx,
-			&authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
-		if err == nil {
-			status = review.Status
+		if len(who.extra) > 0 {
+			spec.Extra = make(map[string]authorizationv1.ExtraValue, len(who.extra))
+			for k, v := range who.extra {
+				spec.Extra[k] = v
+			}
 		}
-		return err
+		var status authorizationv1.SubjectAccessReviewStatus
+		err := retryReview(ctx, func(ctx context.Context) error {
+			review, err := r.client.AuthorizationV1().SubjectAccessReviews().Create(ctx,
+				&authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+			if err == nil {
+				status = review.Status
+			}
+			return err
+		})
+		if err != nil {
+			return accessAnswer{}, 0, fmt.Errorf("subject access review: %w", err)
+		}
+		reason := status.Reason
+		if status.EvaluationError != "" {
+			reason = strings.TrimSpace(reason + " (evaluation error: " + status.EvaluationError + ")")
+		}
+		if status.Allowed && !status.Denied {
+			return accessAnswer{allowed: true}, allowedCacheTTL, nil
+		}
+		return accessAnswer{reason: reason}, deniedCacheTTL, nil
 	})
-	if err != nil {
-		return false, "", fmt.Errorf("subject access review: %w", err)
-	}
-	a := accessAnswer{allowed: status.Allowed && !status.Denied, reason: status.Reason}
-	ttl := deniedCacheTTL
-	if a.allowed {
-		ttl = allowedCacheTTL
-	}
-	r.access.put(key, a, ttl)
-	return a.allowed, a.reason, nil
+	return a.allowed, a.reason, err
 }
 
-// accessKey is the cache key of one access question: every field of it,
-// each length-prefixed so that no two questions share a key.
+// accessKey is the cache key of one access question: a SHA-256 of every
+// field of it, encoded as JSON (whose strings are quoted and whose maps are
+// sorted by key), so that no two questions share a key.
 func accessKey(who caller, verb, path string) [sha256.Size]byte {
-	h := sha256.New()
-	field := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
-	field(who.name)
-	field(who.uid)
-	field(verb)
-	field(path)
-	fmt.Fprintf(h, "g%d", len(who.groups))
-	for _, g := range who.groups {
-		field(g)
-	}
-	keys := make([]string, 0, len(who.extra))
-	for k := range who.extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	fmt.Fprintf(h, "e%d", len(keys))
-	for _, k := range keys {
-		field(k)
-		fmt.Fprintf(h, "v%d", len(who.extra[k]))
-		for _, v := range who.extra[k] {
-			field(v)
-		}
-	}
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-	return key
+	b, _ := json.Marshal(struct { // strings, slices and maps of strings always encode
+		Name, UID, Verb, Path string
+		Groups                []string
+		Extra                 map[string][]string
+	}{who.name, who.uid, verb, path, who.groups, who.extra})
+	return sha256.Sum256(b)
 }
 
-// retryReview makes a review, each attempt bounded by reviewTimeout, again
-// after a backoff while it fails for a reason that may pass (the API server
-// or the way to it); an answer that will not change (ringfire not allowed to
-// make reviews, a review the API server refuses) is returned at once.
+// retryReview makes a review, all attempts together bounded by
+// reviewTimeout, again after a backoff while it fails for a reason that may
+// pass (transient).
 func retryReview(ctx context.Context, review func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
 	wait := reviewBackoff
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, reviewTimeout)
-		err := review(actx)
-		cancel()
+		err := review(ctx)
 		if err == nil || attempt == reviewAttempts || !transient(err) {
 			return err
 		}
-		jittered := wait + time.Duration(rand.Int64N(int64(wait)/5+1))
+		jittered := wait + time.Duration(mathrand.Int64N(int64(wait)/5+1))
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
@@ -275,24 +291,25 @@ func retryReview(ctx context.Context, review func(context.Context) error) error 
 }
 
 // transient reports whether a review that failed with err may succeed if
-// made again.
+// made again: the API server busy, failing or timing out, or the connection
+// to it lost, as the API server's own webhook clients judge it.
 func transient(err error) bool {
-	switch {
-	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsBadRequest(err),
-		apierrors.IsInvalid(err), apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
-		return false
-	}
-	return true
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsHTTP2ConnectionLost(err)
 }
 
 // answers is a cache of the API server's answers, each kept until its TTL
 // has passed, at most reviewCacheSize of them: a new answer past that
-// replaces the expired ones, or, when none is, any one.
+// replaces the expired ones, or, when none is, any one. One question is
+// asked once at a time: callers that want the same answer meanwhile wait
+// for it.
 type answers[T any] struct {
 	now func() time.Time
 
-	mu   sync.Mutex
-	keep map[[sha256.Size]byte]answer[T]
+	mu      sync.Mutex
+	keep    map[[sha256.Size]byte]answer[T]
+	pending map[[sha256.Size]byte]*asking[T]
 }
 
 type answer[T any] struct {
@@ -300,26 +317,57 @@ type answer[T any] struct {
 	expires time.Time
 }
 
+// asking is a question on its way to the API server; done is closed once
+// value and err are set.
+type asking[T any] struct {
+	done  chan struct{}
+	value T
+	err   error
+}
+
 func newAnswers[T any]() *answers[T] {
-	return &answers[T]{now: time.Now, keep: map[[sha256.Size]byte]answer[T]{}}
+	return &answers[T]{now: time.Now, keep: map[[sha256.Size]byte]answer[T]{}, pending: map[[sha256.Size]byte]*asking[T]{}}
 }
 
-// get returns the answer kept for key, if it has not expired.
-func (c *answers[T]) get(key [sha256.Size]byte) (T, bool) {
+// lookup returns the answer kept for key if it has not expired; else the
+// answer of ask, kept for the TTL ask returns with it (0: not kept). ask
+// runs without the caller's cancellation (others may wait for its answer;
+// retryReview bounds it), and a caller that gives up waiting gets its
+// context's error.
+func (c *answers[T]) lookup(ctx context.Context, key [sha256.Size]byte, ask func(context.Context) (T, time.Duration, error)) (T, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	a, ok := c.keep[key]
-	if !ok || !c.now().Before(a.expires) {
-		var zero T
-		return zero, false
+	if a, ok := c.keep[key]; ok && c.now().Before(a.expires) {
+		c.mu.Unlock()
+		return a.value, nil
 	}
-	return a.value, true
+	if q, ok := c.pending[key]; ok {
+		c.mu.Unlock()
+		select {
+		case <-q.done:
+			return q.value, q.err
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
+	q := &asking[T]{done: make(chan struct{})}
+	c.pending[key] = q
+	c.mu.Unlock()
+
+	var ttl time.Duration
+	q.value, ttl, q.err = ask(context.WithoutCancel(ctx))
+	c.mu.Lock()
+	delete(c.pending, key)
+	if q.err == nil && ttl > 0 {
+		c.putLocked(key, q.value, ttl)
+	}
+	c.mu.Unlock()
+	close(q.done)
+	return q.value, q.err
 }
 
-// put keeps value for key for ttl.
-func (c *answers[T]) put(key [sha256.Size]byte, value T, ttl time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// putLocked keeps value for key for ttl; c.mu is held.
+func (c *answers[T]) putLocked(key [sha256.Size]byte, value T, ttl time.Duration) {
 	now := c.now()
 	if _, ok := c.keep[key]; !ok && len(c.keep) >= reviewCacheSize {
 		for k, a := range c.keep {
