@@ -378,7 +378,7 @@ func (s *Stack) WaitRing(limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("ring not settled within %v: %s\n%s", limit, lag, s.ringKeys())
+			s.t.Fatalf("ring not settled within %v: %s\n%s\n%s", limit, lag, s.ringKeys(), portUsers(s.Ring.Endpoint()))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
