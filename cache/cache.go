@@ -360,6 +360,7 @@ func (c *Cache) Creating(slot int, key string, r Resource, namespace, name strin
 // then starts reflectors for slots gained before. It returns an error if ctx
 // ends first.
 func (c *Cache) Start(ctx context.Context) error {
+	began := time.Now()
 	c.kube.Start(ctx.Done())
 	c.volcano.Start(ctx.Done())
 	go c.jobs.run(ctx)
@@ -390,6 +391,10 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.pending = nil
 	c.mu.Unlock()
 	c.synced.Store(true)
+	// How long a start waited for the cluster-wide lists, before any slot's own: a
+	// slow start is this or the slots' lists (their own log line, when gained).
+	full, summaries := c.jobs.Counts()
+	c.log.Info("cluster-wide caches listed", "took", time.Since(began).Round(time.Millisecond), "jobs", full+summaries)
 	go func() {
 		<-ctx.Done()
 		for _, s := range c.owned {
