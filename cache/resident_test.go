@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -30,7 +31,8 @@ import (
 // What one replica keeps of a cluster of 1,000 Volcano Jobs when it holds a third of the slots:
 // the Jobs of its slots in full, every other one as a summary a fraction of the size (and packed,
 // a fraction too, for a gain of its slot), the owned
-// objects (pods) of its slots only, and nothing anywhere of the managed fields. Against a real
+// objects (pods) of its slots only, the pods cut down to what is read of them, and nothing
+// anywhere of the managed fields. Against a real
 // API server, whose objects carry the managed fields any client's writes leave; the replica's
 // clients as `ringfire run` makes them (built-in kinds in protobuf, Volcano's in JSON).
 func TestResidentJobsMemoryPerSlot(t *testing.T) {
@@ -48,6 +50,9 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 		// Behind each summary, the whole Job packed (deflated JSON) for a gain of its slot:
 		// at most half the full Job's JSON on average.
 		maxPackedFraction = 2
+		// A cached pod (cache.SlimPod) against the API server's, managed fields included:
+		// at most a third.
+		maxPodFraction = 3
 	)
 	start := time.Now()
 	cl := cluster.StartForTest(t, cluster.Options{Nodes: -1})
@@ -202,6 +207,12 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 		if p.ManagedFields != nil {
 			t.Errorf("pod %s is cached with its managed fields", p.Name)
 		}
+		// Slim (cache.SlimPod): what the controllers read is kept, the containers are not.
+		if len(p.Spec.Containers) != 0 || p.Spec.Hostname != api.Spec.Hostname || p.Spec.SchedulerName != api.Spec.SchedulerName ||
+			p.Spec.RestartPolicy != api.Spec.RestartPolicy || !maps.Equal(p.Annotations, api.Annotations) || !maps.Equal(p.Labels, api.Labels) ||
+			len(p.OwnerReferences) != 1 || p.UID != api.UID || p.ResourceVersion != api.ResourceVersion || p.Status.Phase != api.Status.Phase {
+			t.Errorf("pod %s is cached as %+v, want its metadata, phase and named spec fields and no containers", p.Name, p)
+		}
 		wantPods++
 		podProtoBefore += api.Size()
 		podJSONBefore += jsonSize(t, api)
@@ -211,6 +222,9 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 	if wantPods == 0 || len(cachedPods.ListKeys()) != wantPods {
 		t.Fatalf("%d pods cached, want %d (those of held slots)", len(cachedPods.ListKeys()), wantPods)
 	}
+	if podProtoAfter*maxPodFraction > podProtoBefore {
+		t.Errorf("a cached pod takes %d bytes (protobuf) on average, more than 1/%d of the API server's %d", podProtoAfter/wantPods, maxPodFraction, podProtoBefore/wantPods)
+	}
 
 	// The gauge says the same.
 	reg := prometheus.NewRegistry()
@@ -219,7 +233,7 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 	for _, want := range []struct {
 		resource, form string
 		n              int
-	}{{"jobs", cache.FormFull, full}, {"jobs", cache.FormSummary, summaries}, {"pods", cache.FormFull, wantPods}} {
+	}{{"jobs", cache.FormFull, full}, {"jobs", cache.FormSummary, summaries}, {"pods", cache.FormSummary, wantPods}} {
 		if got := gauge[want.resource+"/"+want.form]; got != float64(want.n) {
 			t.Errorf("ringfire_cache_objects{resource=%q,form=%q} = %v, want %d", want.resource, want.form, got, want.n)
 		}

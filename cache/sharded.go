@@ -239,7 +239,7 @@ func (bs *batchStore) update(obj any) error {
 	if !bs.inScope(obj) {
 		return nil
 	}
-	obj, _ = StripManagedFields(obj)
+	obj, _ = SlimPod(obj) // pods cut down; other kinds less their managed fields
 	old, exists, err := bs.s.indexer.Get(obj)
 	if err != nil {
 		return err

@@ -53,7 +53,11 @@ import (
 //     whole set, then work);
 //  2. steady: RINGFIRE_SCALE_STEADY_RATE (5) Jobs/s of 1-s pods through the
 //     resident set for RINGFIRE_SCALE_STEADY_FOR (2m): create → all pods p50
-//     and p99 per 5-s window, RSS per process, CPU-s per 1,000 Jobs;
+//     and p99 per 5-s window, RSS per process, CPU-s per 1,000 Jobs. A
+//     system that started on the set (every one but the first) first
+//     settles for RINGFIRE_SCALE_SETTLE (30s): its first collections over a
+//     heap of the whole set, and the work of its start, are not the steady
+//     state;
 //  3. failover (ringfire, 2 replicas or more): kill -9 of one replica, and
 //     Jobs created at once on its slots: the time until its slots are held
 //     again and until those Jobs have all their pods;
@@ -93,6 +97,7 @@ type scaleConfig struct {
 	rate       int           // RINGFIRE_SCALE_RATE: resident Jobs created per second (12)
 	steadyRate int           // RINGFIRE_SCALE_STEADY_RATE: short Jobs per second through the resident set (5)
 	steadyFor  time.Duration // RINGFIRE_SCALE_STEADY_FOR: how long (2m)
+	settle     time.Duration // RINGFIRE_SCALE_SETTLE: from a system's start probe to its steady load (30s)
 	steadyPods int           // RINGFIRE_SCALE_STEADY_PODS: pods per steady (and soak) Job (RINGFIRE_SCALE_TASK_PODS)
 	probes     int           // RINGFIRE_SCALE_PROBES: Jobs created at a start or on the slots a fault moves (10)
 	nodes      int           // RINGFIRE_SCALE_NODES: KWOK nodes (50)
@@ -119,6 +124,7 @@ func scaleConfigFromEnv(b *testing.B) scaleConfig {
 		rate:       envInts(b, "RINGFIRE_SCALE_RATE", "12")[0],
 		steadyRate: envInts(b, "RINGFIRE_SCALE_STEADY_RATE", "5")[0],
 		steadyFor:  envDuration(b, "RINGFIRE_SCALE_STEADY_FOR", 2*time.Minute),
+		settle:     envDuration(b, "RINGFIRE_SCALE_SETTLE", 30*time.Second),
 		steadyPods: envInts(b, "RINGFIRE_SCALE_STEADY_PODS", "0")[0],
 		probes:     envInts(b, "RINGFIRE_SCALE_PROBES", "10")[0],
 		nodes:      envInts(b, "RINGFIRE_SCALE_NODES", "50")[0],
@@ -165,8 +171,8 @@ func (sc scaleConfig) String() string {
 	if extra := append(slices.Clone(sc.apiEnv), sc.apiArgs...); len(extra) > 0 {
 		apiEnv = "; kube-apiserver with " + strings.Join(extra, " ")
 	}
-	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then %d Jobs/s of %d pods for %v; %d nodes × %d pods, KWOK playing %d pod stages at once%s; ringfire at %s",
-		sc.jobs, sc.taskPods, sc.rate, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.kwokPar, apiEnv, sc.revision)
+	return fmt.Sprintf("%d resident Jobs × %d pods at %d/s, then (after %v of settling) %d Jobs/s of %d pods for %v; %d nodes × %d pods, KWOK playing %d pod stages at once%s; ringfire at %s",
+		sc.jobs, sc.taskPods, sc.rate, sc.settle, sc.steadyRate, sc.steadyPods, sc.steadyFor, sc.nodes, sc.nodePods, sc.kwokPar, apiEnv, sc.revision)
 }
 
 func envOr(name, def string) string {
@@ -358,11 +364,22 @@ func (e *scaleEnv) startReplica(b *testing.B, id string) *procs.Replica {
 	return procs.StartOn(b, e.args, id, procs.Addrs{Pprof: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
 }
 
+// afterGC is a replica's memory right after a forced collection: what does
+// not depend on where in its collection cycle the replica was, unlike its RSS
+// (a Go heap grows to twice its live size between collections, GOGC=100, and
+// keeps the freed pages until the scavenger returns them).
+type afterGC struct {
+	inUse float64 // RSS less the heap pages the runtime holds free (heap_idle − heap_released)
+	live  float64 // live heap (heap_alloc)
+}
+
 // heapProfiles writes each live replica's heap profile, taken after a
 // collection, to heap-<phase>-<id>.pprof in the system's log directory:
 // what a replica's steady RSS is made of (`go tool pprof -sample_index
-// inuse_space`). A failure is printed, not fatal: it is a diagnostic.
-func (e *scaleEnv) heapProfiles(ctx context.Context, phase string) {
+// inuse_space`). A failure is printed, not fatal: it is a diagnostic. It
+// returns each replica's memory after that collection.
+func (e *scaleEnv) heapProfiles(ctx context.Context, phase string) map[string]afterGC {
+	out := map[string]afterGC{}
 	for _, r := range e.live() {
 		body, code, err := r.Get(ctx, "/debug/pprof/heap?gc=1")
 		if err == nil && code != http.StatusOK {
@@ -377,20 +394,35 @@ func (e *scaleEnv) heapProfiles(ctx context.Context, phase string) {
 		// Beside it, how the process's resident memory splits (anonymous,
 		// the binary's pages) and the runtime's own account of it.
 		var mem strings.Builder
+		var rss float64
 		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", r.PID())); err == nil {
 			mem.Write(rollup)
+			for line := range strings.Lines(string(rollup)) {
+				if f := strings.Fields(line); len(f) == 3 && f[0] == "Rss:" {
+					kb, _ := strconv.ParseFloat(f[1], 64)
+					rss = kb * 1024
+				}
+			}
 		}
+		gauges := map[string]float64{}
 		if metrics, code, err := r.Get(ctx, "/metrics"); err == nil && code == http.StatusOK {
 			for line := range strings.Lines(metrics) {
 				if strings.HasPrefix(line, "go_") && !strings.HasPrefix(line, "go_gc_duration") {
 					mem.WriteString(line)
+					if f := strings.Fields(line); len(f) == 2 {
+						gauges[f[0]], _ = strconv.ParseFloat(f[1], 64)
+					}
 				}
 			}
+		}
+		if live, ok := gauges["go_memstats_heap_alloc_bytes"]; ok && rss > 0 {
+			out[r.ID] = afterGC{inUse: rss - (gauges["go_memstats_heap_idle_bytes"] - gauges["go_memstats_heap_released_bytes"]), live: live}
 		}
 		if err := os.WriteFile(filepath.Join(e.sysLogs, "mem-"+phase+"-"+r.ID+".txt"), []byte(mem.String()), 0o644); err != nil {
 			fmt.Printf("memory of %s: %v\n", r.ID, err)
 		}
 	}
+	return out
 }
 
 // setReplica replaces replica i, restarted.
@@ -572,9 +604,10 @@ type scaleResult struct {
 	apiserverCPU   float64 // kube-apiserver CPU-s per 1,000 steady Jobs
 	rss            map[string][2]float64
 	peakRSS        map[string]float64
-	slotsHeld      time.Duration // failover: kill → slots held again
-	failover       time.Duration // failover: kill → Jobs on its slots have all pods
-	restart        time.Duration // restart → Jobs on what it holds have all pods
+	afterGC        map[string]afterGC // the replicas', at the end of the steady load
+	slotsHeld      time.Duration      // failover: kill → slots held again
+	failover       time.Duration      // failover: kill → Jobs on its slots have all pods
+	restart        time.Duration      // restart → Jobs on what it holds have all pods
 	duplicates     int
 	soak           *soakResult
 	errs           []error
@@ -636,7 +669,15 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		progress("%s", waitQuiet(ctx, e.pids()[string(cluster.KWOK)], nodesQuiet, nodesQuietFor, nodesQuietLimit))
 	}
 
-	// 2. Steady load through it.
+	// 2. Steady load through it, once a system that just started has settled.
+	if index > 0 && sc.settle > 0 {
+		smp.setPhase("settle")
+		progress("settling for %v", sc.settle)
+		select {
+		case <-time.After(sc.settle):
+		case <-ctx.Done():
+		}
+	}
 	smp.setPhase("steady")
 	cpu2 := cpuSeconds(e.pids())
 	steadyJobs := sc.steadyRate * int(sc.steadyFor.Seconds())
@@ -670,7 +711,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		}
 	}
 
-	e.heapProfiles(ctx, "steady")
+	res.afterGC = e.heapProfiles(ctx, "steady")
 
 	// 3 and 4. Faults.
 	smp.setPhase("faults")
@@ -1022,14 +1063,21 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 		e.sc.steadyRate, res.steadyP50.Seconds(), res.steadyP99.Seconds(), res.steadyMedWin.Seconds(), res.steadyWorstWin.Seconds(), res.steadyMissing, res.steadyCPU, res.apiserverCPU)
 	out.WriteString(res.steadyWindows)
 	names := slices.Sorted(maps.Keys(res.peakRSS))
-	fmt.Fprintf(&out, "memory (MiB): %-22s %8s %8s %8s %10s\n", "process", "steady", "peak", "VmHWM", "slope/min")
+	fmt.Fprintf(&out, "memory (MiB): %-22s %8s %8s %8s %10s %8s %8s\n", "process", "steady", "peak", "VmHWM", "slope/min", "in use", "live")
 	for _, name := range names {
 		rss, ok := res.rss[name]
 		if !ok {
 			fmt.Fprintf(&out, "  %-34s %8s %8s %8.0f\n", name, "", "", res.peakRSS[name]/mib)
 			continue
 		}
-		fmt.Fprintf(&out, "  %-34s %8.0f %8.0f %8.0f %10.2f\n", name, rss[0]/mib, rss[1]/mib, res.peakRSS[name]/mib, smp.rssSlope("steady", name)/mib)
+		fmt.Fprintf(&out, "  %-34s %8.0f %8.0f %8.0f %10.2f", name, rss[0]/mib, rss[1]/mib, res.peakRSS[name]/mib, smp.rssSlope("steady", name)/mib)
+		if m, ok := res.afterGC[name]; ok {
+			fmt.Fprintf(&out, " %8.0f %8.0f", m.inUse/mib, m.live/mib)
+		}
+		out.WriteString("\n")
+	}
+	if len(res.afterGC) > 0 {
+		out.WriteString("  (in use, live: right after a forced collection at the end of the steady load; in use is the RSS less the heap pages the runtime holds free, live the heap's live objects)\n")
 	}
 	out.WriteString(smp.cpuTimeline("steady", "faults"))
 	if res.slotsHeld > 0 || res.failover > 0 {
@@ -1053,6 +1101,13 @@ func (e *scaleEnv) report(b *testing.B, res scaleResult, smp *sampler) {
 	sort.Float64s(steadyRSS)
 	if len(steadyRSS) > 0 {
 		b.ReportMetric(steadyRSS[len(steadyRSS)-1]/mib, "max-steady-RSS-MiB")
+	}
+	var inUse float64
+	for _, m := range res.afterGC {
+		inUse = max(inUse, m.inUse)
+	}
+	if inUse > 0 {
+		b.ReportMetric(inUse/mib, "max-in-use-after-GC-MiB")
 	}
 }
 
