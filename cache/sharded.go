@@ -139,7 +139,18 @@ func (s *Sharded) startBatch(ctx context.Context, slots []int) {
 	lw := newListFirst(
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
-			return s.lw.List(ctx, opts)
+			list, err := s.lw.List(ctx, opts)
+			if err == nil {
+				// Cut each page's objects down as it lands: the reflector
+				// gathers every page before it stores any, and a gain of all
+				// the slots of 100,000 pods would otherwise hold them all
+				// whole at once (a 1.6 GB peak for a 500 MB cache).
+				_ = meta.EachListItem(list, func(obj runtime.Object) error {
+					_, _ = SlimPod(obj)
+					return nil
+				})
+			}
+			return list, err
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = selector

@@ -13,7 +13,8 @@ package bench
 // Knobs: RINGFIRE_BENCH_GAIN_PODS (30000 pods, Running, the shape of a
 // Volcano Job's pods, over 1,024 slots), RINGFIRE_BENCH_GAIN_SLOTS (341: a
 // third of the ring, what each of 3 survivors gains when one of 4 dies, or
-// roughly what each of 2 gains when one of 3 does), RINGFIRE_BENCH_GAIN_REPEAT (2).
+// roughly what each of 2 gains when one of 3 does), RINGFIRE_BENCH_GAIN_REPEAT (2),
+// RINGFIRE_BENCH_GAIN_MODES (all; say "protobuf-cache" for one way of listing).
 //
 // Each gain runs in a process of its own (this test binary again, in
 // TestGainPodsConsumer), so that its CPU time is its own, in each wire
@@ -29,6 +30,8 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,9 +71,11 @@ const gainRingSlots = 1024
 
 // gainResult is what the consumer reports, as one JSON line.
 type gainResult struct {
-	Pods int     `json:"pods"`
-	Wall float64 `json:"wall"` // seconds from Gain to OnListed
-	CPU  float64 `json:"cpu"`  // the consumer's CPU seconds over that time
+	Pods    int     `json:"pods"`
+	Wall    float64 `json:"wall"`     // seconds from Gain to OnListed
+	CPU     float64 `json:"cpu"`      // the consumer's CPU seconds over that time
+	PeakRSS float64 `json:"peak_rss"` // the consumer's peak RSS (VmHWM), bytes: the gain's transient
+	Live    float64 `json:"live"`     // its live heap after the list and a collection, bytes: what it keeps
 }
 
 func BenchmarkGainPods(b *testing.B) {
@@ -139,6 +144,9 @@ func BenchmarkGainPods(b *testing.B) {
 		{replica.ContentTypeProtobuf, "watchlist"}, {replica.ContentTypeProtobuf, "list-rv0"}, {replica.ContentTypeProtobuf, "cache"},
 		{replica.ContentTypeJSON, "watchlist"}, {replica.ContentTypeJSON, "cache"},
 	}
+	if only := os.Getenv("RINGFIRE_BENCH_GAIN_MODES"); only != "" {
+		modes = slices.DeleteFunc(modes, func(m mode) bool { return !slices.Contains(strings.Split(only, ","), m.content+"-"+m.how) })
+	}
 	for r := range repeat {
 		for _, m := range modes {
 			name := m.content + "-" + m.how
@@ -148,8 +156,8 @@ func BenchmarkGainPods(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%s: %v", name, err)
 			}
-			gainLog(b, "run %d %-25s %d pods in %.2f s = %.0f pods/s; consumer CPU %.2f s; over the consumer's life kube-apiserver CPU %.2f s, etcd %.2f s; load average %s",
-				r, name, res.Pods, res.Wall, float64(res.Pods)/res.Wall, res.CPU, apiCPU, etcdCPU, loadAverage())
+			gainLog(b, "run %d %-25s %d pods in %.2f s = %.0f pods/s; consumer CPU %.2f s, peak RSS %.0f MiB, live heap after %.0f MiB; over the consumer's life kube-apiserver CPU %.2f s, etcd %.2f s; load average %s",
+				r, name, res.Pods, res.Wall, float64(res.Pods)/res.Wall, res.CPU, res.PeakRSS/mib, res.Live/mib, apiCPU, etcdCPU, loadAverage())
 			if res.Pods != expect {
 				b.Errorf("%s: %d pods in the index, want %d", name, res.Pods, expect)
 			}
@@ -157,6 +165,8 @@ func BenchmarkGainPods(b *testing.B) {
 				b.ReportMetric(float64(res.Pods)/res.Wall, name+"-pods/s")
 				b.ReportMetric(res.CPU, name+"-client-cpu-s")
 				b.ReportMetric(apiCPU, name+"-apiserver-cpu-s")
+				b.ReportMetric(res.PeakRSS/mib, name+"-peak-RSS-MiB")
+				b.ReportMetric(res.Live/mib, name+"-live-MiB")
 			}
 		}
 	}
@@ -369,6 +379,13 @@ func consumeGain() (gainResult, error) {
 	}
 	res.Wall, res.CPU = time.Since(start).Seconds(), cpuSelf()-cpu0
 	res.Pods = count()
+	if u, err := readProc(os.Getpid()); err == nil {
+		res.PeakRSS = u.peakRSS
+	}
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	res.Live = float64(ms.HeapAlloc)
 	return res, nil
 }
 
