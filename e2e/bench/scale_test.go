@@ -394,29 +394,21 @@ func (e *scaleEnv) heapProfiles(ctx context.Context, phase string) map[string]af
 		// Beside it, how the process's resident memory splits (anonymous,
 		// the binary's pages) and the runtime's own account of it.
 		var mem strings.Builder
-		var rss float64
 		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", r.PID())); err == nil {
 			mem.Write(rollup)
-			for line := range strings.Lines(string(rollup)) {
-				if f := strings.Fields(line); len(f) == 3 && f[0] == "Rss:" {
-					kb, _ := strconv.ParseFloat(f[1], 64)
-					rss = kb * 1024
-				}
-			}
 		}
-		gauges := map[string]float64{}
 		if metrics, code, err := r.Get(ctx, "/metrics"); err == nil && code == http.StatusOK {
 			for line := range strings.Lines(metrics) {
 				if strings.HasPrefix(line, "go_") && !strings.HasPrefix(line, "go_gc_duration") {
 					mem.WriteString(line)
-					if f := strings.Fields(line); len(f) == 2 {
-						gauges[f[0]], _ = strconv.ParseFloat(f[1], 64)
-					}
 				}
 			}
-		}
-		if live, ok := gauges["go_memstats_heap_alloc_bytes"]; ok && rss > 0 {
-			out[r.ID] = afterGC{inUse: rss - (gauges["go_memstats_heap_idle_bytes"] - gauges["go_memstats_heap_released_bytes"]), live: live}
+			live, ok1 := procs.MetricValue(metrics, "go_memstats_heap_alloc_bytes")
+			idle, ok2 := procs.MetricValue(metrics, "go_memstats_heap_idle_bytes")
+			released, ok3 := procs.MetricValue(metrics, "go_memstats_heap_released_bytes")
+			if u, err := readProc(r.PID()); err == nil && ok1 && ok2 && ok3 {
+				out[r.ID] = afterGC{inUse: u.rss - (idle - released), live: live}
+			}
 		}
 		if err := os.WriteFile(filepath.Join(e.sysLogs, "mem-"+phase+"-"+r.ID+".txt"), []byte(mem.String()), 0o644); err != nil {
 			fmt.Printf("memory of %s: %v\n", r.ID, err)
