@@ -42,6 +42,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // that could not be packed); when slots are lost, their Jobs are cut back to
 // summaries and packed. Every write to the index, the reflector's and these,
 // goes through one lock, under which handlers run: they must not block.
+//
+// A Job is packed once it has gone packDelay without a change, not on every
+// change: a Job's first seconds are a burst of status writes (its PodGroup,
+// its pods pending, running, done), and every replica that does not hold it
+// would otherwise encode and deflate each version, only to keep the last.
+// Until then its whole Job is kept as it came (unpacked), which a gain takes
+// as it is; at most maxUnpacked of them, past which Jobs are packed at once.
 type Jobs struct {
 	vc     vcclient.Interface
 	slots  func() int // the ring's slot count; nil: every Job in full
@@ -51,20 +58,39 @@ type Jobs struct {
 	indexer  toolscache.Indexer
 	handlers []toolscache.ResourceEventHandler // fixed once Run starts
 
-	mu      sync.Mutex        // every index write, and what follows
-	held    map[int]bool      // slots whose Jobs are kept in full
-	summary map[string]packed // keys held as summaries, and their Jobs packed (nil: could not be packed)
-	packed  int               // bytes of the packed Jobs
-	packer  packer            // packs the summaries' Jobs
-	count   int               // Jobs in the index, full and summaries
-	listed  chan struct{}     // closed by the first list (Replace), under mu
+	mu       sync.Mutex             // every index write, and what follows
+	held     map[int]bool           // slots whose Jobs are kept in full
+	summary  map[string]packed      // keys held as summaries, and their Jobs packed (nil: in unpacked, or could not be packed)
+	unpacked map[string]unpackedJob // summaries whose whole Job is not packed yet
+	packed   int                    // bytes of the packed Jobs
+	count    int                    // Jobs in the index, full and summaries
+	listed   chan struct{}          // closed by the first list (Replace), under mu
+
+	packDelay time.Duration // how long a summary's Job goes unchanged before it is packed; 0: at once
+	packMu    sync.Mutex    // the packer's; taken after mu when both are
+	packer    packer        // packs the summaries' Jobs
 }
+
+// unpackedJob is the whole Job of a summary, not packed yet, and when it came.
+type unpackedJob struct {
+	job *batch.Job
+	at  time.Time
+}
+
+// packDelay is how long a Job of a slot not held goes without a change
+// before it is packed; maxUnpacked bounds the whole Jobs kept meanwhile (a
+// replica's first list, or a loss of many slots, packs past it at once).
+const (
+	packDelay   = 2 * time.Second
+	maxUnpacked = 1024
+)
 
 func newJobs(vc vcclient.Interface, slots func() int, log hclog.Logger, filled func([]int)) *Jobs {
 	return &Jobs{
 		vc: vc, slots: slots, log: log.Named("jobs"), filled: filled,
 		indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}),
-		held:    map[int]bool{}, summary: map[string]packed{}, listed: make(chan struct{}),
+		held:    map[int]bool{}, summary: map[string]packed{}, unpacked: map[string]unpackedJob{},
+		listed: make(chan struct{}), packDelay: packDelay,
 	}
 }
 
@@ -135,10 +161,18 @@ func (j *Jobs) PackedBytes() int {
 	return j.packed
 }
 
+// Unpacked is how many summaries' Jobs are kept whole, waiting to be packed.
+func (j *Jobs) Unpacked() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.unpacked)
+}
+
 // setSummaryLocked records key as a summary with its Job packed as p, or, p
 // nil and full, as a Job in full; j.mu is held.
 func (j *Jobs) setSummaryLocked(key string, p packed, full bool) {
 	j.packed -= len(j.summary[key])
+	delete(j.unpacked, key)
 	if full {
 		delete(j.summary, key)
 		return
@@ -147,15 +181,77 @@ func (j *Jobs) setSummaryLocked(key string, p packed, full bool) {
 	j.packed += len(p)
 }
 
-// packLocked packs job, for the summary of key; nil if it cannot be (a gain
-// of its slot then lists the Jobs). j.mu is held.
-func (j *Jobs) packLocked(key string, job *batch.Job) packed {
+// keepLocked records key as a summary of job, whole: packed at once if the
+// delay is off or maxUnpacked are waiting, else by packDue once it has gone
+// the delay unchanged. j.mu is held.
+func (j *Jobs) keepLocked(key string, job *batch.Job, now time.Time) {
+	if j.packDelay <= 0 || len(j.unpacked) >= maxUnpacked {
+		j.setSummaryLocked(key, j.pack(key, job), false)
+		return
+	}
+	j.setSummaryLocked(key, nil, false)
+	j.unpacked[key] = unpackedJob{job: job, at: now}
+}
+
+// pack packs job, for the summary of key; nil if it cannot be (a gain of its
+// slot then lists the Jobs). It may be called with j.mu held or not.
+func (j *Jobs) pack(key string, job *batch.Job) packed {
+	j.packMu.Lock()
+	defer j.packMu.Unlock()
 	p, err := j.packer.pack(job)
 	if err != nil {
 		j.log.Warn("cannot pack a job; a gain of its slot will list every job", "job", key, "error", err)
 		return nil
 	}
 	return p
+}
+
+// packDue packs the summaries' whole Jobs unchanged since before now less
+// the delay (every one if all), outside the index's lock: each is stored
+// packed only if it is still the one waiting (not changed, held, lost or
+// deleted meanwhile). The Jobs of held slots are left to their gain, which
+// takes them whole. It returns how many it packed.
+func (j *Jobs) packDue(now time.Time, all bool) int {
+	type due struct {
+		key string
+		job *batch.Job
+	}
+	var todo []due
+	j.mu.Lock()
+	for key, u := range j.unpacked {
+		if (all || now.Sub(u.at) >= j.packDelay) && !j.inFull(key) {
+			todo = append(todo, due{key, u.job})
+		}
+	}
+	j.mu.Unlock()
+	n := 0
+	for _, d := range todo {
+		p := j.pack(d.key, d.job)
+		j.mu.Lock()
+		if u, ok := j.unpacked[d.key]; ok && u.job == d.job && !j.inFull(d.key) {
+			j.setSummaryLocked(d.key, p, false)
+			n++
+		}
+		j.mu.Unlock()
+	}
+	return n
+}
+
+// packLoop packs the summaries' Jobs as they come due, until ctx ends.
+func (j *Jobs) packLoop(ctx context.Context) {
+	if j.packDelay <= 0 {
+		return
+	}
+	t := time.NewTicker(j.packDelay / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			j.packDue(now, false)
+		}
+	}
 }
 
 // Summaries is how many Jobs are held as summaries.
@@ -175,6 +271,7 @@ func (j *Jobs) run(ctx context.Context) {
 		},
 	)
 	r := toolscache.NewReflectorWithOptions(lw, &batch.Job{}, jobsStore{j}, toolscache.ReflectorOptions{Name: "jobs"})
+	go j.packLoop(ctx)
 	r.RunWithContext(ctx)
 }
 
@@ -221,9 +318,8 @@ func (j *Jobs) storeLocked(obj any) error {
 	}
 	StripManagedFields(job) // the reflector's or fill's own copy
 	full := j.inFull(key)
-	var p packed
+	whole := job
 	if !full {
-		p = j.packLocked(key, job)
 		job = summarize(job)
 	}
 	old, exists, err := j.indexer.GetByKey(key)
@@ -236,7 +332,11 @@ func (j *Jobs) storeLocked(obj any) error {
 	if !exists {
 		j.count++
 	}
-	j.setSummaryLocked(key, p, full)
+	if full {
+		j.setSummaryLocked(key, nil, true)
+	} else {
+		j.keepLocked(key, whole, time.Now())
+	}
 	for _, h := range j.handlers {
 		if exists {
 			h.OnUpdate(old, job)
@@ -302,6 +402,21 @@ func (j *Jobs) gain(ctx context.Context, slots []int) {
 	}()
 }
 
+// kept is what a summary keeps of its Job: packed, or whole until packed.
+type kept struct {
+	p     packed
+	whole *batch.Job
+}
+
+// still reports whether a summary that now holds p, and whole unpacked,
+// holds what k took: the same packing, or the same whole Job.
+func (k kept) still(p packed, whole *batch.Job) bool {
+	if k.whole != nil {
+		return whole == k.whole
+	}
+	return whole == nil && p.same(k.p)
+}
+
 // errRepacked is a fill that met a summary packed again since it looked: the
 // slot was lost and gained again meanwhile. The next try sees the new one.
 var errRepacked = errors.New("a summary changed while its slot was being filled")
@@ -321,10 +436,10 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 	want := shard.NewSlotSet(slots)
 	s := j.slots()
 	j.mu.Lock()
-	todo := map[string]packed{}
+	todo := map[string]kept{}
 	for key, p := range j.summary {
 		if want.HasKey(key, s) && j.held[shard.SlotOf(key, s)] {
-			todo[key] = p
+			todo[key] = kept{p, j.unpacked[key].job}
 		}
 	}
 	j.mu.Unlock()
@@ -334,12 +449,16 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 	start := time.Now()
 	unpacked := make(map[string]*batch.Job, len(todo))
 	var list bool
-	for key, p := range todo {
-		if p == nil {
+	for key, k := range todo {
+		if k.whole != nil {
+			unpacked[key] = k.whole // not packed yet: taken as it came, no one else's
+			continue
+		}
+		if k.p == nil {
 			list = true
 			continue
 		}
-		job, err := p.unpack()
+		job, err := k.p.unpack()
 		if err != nil {
 			j.log.Warn("cannot unpack a job; listing the jobs", "job", key, "error", err)
 			list = true
@@ -361,7 +480,7 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 			continue // another slot's, or lost again meanwhile
 		}
 		var err error
-		if job, ok := unpacked[key]; ok && p.same(todo[key]) {
+		if job, ok := unpacked[key]; ok && todo[key].still(p, j.unpacked[key].job) {
 			err = j.storeLocked(job)
 		} else if listed == nil {
 			return errRepacked
@@ -419,16 +538,15 @@ func (j *Jobs) lose(slots []int) {
 	if j.slots == nil {
 		return
 	}
-	lost, s := shard.NewSlotSet(slots), j.slots()
+	lost, s, now := shard.NewSlotSet(slots), j.slots(), time.Now()
 	for _, obj := range j.indexer.List() {
 		job := obj.(*batch.Job)
 		key := toolscache.MetaObjectToName(job).String()
 		if _, summary := j.summary[key]; summary || !lost.HasKey(key, s) {
 			continue
 		}
-		p := j.packLocked(key, job)
 		if err := j.indexer.Update(summarize(job)); err == nil {
-			j.setSummaryLocked(key, p, false)
+			j.keepLocked(key, job, now)
 		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -153,6 +155,9 @@ func TestJobsGainFillsFromPacks(t *testing.T) {
 	if err := (jobsStore{j}).Replace(list, "1"); err != nil {
 		t.Fatal(err)
 	}
+	if n := j.packDue(time.Now(), true); n != 40 {
+		t.Fatalf("%d Jobs packed, want 40", n)
+	}
 	if j.Summaries() != 40 || j.PackedBytes() == 0 {
 		t.Fatalf("%d summaries, %d packed bytes; want 40 summaries, packed", j.Summaries(), j.PackedBytes())
 	}
@@ -179,6 +184,7 @@ func TestJobsGainFillsFromPacks(t *testing.T) {
 	// Losing the slots packs their Jobs again; the room comes back to what it was.
 	before := j.PackedBytes()
 	j.lose(held)
+	j.packDue(time.Now(), true)
 	if j.Summaries() != 40 || j.PackedBytes() <= before {
 		t.Fatalf("after the loss: %d summaries, %d packed bytes (were %d)", j.Summaries(), j.PackedBytes(), before)
 	}
@@ -226,5 +232,149 @@ func TestJobsFillListsWhatWasNotPacked(t *testing.T) {
 	}
 	if _, ok, _ := j.GetIndexer().GetByKey("ns/" + mine[1].Name); ok {
 		t.Fatal("a Job the list no longer has is still cached")
+	}
+}
+
+// A summary's Job is packed once it has gone the delay without a change, not
+// on each change; until then a gain takes it whole, as it came, and a change
+// or a delete drops the whole Job waiting. Past maxUnpacked, Jobs are packed
+// at once.
+func TestJobsPackOnceQuiet(t *testing.T) {
+	const slots = 8
+	filled := make(chan []int, 1)
+	j := newJobs(nil, func() int { return slots }, hclog.NewNullLogger(), func(s []int) { filled <- s })
+	var list []any
+	var mine []*batch.Job
+	for i := range 40 {
+		job := fullJob(fmt.Sprintf("j%02d", i))
+		list = append(list, job)
+		if shard.SlotOf("ns/"+job.Name, slots) < 4 {
+			mine = append(mine, job)
+		}
+	}
+	start := time.Now()
+	if err := (jobsStore{j}).Replace(list, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if j.Summaries() != 40 || j.PackedBytes() != 0 {
+		t.Fatalf("%d summaries, %d packed bytes; want 40 summaries, none packed yet", j.Summaries(), j.PackedBytes())
+	}
+	if n := j.packDue(start.Add(j.packDelay/2), false); n != 0 {
+		t.Fatalf("%d Jobs packed before the delay, want none", n)
+	}
+	// A change restarts a Job's wait; a delete drops it.
+	changed := list[0].(*batch.Job).DeepCopy()
+	changed.ResourceVersion = "8"
+	if err := (jobsStore{j}).Update(changed); err != nil {
+		t.Fatal(err)
+	}
+	if err := (jobsStore{j}).Delete(list[1]); err != nil {
+		t.Fatal(err)
+	}
+	// The clock, pinned: every Job stored at t0, the changed one a delay later.
+	t0 := time.Now()
+	j.mu.Lock()
+	for key, u := range j.unpacked {
+		u.at = t0
+		if key == "ns/"+changed.Name {
+			u.at = t0.Add(j.packDelay)
+		}
+		j.unpacked[key] = u
+	}
+	j.mu.Unlock()
+	if n := j.packDue(t0.Add(j.packDelay), false); n != 38 {
+		t.Fatalf("%d Jobs packed after the delay, want 38 (not the changed one, not the deleted one)", n)
+	}
+	if j.PackedBytes() == 0 || len(j.unpacked) != 1 {
+		t.Fatalf("%d packed bytes, %d unpacked; want some, 1", j.PackedBytes(), len(j.unpacked))
+	}
+	// A gain takes the Job still waiting as it came, and the others unpacked.
+	j.hold([]int{0, 1, 2, 3})
+	j.gain(context.Background(), []int{0, 1, 2, 3})
+	select {
+	case <-filled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gained slots were never filled")
+	}
+	for _, orig := range mine {
+		key := "ns/" + orig.Name
+		if key == "ns/"+list[1].(*batch.Job).Name {
+			continue
+		}
+		want := orig
+		if orig.Name == changed.Name {
+			want = changed
+		}
+		if job, ok, err := j.Get(key); err != nil || !ok || !apiequality.Semantic.DeepEqual(job, want) {
+			t.Fatalf("%s after the gain: %v %v %v, want %+v", key, job, ok, err, want)
+		}
+	}
+	j.mu.Lock()
+	for key := range j.unpacked {
+		if shard.SlotOf(key, slots) < 4 {
+			t.Errorf("%s of a gained slot is still waiting to be packed", key)
+		}
+	}
+	j.mu.Unlock()
+	j.packDue(time.Now().Add(time.Hour), false)
+	if len(j.unpacked) != 0 {
+		t.Fatalf("%d still unpacked, want none", len(j.unpacked))
+	}
+	// Past maxUnpacked Jobs waiting, the next is packed at once.
+	j2 := newJobs(nil, func() int { return slots }, hclog.NewNullLogger(), nil)
+	var many []any
+	for i := 0; len(many) < maxUnpacked+1; i++ {
+		many = append(many, fullJob(fmt.Sprintf("m%05d", i)))
+	}
+	if err := (jobsStore{j2}).Replace(many, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(j2.unpacked) != maxUnpacked || j2.PackedBytes() == 0 {
+		t.Fatalf("%d unpacked, %d packed bytes; want %d unpacked and one packed", len(j2.unpacked), j2.PackedBytes(), maxUnpacked)
+	}
+}
+
+// BenchmarkJobsSummaryUpdates is what a replica spends on the Jobs of slots
+// it does not hold: a Job's first seconds, as the steady load of
+// BenchmarkScale makes them (created, then 5 status writes), stored as a
+// summary each time, its Job packed on every version (at-once) or once it
+// has gone quiet (on-quiet, ringfire's default). It reports the CPU per Job.
+func BenchmarkJobsSummaryUpdates(b *testing.B) {
+	const slots, versions = 8, 6
+	template := fullJob("template")
+	template.Spec.Tasks = []batch.TaskSpec{{Name: "worker", Replicas: 2, Template: corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "steady"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/busybox:1.36",
+			Command: []string{"sleep", "1"}, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}}},
+	}}}
+	template.Spec.Policies = []batch.LifecyclePolicy{{Event: "PodEvicted", Action: "RestartJob"}}
+	for _, mode := range []struct {
+		name  string
+		delay time.Duration
+	}{{"at-once", 0}, {"on-quiet", packDelay}} {
+		b.Run(mode.name, func(b *testing.B) {
+			j := newJobs(nil, func() int { return slots }, hclog.NewNullLogger(), nil)
+			j.packDelay = mode.delay
+			store := jobsStore{j}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				name := fmt.Sprintf("steady-%d", n)
+				n++
+				for v := range versions {
+					job := template.DeepCopy()
+					job.Name, job.UID, job.ResourceVersion = name, k8stypes.UID("uid-"+name), fmt.Sprint(v)
+					job.Status.Running = int32(v)
+					if err := store.Update(job); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n%64 == 0 {
+					j.packDue(time.Now().Add(time.Hour), false) // the packing loop's ticks
+				}
+			}
+			j.packDue(time.Now().Add(time.Hour), false)
+		})
 	}
 }

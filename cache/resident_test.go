@@ -185,6 +185,13 @@ func TestResidentJobsMemoryPerSlot(t *testing.T) {
 	if avgSummary*maxSummaryFraction > avgFull {
 		t.Errorf("a summary takes %d bytes on average, more than 1/%d of a full Job's %d", avgSummary, maxSummaryFraction, avgFull)
 	}
+	// A summary's Job is packed once it has gone a moment without a change.
+	for deadline := time.Now().Add(30 * time.Second); c.Jobs().Unpacked() > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := c.Jobs().Unpacked(); n > 0 {
+		t.Errorf("%d summaries' Jobs still not packed 30 s after the cache was ready", n)
+	}
 	avgPacked := c.Jobs().PackedBytes() / summaries
 	if avgPacked == 0 || avgPacked*maxPackedFraction > avgFull {
 		t.Errorf("a packed Job takes %d bytes on average, want some and ≤ 1/%d of a full Job's %d", avgPacked, maxPackedFraction, avgFull)
