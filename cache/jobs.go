@@ -79,10 +79,12 @@ type unpackedJob struct {
 
 // packDelay is how long a Job of a slot not held goes without a change
 // before it is packed; maxUnpacked bounds the whole Jobs kept meanwhile (a
-// replica's first list, or a loss of many slots, packs past it at once).
+// replica's first list, or a loss of many slots, packs past it at once). A
+// count, not bytes: a Job's size is its writer's, up to the API server's
+// limit, so the bound is small.
 const (
 	packDelay   = 2 * time.Second
-	maxUnpacked = 1024
+	maxUnpacked = 256
 )
 
 func newJobs(vc vcclient.Interface, slots func() int, log hclog.Logger, filled func([]int)) *Jobs {
