@@ -241,7 +241,7 @@ func (j *Jobs) packDue(now time.Time, all bool) int {
 
 // packLoop packs the summaries' Jobs as they come due, until ctx ends.
 func (j *Jobs) packLoop(ctx context.Context) {
-	if j.packDelay <= 0 {
+	if j.packDelay <= 0 || j.slots == nil { // packed at once, or every Job in full
 		return
 	}
 	t := time.NewTicker(j.packDelay / 2)

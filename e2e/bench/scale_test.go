@@ -658,7 +658,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		// KWOK may still be working off the set's stages after every pod is Running
 		// (0.2-1.2 core for minutes in some runs, against 0.04 in others); the phases
 		// that follow would measure it too.
-		progress("%s", waitQuiet(ctx, e.pids()[string(cluster.KWOK)], nodesQuiet, nodesQuietFor, nodesQuietLimit))
+		progress("%s", e.waitNodesQuiet(ctx))
 	}
 
 	// 2. Steady load through it, once a system that just started has settled.
@@ -673,7 +673,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 		// relisting 100,000 pods (a KWOK collection storm of minutes, 0.5-1
 		// core, in some runs): every system's steady load starts on quiet nodes,
 		// as the first system's does.
-		progress("%s", waitQuiet(ctx, e.pids()[string(cluster.KWOK)], nodesQuiet, nodesQuietFor, nodesQuietLimit))
+		progress("%s", e.waitNodesQuiet(ctx))
 	}
 	smp.setPhase("steady")
 	cpu2 := cpuSeconds(e.pids())
@@ -713,7 +713,7 @@ func benchScale(b *testing.B, w *scaleWorld, bin, sys string, index int) {
 	// 3 and 4. Faults, on quiet fake nodes: a failover measures the ring and
 	// the API server, not KWOK finishing the steady load's pods or collecting.
 	smp.setPhase("faults")
-	progress("%s", waitQuiet(ctx, e.pids()[string(cluster.KWOK)], nodesQuiet, nodesQuietFor, nodesQuietLimit))
+	progress("%s", e.waitNodesQuiet(ctx))
 	if err := e.faults(ctx, b, probeNS, &res); err != nil {
 		res.errs = append(res.errs, err)
 	}
@@ -795,7 +795,7 @@ func waitAllRunning(ctx context.Context, kube kubernetes.Interface, ns string, l
 }
 
 // The fake nodes are quiet once KWOK has used under nodesQuiet cores in each
-// of the 5-s samples of nodesQuietFor; waitQuiet waits no longer than
+// of the 5-s samples of nodesQuietFor; waitNodesQuiet waits no longer than
 // nodesQuietLimit for that.
 const (
 	nodesQuiet      = 0.1
@@ -803,11 +803,13 @@ const (
 	nodesQuietLimit = 10 * time.Minute
 )
 
-// waitQuiet waits until the process pid has used under cores of CPU in every
-// 5-s sample for the last period, at most limit, and says how that went. At
-// least period passes (the last writes of the phase before settle).
-func waitQuiet(ctx context.Context, pid int, cores float64, period, limit time.Duration) string {
+// waitNodesQuiet waits until KWOK has used under nodesQuiet cores in every
+// 5-s sample for the last nodesQuietFor, at most nodesQuietLimit, and says how
+// that went. At least nodesQuietFor passes (the last writes of the phase
+// before settle).
+func (e *scaleEnv) waitNodesQuiet(ctx context.Context) string {
 	const sample = 5 * time.Second
+	pid, cores, period, limit := e.pids()[string(cluster.KWOK)], nodesQuiet, nodesQuietFor, nodesQuietLimit
 	start, deadline := time.Now(), time.Now().Add(limit)
 	last, quietSince := procCPU(pid), time.Now()
 	var used float64
