@@ -201,9 +201,8 @@ func New(cfg Config) *Cache {
 	c.volcano.Scheduling().V1beta1().Queues().Informer()
 	c.kube.Scheduling().V1().PriorityClasses().Informer()
 	pgs := c.volcano.Scheduling().V1beta1().PodGroups().Informer()
-	// Neither can fail on an informer that has not started.
+	// It cannot fail on an informer that has not started.
 	_ = pgs.SetTransform(SlimPodGroup)
-	_ = pgs.AddIndexers(toolscache.Indexers{ByQueue: PodGroupQueue})
 	return c
 }
 
@@ -284,23 +283,11 @@ func (c *Cache) JobTemplates() vcflowinformers.JobTemplateInformer {
 }
 
 // QueuePodGroups are every PodGroup of the cluster, as summaries for
-// counting them by queue (SlimPodGroup), indexed ByQueue. Not for anything
+// counting them by queue (SlimPodGroup). Not for anything
 // that needs a whole PodGroup: the held slots' PodGroups are in
 // Owned(PodGroups).
 func (c *Cache) QueuePodGroups() toolscache.SharedIndexInformer {
 	return c.volcano.Scheduling().V1beta1().PodGroups().Informer()
-}
-
-// ByQueue indexes PodGroups by the queue they name (QueuePodGroups).
-const ByQueue = "queue"
-
-// PodGroupQueue is the ByQueue index function.
-func PodGroupQueue(obj any) ([]string, error) {
-	pg, ok := obj.(*scheduling.PodGroup)
-	if !ok {
-		return nil, fmt.Errorf("index %s: %T is not a PodGroup", ByQueue, obj)
-	}
-	return []string{pg.Spec.Queue}, nil
 }
 
 // SlimPodGroup is the transform of QueuePodGroups: it keeps only what counting

@@ -69,8 +69,8 @@ func (c *Config) Validate() error {
 type Informers struct {
 	Queues   vcschedulinginformers.QueueInformer
 	Commands vcbusinformers.CommandInformer
-	// PodGroups are every PodGroup of the cluster, as summaries (cache.SlimPodGroup) indexed
-	// cache.ByQueue: cache.Cache.QueuePodGroups.
+	// PodGroups are every PodGroup of the cluster, as summaries (cache.SlimPodGroup):
+	// cache.Cache.QueuePodGroups. The controller counts them by queue from their events.
 	PodGroups toolscache.SharedIndexInformer
 }
 
@@ -85,6 +85,8 @@ type Controller struct {
 	queueInf toolscache.SharedIndexInformer
 	cmdInf   toolscache.SharedIndexInformer
 	pgInf    toolscache.SharedIndexInformer
+	counts   tally                     // the PodGroups of every queue, from pgInf's events
+	counted  toolscache.InformerSynced // pgInf's initial list is in counts
 	metrics  *metrics
 	written  cache.Written[*scheduling.Queue]
 	pace     kit.Pacer // count-only status writes, over StatusInterval
@@ -128,9 +130,6 @@ func New(cfg Config) (*Controller, error) {
 	if shared == nil {
 		c.factory = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
 		pgs := c.factory.Scheduling().V1beta1().PodGroups().Informer()
-		if err := pgs.AddIndexers(toolscache.Indexers{cache.ByQueue: cache.PodGroupQueue}); err != nil {
-			return nil, fmt.Errorf("queue controller: podgroup index: %w", err)
-		}
 		if err := pgs.SetTransform(cache.SlimPodGroup); err != nil {
 			return nil, fmt.Errorf("queue controller: podgroup transform: %w", err)
 		}
@@ -152,10 +151,11 @@ func New(cfg Config) (*Controller, error) {
 }
 
 // Run lists and watches, then reconciles until ctx is done. No request is handled before every
-// informer has listed: a Closing queue must not close on counts that are still loading.
+// informer has listed and the PodGroups listed are counted: a Closing queue must not close on
+// counts that are still loading.
 func (c *Controller) Run(ctx context.Context) {
 	c.Base.Run(ctx, c.factory, "stopped before the Queue, Command and PodGroup informers listed; are the Volcano CRDs installed?",
-		c.queueInf.HasSynced, c.cmdInf.HasSynced, c.pgInf.HasSynced)
+		c.queueInf.HasSynced, c.cmdInf.HasSynced, c.counted)
 }
 
 // SlotsGained enqueues a sync of every Queue of the slots, and every Command that targets one:
@@ -189,11 +189,6 @@ func (c *Controller) register() error {
 			UpdateFunc: c.onQueueUpdate,
 			DeleteFunc: c.onQueueDelete,
 		}},
-		{c.pgInf, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    c.onPodGroup,
-			UpdateFunc: c.onPodGroupUpdate,
-			DeleteFunc: c.onPodGroup,
-		}},
 		{c.cmdInf, toolscache.ResourceEventHandlerFuncs{
 			AddFunc: c.onCommand,
 		}},
@@ -203,6 +198,15 @@ func (c *Controller) register() error {
 			return err
 		}
 	}
+	reg, err := c.pgInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPodGroupAdd,
+		UpdateFunc: c.onPodGroupUpdate,
+		DeleteFunc: c.onPodGroupDelete,
+	})
+	if err != nil {
+		return err
+	}
+	c.counted = reg.HasSynced
 	return nil
 }
 
@@ -258,29 +262,37 @@ func (c *Controller) onQueueDelete(obj any) {
 	c.enqueueSubtree(q.Name)
 }
 
-// onPodGroup syncs the queue of a PodGroup that came or went.
-func (c *Controller) onPodGroup(obj any) {
+// onPodGroupAdd counts a new PodGroup in and syncs its queue.
+func (c *Controller) onPodGroupAdd(obj any) {
 	if pg, ok := podGroupOf(obj); ok {
+		c.counts.event(nil, pg)
 		c.Disp.Enqueue(pg.Spec.Queue, request{})
 	}
 }
 
-// onPodGroupUpdate syncs the queue when the phase changed, and both queues when the PodGroup
-// moved from one to another.
+// onPodGroupDelete counts a PodGroup that went out and syncs its queue.
+func (c *Controller) onPodGroupDelete(obj any) {
+	if pg, ok := podGroupOf(obj); ok {
+		c.counts.event(pg, nil)
+		c.Disp.Enqueue(pg.Spec.Queue, request{})
+	}
+}
+
+// onPodGroupUpdate moves the PodGroup's count from its old phase and queue to the new, and syncs
+// the queue when the phase changed, and both queues when the PodGroup moved from one to another.
 func (c *Controller) onPodGroupUpdate(old, new any) {
 	oldPG, ok1 := podGroupOf(old)
 	newPG, ok2 := podGroupOf(new)
 	if !ok1 || !ok2 {
 		return
 	}
-	if oldPG.Spec.Queue != newPG.Spec.Queue {
-		c.Disp.Enqueue(oldPG.Spec.Queue, request{})
-		c.Disp.Enqueue(newPG.Spec.Queue, request{})
+	if !c.counts.event(oldPG, newPG) {
 		return
 	}
-	if oldPG.Status.Phase != newPG.Status.Phase {
-		c.Disp.Enqueue(newPG.Spec.Queue, request{})
+	if oldPG.Spec.Queue != newPG.Spec.Queue {
+		c.Disp.Enqueue(oldPG.Spec.Queue, request{})
 	}
+	c.Disp.Enqueue(newPG.Spec.Queue, request{})
 }
 
 func (c *Controller) onCommand(obj any) {

@@ -91,4 +91,11 @@
 // any queue. The PodGroup informer keeps only name, namespace, UID, resourceVersion, queue and
 // phase (a transform), a few hundred bytes per PodGroup, on every replica. Counting from a
 // per-slot PodGroup cache would need the PodGroups labelled with their queue's slot.
+//
+// The counts are kept as the PodGroup events come (an add counts one in, an update moves one
+// from its old phase or queue to the new, a delete counts one out), one entry per queue that
+// has PodGroups. A reconcile reads its queue's counts in constant time. Counting the queue's
+// PodGroups from the cache on each reconcile instead cost the holder of a queue with 10,000
+// PodGroups 1.9 GB of allocation over the scale benchmark's run (22 % of all it allocated),
+// and made it the largest replica.
 package queue

@@ -54,10 +54,7 @@ func (c *Controller) reconcileQueue(ctx context.Context, name string, req reques
 		return fmt.Errorf("get queue %s: %w", name, err)
 	}
 	queue := c.written.Latest(cached.Name, cached)
-	counts, err := countPodGroups(c.pgInf.GetIndexer(), name)
-	if err != nil {
-		return err
-	}
+	counts := c.counts.get(name)
 	parent := c.parent(queue)
 	if why := Refusal(name, action); why != "" {
 		c.Recorder.Event(queue, corev1.EventTypeWarning, string(action), why)

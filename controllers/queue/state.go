@@ -67,19 +67,23 @@ type Counts struct {
 }
 
 // Add counts one PodGroup in phase.
-func (c *Counts) Add(phase scheduling.PodGroupPhase) {
-	c.Total++
+func (c *Counts) Add(phase scheduling.PodGroupPhase) { c.add(phase, 1) }
+
+// add counts one PodGroup in phase in (sign +1) or out (sign -1).
+func (c *Counts) add(phase scheduling.PodGroupPhase, sign int) {
+	c.Total += sign
+	n := int32(sign)
 	switch phase {
 	case scheduling.PodGroupPending:
-		c.Pending++
+		c.Pending += n
 	case scheduling.PodGroupRunning:
-		c.Running++
+		c.Running += n
 	case scheduling.PodGroupUnknown:
-		c.Unknown++
+		c.Unknown += n
 	case scheduling.PodGroupInqueue:
-		c.Inqueue++
+		c.Inqueue += n
 	case scheduling.PodGroupCompleted:
-		c.Completed++
+		c.Completed += n
 	}
 }
 
