@@ -18,27 +18,29 @@ import (
 // cache's consistent reads, the replicas' client-side waits), and a CPU
 // profile of kube-apiserver over the first RINGFIRE_SCALE_FAILOVER_PROFILE
 // after the kill. It is off when that is 0 (the default), and writes under
-// the system's log directory. Call it just before the kill; call the
-// function it returns once the probes are in.
-func (e *scaleEnv) failoverDiag(ctx context.Context, survivors []*procs.Replica) (done func()) {
+// the system's log directory, each file named for the round (failover1-,
+// failover2-, ...). Call it just before the kill; call the function it
+// returns once the probes are in.
+func (e *scaleEnv) failoverDiag(ctx context.Context, survivors []*procs.Replica, round int) (done func()) {
 	if e.sc.profile <= 0 {
 		return func() {}
 	}
+	prefix := fmt.Sprintf("failover%d-", round+1)
 	write := func(name string, data []byte) {
-		if err := os.WriteFile(filepath.Join(e.sysLogs, name), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(e.sysLogs, prefix+name), data, 0o644); err != nil {
 			fmt.Printf("failover diagnostics: %v\n", err)
 		}
 	}
 	snapshot := func(suffix string) {
 		raw := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics")
 		if data, err := raw.DoRaw(ctx); err == nil {
-			write("failover-kube-apiserver-"+suffix+".prom", data)
+			write("kube-apiserver-"+suffix+".prom", data)
 		} else {
 			fmt.Printf("failover diagnostics: kube-apiserver /metrics: %v\n", err)
 		}
 		for _, r := range survivors {
 			if body, code, err := r.Get(ctx, "/metrics"); err == nil && code == 200 {
-				write("failover-"+r.ID+"-"+suffix+".prom", []byte(body))
+				write(r.ID+"-"+suffix+".prom", []byte(body))
 			} else {
 				fmt.Printf("failover diagnostics: %s /metrics: %d %v\n", r.ID, code, err)
 			}
@@ -57,7 +59,7 @@ func (e *scaleEnv) failoverDiag(ctx context.Context, survivors []*procs.Replica)
 			fmt.Printf("failover diagnostics: kube-apiserver profile: %v\n", err)
 			return
 		}
-		write("failover-kube-apiserver.pprof", data)
+		write("kube-apiserver.pprof", data)
 	}()
 	return func() {
 		snapshot("after")
