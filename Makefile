@@ -65,7 +65,7 @@ bench: ## the Go benchmarks: slot hashing, assignment, dispatcher, failover, all
 bench-e2e: tools ## the end-to-end load benchmark: 1,000 Jobs x 10 pods on 1 and 3 replicas (minutes)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench 'JobCreation|BatchJobs|APIServerFloor' -benchtime 1x -timeout 60m ./e2e/bench/
 
-bench-scale: tools ## 10,000 resident Jobs x 10 pods with a steady load through them, on 1, 3, 6 replicas and Volcano (about 85 minutes; docs/benchmarks.md)
+bench-scale: tools ## 10,000 resident Jobs x 10 pods with a steady load through them, on 1, 3, 6 replicas and Volcano (about 90 minutes; docs/benchmarks.md)
 	RINGFIRE_TOOLS_BIN="$$(e2e/tools/build.sh | tail -n 1)" RINGFIRE_E2E=1 $(GO) test -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 180m -v ./e2e/bench/
 
 node-tools: ## build what a real node runs (kubelet, kube-proxy, containerd, CoreDNS, ...) and install its Debian packages (root)
