@@ -1296,19 +1296,10 @@ func medianWindowP99(ws []window) time.Duration {
 			p99s = append(p99s, percentile(w.latencies, 99))
 		}
 	}
-	slices.Sort(p99s)
-	if len(p99s) == 0 {
-		return 0
-	}
-	return p99s[len(p99s)/2]
+	return median(p99s)
 }
 
-// median is the middle of ds (the upper middle of an even count), or 0 for
-// none.
+// median is the 50th percentile of ds, in any order (0 for none).
 func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(ds))
-	return s[len(s)/2]
+	return percentile(slices.Sorted(slices.Values(ds)), 50)
 }
