@@ -824,6 +824,29 @@ func (d *Dispatcher[R]) Release(key string) bool {
 	return released
 }
 
+// QuarantineKey quarantines key, of a slot this replica holds, as if its
+// handler had panicked with reason: for a panic of the controller's code
+// outside a reconcile, such as an informer event handler's (guard.Handler),
+// which would otherwise go unseen here. The key is kept from running here at
+// once; its mark is written to etcd in the background. It reports false,
+// and does nothing, without a Quarantine or when the slot is not held: the
+// holder's own handler sees the same object.
+func (d *Dispatcher[R]) QuarantineKey(key, reason string) bool {
+	if d.quarantine == nil {
+		return false
+	}
+	slots := d.ownership.Slots()
+	if slots == 0 {
+		return false
+	}
+	if _, held := d.ownership.SlotContext(SlotOf(key, slots)); !held {
+		return false
+	}
+	d.quarantine.mark(d.name, key, reason)
+	d.tell(key, reason)
+	return true
+}
+
 // quarantinedHere counts the quarantined keys of the slots this replica holds.
 func (d *Dispatcher[R]) quarantinedHere() int {
 	return d.quarantine.count(d.name, func(key string) bool {

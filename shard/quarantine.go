@@ -48,6 +48,7 @@ type Quarantine struct {
 	local    map[string]Mark // quarantined here; kept also where the mark's write failed
 	runs     map[string]*quarantineRun
 	pressure bool // the heap is over budget: logged once per episode
+	marking  int  // marks of mark being written
 }
 
 // QuarantineConfig configures a Quarantine. Start from
@@ -279,6 +280,38 @@ func (q *Quarantine) end(r *quarantineRun, panicked any) (reason string) {
 	q.mu.Unlock()
 	q.put(r.id, m)
 	return reason
+}
+
+// maxMarking bounds the marks of mark being written at once: past it a mark
+// is kept here only, so that a storm of handler panics starts no more
+// goroutines than this.
+const maxMarking = 8
+
+// mark quarantines the key of dispatcher name from outside a run: here at
+// once, in etcd by a goroutine of its own, so that the caller (an informer's
+// goroutine) never waits on etcd.
+func (q *Quarantine) mark(name, key, reason string) {
+	id := name + "/" + key
+	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC()}
+	q.mu.Lock()
+	q.local[id] = m
+	write := q.marking < maxMarking
+	if write {
+		q.marking++
+	}
+	q.mu.Unlock()
+	if !write {
+		q.log.Warn("too many quarantine marks being written; this one is kept on this replica only", "key", id, "reason", reason)
+		return
+	}
+	go func() {
+		defer func() {
+			q.mu.Lock()
+			q.marking--
+			q.mu.Unlock()
+		}()
+		q.put(id, m)
+	}()
 }
 
 // release forgets the key's quarantine here and deletes its mark, if any.

@@ -130,6 +130,51 @@ func TestQuarantinePanickingKey(t *testing.T) {
 	awaitCondition(t, "it to be quarantined and told again", func() bool { return len(tell.of("ns/boom")) == 2 })
 }
 
+// QuarantineKey, for a panic outside a run (an informer handler's), keeps a
+// key of a held slot from running, tells OnQuarantine, writes the mark, and
+// is ended by Release; a key of a slot not held is left alone.
+func TestQuarantineKeyFromOutsideARun(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", nil)
+	own := newToggleOwnership(16)
+	var runs atomic.Int32
+	var tell told
+	cfg := dispatcherTestConfig(own, func(context.Context, string, int) error { runs.Add(1); return nil })
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+	awaitCondition(t, "the marks to be read", func() bool { return q.await(context.Background()) == nil })
+
+	if !d.QuarantineKey("ns/bad", "its update handler panicked") {
+		t.Fatal("QuarantineKey of a held key reported false")
+	}
+	if got := tell.of("ns/bad"); len(got) != 1 || got[0] != "its update handler panicked" {
+		t.Errorf("OnQuarantine got %q", got)
+	}
+	d.Enqueue("ns/bad", 1)
+	d.Enqueue("ns/ok", 1)
+	awaitCondition(t, "the other key to run", func() bool { return runs.Load() == 1 })
+	awaitCondition(t, "the quarantined key's request to be dropped", func() bool { return d.Len() == 0 })
+	if runs.Load() != 1 {
+		t.Errorf("%d runs, want 1: the quarantined key ran", runs.Load())
+	}
+	awaitCondition(t, "the mark to be in etcd", func() bool { _, ok := markOf(t, q.cfg.Client, "ns/bad"); return ok })
+
+	if !d.Release("ns/bad") {
+		t.Fatal("Release did not find the quarantine")
+	}
+	d.Enqueue("ns/bad", 2)
+	awaitCondition(t, "the released key to run", func() bool { return runs.Load() == 2 })
+
+	other := keysHashingTo(16, 3, 1)[0]
+	own.handOver(3)
+	if d.QuarantineKey(other, "x") {
+		t.Error("QuarantineKey of a key of a slot not held reported true")
+	}
+	if _, ok := q.held("test", other); ok {
+		t.Error("a key of a slot not held was quarantined")
+	}
+}
+
 // A key whose handler runs past its time budget has its context cancelled
 // and is quarantined once the handler returns.
 func TestQuarantineTimeBudget(t *testing.T) {
