@@ -20,6 +20,7 @@ import (
 	"github.com/ringfire/ringfire/deploy"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/e2e/memcg"
 	"github.com/ringfire/ringfire/e2e/procs"
 	"github.com/ringfire/ringfire/internal/localetcd"
 )
@@ -33,6 +34,10 @@ const (
 	// controllers are all of ringfire's, the gang scheduler included.
 	controllers = "job,queue,podgroup,cronjob,jobflow,batchjob,scheduler"
 )
+
+// replicaMemoryLimit is the memory limit of deploy/ringfire's StatefulSet,
+// which each replica here runs under.
+const replicaMemoryLimit = 2 << 30
 
 // keepEnv names an environment variable: set to a directory, the control
 // plane's state and the replicas' logs stay there for a look afterwards.
@@ -59,15 +64,13 @@ func register(c Case) {
 }
 
 // world is the suite's setting: the control plane, the ring's etcd and the
-// replicas, each in a memory cgroup of its own.
+// replicas, each in a memory cgroup of its own (e2e/memcg).
 type world struct {
-	cluster  *cluster.Cluster
-	kube     kubernetes.Interface
-	volcano  vcclient.Interface
-	ring     *localetcd.Server
-	args     procs.Args
-	replicas []*procs.Replica
-	memcgs   map[string]*memcg // by replica id; empty where the machine has no cgroup to make
+	cluster *cluster.Cluster
+	kube    kubernetes.Interface
+	volcano vcclient.Interface
+	ring    *localetcd.Server
+	fleet   *memcg.Fleet // the replicas, each in a memory cgroup of its own
 }
 
 // TestRobustness starts the world, runs every registered case side by side,
@@ -119,99 +122,24 @@ func startWorld(t *testing.T) *world {
 	cfg.QPS, cfg.Burst = 1000, 1000
 	w := &world{
 		cluster: cl, kube: kubernetes.NewForConfigOrDie(cfg), volcano: vcclient.NewForConfigOrDie(cfg),
-		ring: localetcd.StartForTest(t), memcgs: map[string]*memcg{},
+		ring: localetcd.StartForTest(t),
 	}
-	w.args = procs.Args{
+	w.fleet = memcg.NewFleet(t, procs.Args{
 		Bin: procs.Build(t), Etcd: w.ring.Endpoint(), Prefix: prefix, Kubeconfig: kubeconfigPath,
 		LogDir: logDir, Controllers: controllers, Slots: slots,
-	}
-	t.Cleanup(func() {
-		procs.StopAll(t, w.replicas)
-		for _, m := range w.memcgs {
-			m.remove()
-		}
-		if t.Failed() {
-			for _, r := range w.replicas { // to stderr, ahead of the failures (see cluster.StartForTest)
-				fmt.Fprintf(os.Stderr, "=== %s failed: replica %s log tail:\n%s\n", t.Name(), r.ID, r.LogTail(60))
-			}
-		}
-	})
+	}, replicaMemoryLimit, "robusttest")
 	for i := range replicas {
-		w.replicas = append(w.replicas, w.startReplica(t, fmt.Sprintf("r%d", i), logDir))
+		w.fleet.Start(t, fmt.Sprintf("r%d", i))
 	}
-	if err := procs.WaitRing(ctx, w.replicas, time.Minute); err != nil {
+	if err := procs.WaitRing(ctx, w.fleet.Replicas(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-// startReplica starts replica id in a memory cgroup of its own with the
-// StatefulSet's limit. A machine where the suite cannot make one (not root,
-// no memory controller) runs the replica unlimited and says so; the audit
-// then compares each replica's peak resident memory with the limit instead.
-func (w *world) startReplica(t *testing.T, id, dir string) *procs.Replica {
-	t.Helper()
-	a := w.args
-	m, err := newMemcg(fmt.Sprintf("%d-%s", os.Getpid(), id), replicaMemoryLimit)
-	if err != nil {
-		t.Logf("replica %s runs without a memory cgroup: %v", id, err)
-		return procs.Start(t, a, id)
-	}
-	w.memcgs[id] = m
-	if a.Bin, err = m.wrapper(dir, a.Bin); err != nil {
-		t.Fatal(err)
-	}
-	return procs.Start(t, a, id)
-}
-
 // audit checks what every case relies on: no replica died (an OOM kill, a
 // crash) and none went past its memory limit; it logs each one's peak.
-func (w *world) audit(t *testing.T) {
-	t.Helper()
-	for _, r := range w.replicas {
-		if r.Exited() {
-			t.Errorf("replica %s exited during the suite; its log ends:\n%s", r.ID, r.LogTail(40))
-		}
-		hwm := peakRSS(r.PID())
-		m := w.memcgs[r.ID]
-		if m == nil {
-			if hwm > replicaMemoryLimit {
-				t.Errorf("replica %s peaked at %d MiB resident, past the StatefulSet's limit of %d MiB", r.ID, hwm>>20, replicaMemoryLimit>>20)
-			}
-			t.Logf("replica %s: peak resident memory %d MiB (no cgroup)", r.ID, hwm>>20)
-			continue
-		}
-		peak, err := m.peak()
-		if err != nil {
-			t.Errorf("replica %s: read its cgroup's peak: %v", r.ID, err)
-		}
-		kills, err := m.oomKills()
-		if err != nil {
-			t.Logf("replica %s: read its cgroup's OOM kills: %v", r.ID, err)
-		}
-		if kills > 0 {
-			t.Errorf("replica %s: %d processes OOM-killed in its cgroup (limit %d MiB)", r.ID, kills, replicaMemoryLimit>>20)
-		}
-		t.Logf("replica %s: cgroup peak %d MiB of %d MiB, peak resident %d MiB, OOM kills %d", r.ID, peak>>20, replicaMemoryLimit>>20, hwm>>20, kills)
-	}
-}
-
-// peakRSS is a live process's peak resident memory (VmHWM), in bytes, or 0.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
+func (w *world) audit(t *testing.T) { w.fleet.Audit(t, replicaMemoryLimit) }
 
 // namespace makes a namespace named for the case (prefix-<n>) and returns its
 // name; it goes with the test.
