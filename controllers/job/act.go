@@ -92,11 +92,15 @@ func (c *Controller) expectAgain(x kit.Expected) {
 // UID's (taken: the Job waits for its name).
 // Each create is expected before it is issued, so that no reconcile issues it
 // again before the cache has seen the pod.
-func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods []*corev1.Pod) (taken []plan.Holder, err error) {
+func (c *Controller) createPods(ctx context.Context, key string, job *batch.Job, pods *plan.PodCreates) (taken []plan.Holder, err error) {
 	slot := c.slotOf(key)
 	var mu sync.Mutex
-	errs := kit.Parallel(len(pods), c.cfg.PodParallelism, func(i int) error {
-		p := pods[i]
+	errs := kit.Parallel(pods.Len(), c.cfg.PodParallelism, func(i int) error {
+		// Built here, dropped when sent: at most PodParallelism built pods at once.
+		p, err := pods.Build(i)
+		if err != nil {
+			return fmt.Errorf("build pod %s: %w", pods.Name(i), err)
+		}
 		x := c.expected(slot, key, cache.Pods, p)
 		sent, err := kit.Create(ctx, c.Guard, x, func(ctx context.Context) error {
 			_, err := c.cfg.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})

@@ -48,8 +48,8 @@ func Pod(job *batch.Job, task *batch.TaskSpec, index int, slot int) *corev1.Pod 
 	return pod
 }
 
-// taskKey is the name pods record as their task: the task's name, or "default" for an unnamed one.
-func taskKey(task *batch.TaskSpec) string {
+// TaskKey is the name pods record as their task: the task's name, or "default" for an unnamed one.
+func TaskKey(task *batch.TaskSpec) string {
 	if task.Name == "" {
 		return batch.DefaultTaskSpec
 	}
@@ -65,7 +65,7 @@ func annotate(pod *corev1.Pod, job *batch.Job, task *batch.TaskSpec, index int) 
 	}
 	a := pod.Annotations
 	a[batch.TaskIndex] = strconv.Itoa(index)
-	a[batch.TaskSpecKey] = taskKey(task)
+	a[batch.TaskSpecKey] = TaskKey(task)
 	a[scheduling.KubeGroupNameAnnotationKey] = PodGroupName(job)
 	a[batch.JobNameKey] = job.Name
 	a[batch.QueueNameKey] = job.Spec.Queue
@@ -93,7 +93,7 @@ func label(pod *corev1.Pod, job *batch.Job, task *batch.TaskSpec, index int, slo
 	l := pod.Labels
 	l[batch.TaskIndex] = strconv.Itoa(index)
 	l[batch.JobNameKey] = job.Name
-	l[batch.TaskSpecKey] = taskKey(task)
+	l[batch.TaskSpecKey] = TaskKey(task)
 	l[batch.JobNamespaceKey] = job.Namespace
 	l[batch.QueueNameKey] = job.Spec.Queue
 	copyKeys(l, job.Labels, inheritedLabels)

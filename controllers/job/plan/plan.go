@@ -19,9 +19,9 @@ import (
 	"github.com/ringfire/ringfire/controllers/job/state"
 )
 
-// MaxCreateBatch bounds the pods one sync builds and creates: what a sync holds is the pods
-// that exist and one batch, whatever the replicas (a plugin may make each pod large:
-// tensorflow writes every replica's host into each).
+// MaxCreateBatch bounds the pods one sync creates: what a sync holds is the pods that exist
+// and the names of one batch, whatever the replicas. The pods themselves are built one at a
+// time as their creates are sent (PodCreates).
 const MaxCreateBatch = 256
 
 // InFlight tells which creates and deletes of the Job's objects are on their way to the
@@ -119,7 +119,7 @@ type Plan struct {
 	CreatePodGroup *scheduling.PodGroup
 	UpdatePodGroup *scheduling.PodGroup
 	CreatePVCs     []*corev1.PersistentVolumeClaim
-	CreatePods     []*corev1.Pod
+	CreatePods     *PodCreates // nil for none
 	DeletePods     []*corev1.Pod
 	DeletePodGroup *scheduling.PodGroup
 	KillPlugins    *plugins.Changes
@@ -350,12 +350,14 @@ func (b *builder) sync() (Counts, bool) {
 	b.pvcs()
 
 	var pc Counts
-	var create, surplus []*corev1.Pod
+	var create []podCreate
+	var surplus []*corev1.Pod
 	var held []Holder // pods of another UID holding names this Job's pods need
 	for ti := range job.Spec.Tasks {
 		task := &job.Spec.Tasks[ti]
 		existing := in.Pods[task.Name]
 		ready := admitted && DependenciesReady(job, task, in.Pods)
+		checked := false
 		for i := range int(task.Replicas) {
 			name := build.PodName(job.Name, task.Name, i)
 			if p, ok := existing[name]; ok {
@@ -381,12 +383,17 @@ func (b *builder) sync() (Counts, bool) {
 			if !ready || len(create) >= MaxCreateBatch {
 				continue // the rest when these creates reach the cache and bring the Job back
 			}
-			pod := build.Pod(job, task, i, in.Slot)
-			if err := set.OnPodCreate(pod, job); err != nil {
-				b.fail(BeforePodCreates, "job plugins on pod create", err)
-				return pc, false
+			if !checked {
+				// What a plugin refuses, it refuses of the Job or of the task (a head task
+				// missing, an argument), not of one index: the task's first pod, built and
+				// dropped, tells it before any write, as building every pod here did.
+				if err := set.OnPodCreate(build.Pod(job, task, i, in.Slot), job); err != nil {
+					b.fail(BeforePodCreates, "job plugins on pod create", err)
+					return pc, false
+				}
+				checked = true
 			}
-			create = append(create, pod)
+			create = append(create, podCreate{name: name, task: ti, index: i})
 		}
 		for _, name := range sortedKeys(existing) {
 			if p := existing[name]; !build.IsPodOf(job.Name, task, name) && p.DeletionTimestamp == nil {
@@ -403,11 +410,13 @@ func (b *builder) sync() (Counts, bool) {
 			}
 		}
 	}
-	slices.SortFunc(create, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
-	for _, p := range create {
-		pc.Add(p.Annotations[batch.TaskSpecKey], corev1.PodPending)
+	slices.SortFunc(create, func(x, y podCreate) int { return strings.Compare(x.name, y.name) })
+	for _, c := range create {
+		pc.Add(build.TaskKey(&job.Spec.Tasks[c.task]), corev1.PodPending)
 	}
-	b.p.CreatePods = create
+	if len(create) > 0 {
+		b.p.CreatePods = newPodCreates(job, in.Slot, set, create)
+	}
 	b.p.Names = &held
 	for _, p := range surplus {
 		pc.Terminating++ // gone or going

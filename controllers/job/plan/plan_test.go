@@ -179,7 +179,7 @@ func TestMake(t *testing.T) {
 			if p.Failure != nil || p.Hold != nil {
 				t.Fatalf("failure %+v, hold %+v", p.Failure, p.Hold)
 			}
-			if got := names(p.CreatePods); !slices.Equal(got, row.create) {
+			if got := p.CreatePods.Names(); !slices.Equal(got, row.create) {
 				t.Errorf("creates %v, want %v", got, row.create)
 			}
 			if got := names(p.DeletePods); !slices.Equal(got, row.delete) {
@@ -211,12 +211,12 @@ func TestMakeDependsOn(t *testing.T) {
 	job.Spec.Tasks[1].DependsOn = &batch.DependsOn{Name: []string{"a"}}
 	job.Spec.MinAvailable = 1
 	in := world{job: job, pg: scheduling.PodGroupInqueue}.input(bus.SyncJobAction, state.Request{}, flight{})
-	if got := names(Make(in).CreatePods); !slices.Equal(got, []string{"j-a-0"}) {
+	if got := Make(in).CreatePods.Names(); !slices.Equal(got, []string{"j-a-0"}) {
 		t.Errorf("creates %v before a runs, want only a's", got)
 	}
 	in = world{job: job, pg: scheduling.PodGroupRunning, pods: []*corev1.Pod{podOf(job, "a", 0, corev1.PodRunning)}}.
 		input(bus.SyncJobAction, state.Request{}, flight{})
-	if got := names(Make(in).CreatePods); !slices.Equal(got, []string{"j-b-0"}) {
+	if got := Make(in).CreatePods.Names(); !slices.Equal(got, []string{"j-b-0"}) {
 		t.Errorf("creates %v once a runs, want b's", got)
 	}
 }
@@ -231,8 +231,8 @@ func TestMakeHeldNames(t *testing.T) {
 	in.Foreign = map[string]*corev1.Pod{old.Name: old}
 	in.Taken = map[string]bool{"j-w-1": true}
 	p := Make(in)
-	if len(p.CreatePods) != 0 || p.Status.Next.Pending != 0 {
-		t.Errorf("creates %v, pending %d; want none", names(p.CreatePods), p.Status.Next.Pending)
+	if p.CreatePods.Len() != 0 || p.Status.Next.Pending != 0 {
+		t.Errorf("creates %v, pending %d; want none", p.CreatePods.Names(), p.Status.Next.Pending)
 	}
 	if p.Names == nil || len(*p.Names) != 1 || (*p.Names)[0].Name != "j-w-0" || !(*p.Names)[0].Cached {
 		t.Errorf("names waited for %+v, want the cached j-w-0", p.Names)
@@ -264,7 +264,7 @@ func TestMakePluginFailures(t *testing.T) {
 	job.Spec.Plugins = map[string][]string{"nosuch": nil}
 	pods := []*corev1.Pod{podOf(job, "w", 0, corev1.PodRunning)}
 	p := Make(world{job: job, pods: pods, pg: scheduling.PodGroupRunning}.input(bus.SyncJobAction, state.Request{}, flight{}))
-	if p.Failure == nil || p.Failure.Stage != AtStart || p.Status.Write || len(p.CreatePods) != 0 {
+	if p.Failure == nil || p.Failure.Stage != AtStart || p.Status.Write || p.CreatePods.Len() != 0 {
 		t.Errorf("sync: failure %+v, write %v", p.Failure, p.Status.Write)
 	}
 	p = Make(world{job: job, pods: pods, pg: scheduling.PodGroupRunning}.input(bus.AbortJobAction, state.Request{}, flight{}))
@@ -379,7 +379,7 @@ func TestMakeIsPure(t *testing.T) {
 	w := world{job: job, pg: scheduling.PodGroupRunning, pods: []*corev1.Pod{podOf(job, "w", 0, corev1.PodRunning)}}
 	a := Make(w.input(bus.SyncJobAction, state.Request{}, flight{}))
 	b := Make(w.input(bus.SyncJobAction, state.Request{}, flight{}))
-	if !slices.Equal(names(a.CreatePods), names(b.CreatePods)) || a.Status.Next.State != b.Status.Next.State {
+	if !slices.Equal(a.CreatePods.Names(), b.CreatePods.Names()) || a.Status.Next.State != b.Status.Next.State {
 		t.Errorf("two plans of one input differ")
 	}
 	if job.Status.State.Phase != batch.Running || job.Status.Pending != 0 {
