@@ -4,6 +4,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/job/plan"
 
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -122,5 +123,30 @@ func TestReconcileLargestJobCost(t *testing.T) {
 	t.Logf("a reconcile of %d running pods: %.0f allocations, %v", state.MaxReplicas, allocs, time.Since(start)/6)
 	if allocs > 4*state.MaxReplicas {
 		t.Errorf("%.0f allocations for %d pods", allocs, state.MaxReplicas)
+	}
+}
+
+// A Job within the replica limits whose template carries 1 MiB of labels (on Volcano's CRDs,
+// which take it) is held the same way: no pod is built or made of it.
+func TestReconcileHoldsJobOfLargeTemplate(t *testing.T) {
+	ctx := context.Background()
+	job := testJob("labelled", task("worker", 400))
+	labels := map[string]string{}
+	for i := range 16000 { // 16,000 labels of 64 bytes: 1 MiB
+		labels[fmt.Sprintf("example.com/l%05d", i)] = strings.Repeat("v", 46)
+	}
+	job.Spec.Tasks[0].Template.Labels = labels
+	f := newFixture(t, nil, job)
+	f.admit(t, job)
+	if err := f.c.reconcile(ctx, "ns/labelled", request{Request: state.Request{Event: bus.OutOfSyncEvent}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "spec.tasks[0].template.metadata has 16000 labels; ringfire takes at most 256"
+	events := f.recorded()
+	if len(events) != 1 || !strings.HasPrefix(events[0], "Warning TooLarge "+want) {
+		t.Errorf("events %q, want one: Warning TooLarge %s...", events, want)
+	}
+	if created := creates(f.kube, "pods"); len(created) != 0 {
+		t.Errorf("created %d pods of a template beyond the limits", len(created))
 	}
 }

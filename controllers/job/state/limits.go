@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -28,6 +29,23 @@ const (
 	// tensorflow's TF_CONFIG in every pod, mpi's MPI_HOST in every master pod. The bytes grow
 	// with the square of the replicas.
 	MaxReplicasInPods = 1024
+)
+
+// The most a task's pod template may carry in labels and annotations. Every pod of the task
+// copies them, the API server and every watcher of pods keep them per pod, and a reconcile
+// builds pods from them: a template of 1 MiB of labels in a Job of 400 replicas cost the holder
+// of its slot 400 MiB of pods, through no other limit. Kubernetes caps a pod's annotations at
+// 256 KiB and a label's value at 63 bytes but not the labels' count; real templates carry a
+// few dozen entries in a few KiB (docs/jobs.md, "Limits"). The CRDs (deploy/crds/gen) refuse a
+// template beyond these at admission; the controller holds its Job (TooLarge) on a cluster
+// whose CRDs do not.
+const (
+	// MaxTemplateMetadataBytes bounds the keys and values of a template's labels and
+	// annotations together.
+	MaxTemplateMetadataBytes = 64 << 10
+	// MaxTemplateMetadataEntries bounds the labels, and the annotations, of a template: each
+	// map has at most this many keys (which also keeps the CRD's rule over them cheap).
+	MaxTemplateMetadataEntries = 256
 )
 
 // ListingPlugins list every replica's host in one object: svc and ssh themselves, and the
@@ -58,9 +76,10 @@ func ReplicaLimit(plugins map[string][]string) (int64, string) {
 	return MaxReplicas, ""
 }
 
-// TooLarge says why the Job asks for more than ringfire runs, or is "". It reads each task once
-// and does no work in proportion to the replicas, so it is safe on any spec: the controller asks
-// it before anything is sized by the spec.
+// TooLarge says why the Job asks for more than ringfire runs, or is "": too many replicas, or a
+// task's template with too many labels and annotations. It reads each task once and does no
+// work in proportion to the replicas or to a template's size, so it is safe on any spec: the
+// controller asks it before anything is sized by the spec.
 func TooLarge(job *batch.Job) string {
 	var total int64
 	for _, t := range job.Spec.Tasks {
@@ -76,7 +95,60 @@ func TooLarge(job *batch.Job) string {
 		return fmt.Sprintf("spec.minAvailable is %d, above ringfire's limit of %d replicas per Job: "+
 			"lower it to at most the replicas of the tasks (docs/jobs.md, Limits)", job.Spec.MinAvailable, limit)
 	}
+	for i := range job.Spec.Tasks {
+		if problem := TemplateTooLarge(fmt.Sprintf("spec.tasks[%d].template", i), &job.Spec.Tasks[i].Template); problem != "" {
+			return problem
+		}
+	}
 	return ""
+}
+
+// TemplateTooLarge says why the pod template at path carries more labels and annotations than
+// ringfire takes, or is "". Its work is bounded by the limits, not by the template: it stops
+// counting at the first entry past them. The message names the template by its path, never
+// by the user's text.
+func TemplateTooLarge(path string, t *corev1.PodTemplateSpec) string {
+	for _, m := range []struct {
+		what    string
+		entries map[string]string
+	}{{"labels", t.Labels}, {"annotations", t.Annotations}} {
+		if n := len(m.entries); n > MaxTemplateMetadataEntries {
+			return fmt.Sprintf("%s.metadata has %d %s; ringfire takes at most %d, since every pod copies them: "+
+				"keep fewer, and data in a ConfigMap or the pod's spec (docs/jobs.md, Limits)", path, n, m.what, MaxTemplateMetadataEntries)
+		}
+	}
+	if n := TemplateMetadataBytes(t, MaxTemplateMetadataBytes); n > MaxTemplateMetadataBytes {
+		return fmt.Sprintf("%s.metadata carries more than %d bytes of labels and annotations (keys and values together); "+
+			"%s", path, MaxTemplateMetadataBytes, templateBytesReason)
+	}
+	return ""
+}
+
+// TemplateMetadataBytes is the size of the keys and values of t's labels and annotations,
+// counted until it passes limit: a result above limit means "more than limit".
+func TemplateMetadataBytes(t *corev1.PodTemplateSpec, limit int) int {
+	n := 0
+	for _, m := range []map[string]string{t.Labels, t.Annotations} {
+		for k, v := range m {
+			if n += len(k) + len(v); n > limit {
+				return n
+			}
+		}
+	}
+	return n
+}
+
+// templateBytesReason ends the messages of a template over MaxTemplateMetadataBytes, the
+// controller's and the CRD's.
+const templateBytesReason = "ringfire takes at most that much in a pod template, since every pod copies it: " +
+	"keep data in a ConfigMap or the pod's spec (docs/jobs.md, Limits)"
+
+// TemplateTooLargeAtAdmission is the message of the CRD rule (deploy/crds/gen) over a
+// template's labels and annotations: the controller's words, without the template's path,
+// which the API server's error gives.
+func TemplateTooLargeAtAdmission() string {
+	return fmt.Sprintf("the labels and annotations of a pod template carry more than %d bytes (keys and values together); %s",
+		MaxTemplateMetadataBytes, templateBytesReason)
 }
 
 // TooManyReplicas is the message for a Job whose tasks ask for total replicas, above limit, set

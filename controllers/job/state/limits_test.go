@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -126,5 +127,68 @@ func TestPoisonJobCostsNoMoreThanASmallOne(t *testing.T) {
 	// The poison Job's message is one more string and its formatting.
 	if poison > small+8 {
 		t.Errorf("a Job of 2147483647 replicas allocates %v times, one of 1 replica %v", poison, small)
+	}
+}
+
+// templated is a Job of one task whose template has labels of n entries and annotations of
+// a entries, each key and value of size bytes together.
+func templated(n, a, size int) *batch.Job {
+	job := sized(nil, 1, 1)
+	fill := func(count int) map[string]string {
+		m := map[string]string{}
+		for i := range count {
+			k := fmt.Sprintf("k%06d", i)
+			m[k] = strings.Repeat("v", max(size-len(k), 0))
+		}
+		return m
+	}
+	job.Spec.Tasks[1].Template.Labels, job.Spec.Tasks[1].Template.Annotations = fill(n), fill(a)
+	return job
+}
+
+// A template beyond the bytes or the entries of labels and annotations is too large, named by
+// its path (never by the user's text); at the limits it is not.
+func TestTooLargeTemplate(t *testing.T) {
+	per := MaxTemplateMetadataBytes / (2 * MaxTemplateMetadataEntries) // bytes an entry may take at full maps
+	for _, tc := range []struct {
+		name string
+		job  *batch.Job
+		want string
+	}{
+		{"small", templated(10, 10, 40), ""},
+		{"at every limit", templated(MaxTemplateMetadataEntries, MaxTemplateMetadataEntries, per), ""},
+		{"one byte over", func() *batch.Job {
+			j := templated(MaxTemplateMetadataEntries, MaxTemplateMetadataEntries, per)
+			j.Spec.Tasks[1].Template.Labels["k000000"] += "v"
+			return j
+		}(), "spec.tasks[1].template.metadata carries more than 65536 bytes of labels and annotations (keys and values together); " +
+			"ringfire takes at most that much in a pod template, since every pod copies it: keep data in a ConfigMap or the pod's spec (docs/jobs.md, Limits)"},
+		{"one annotation of 1 MiB", templated(0, 1, 1<<20), "spec.tasks[1].template.metadata carries more than 65536 bytes"},
+		{"too many labels", templated(MaxTemplateMetadataEntries+1, 0, 8),
+			"spec.tasks[1].template.metadata has 257 labels; ringfire takes at most 256, since every pod copies them: keep fewer, and data in a ConfigMap or the pod's spec (docs/jobs.md, Limits)"},
+		{"too many annotations", templated(0, 60000, 10), "spec.tasks[1].template.metadata has 60000 annotations; ringfire takes at most 256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TooLarge(tc.job)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("TooLarge = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := TemplateTooLargeAtAdmission(); !strings.HasSuffix(got, "(docs/jobs.md, Limits)") || !strings.Contains(got, "more than 65536 bytes") {
+		t.Errorf("the CRD's message %q", got)
+	}
+}
+
+// Telling a template too large costs no more than the limits: the count stops at the first
+// entry past them, whatever the template's size.
+func TestTemplateBytesStopAtTheLimit(t *testing.T) {
+	job := templated(0, 200, 4<<10) // 800 KiB of annotations, within the entries
+	tmpl := &job.Spec.Tasks[1].Template
+	if n := TemplateMetadataBytes(tmpl, MaxTemplateMetadataBytes); n > MaxTemplateMetadataBytes+(4<<10) {
+		t.Errorf("counted %d bytes, want to stop within one entry of %d", n, MaxTemplateMetadataBytes)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { TemplateMetadataBytes(tmpl, MaxTemplateMetadataBytes) }); allocs > 0 {
+		t.Errorf("%v allocations to count", allocs)
 	}
 }
