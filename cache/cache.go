@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
+	bus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
@@ -32,6 +33,7 @@ import (
 	vcflowinformers "volcano.sh/apis/pkg/client/informers/externalversions/flow/v1alpha1"
 	vcschedulinginformers "volcano.sh/apis/pkg/client/informers/externalversions/scheduling/v1beta1"
 
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -145,6 +147,12 @@ type Cache struct {
 	tooLarge map[earlyKey]int
 	// earlyReads bounds the early reads running at once (EarlyReadsLimit).
 	earlyReads chan struct{}
+
+	// batchJobs is the store of the batch/v1 Jobs once their controller asked for them
+	// (BatchJobs): the owners of their pods (ownerOf).
+	batchJobs atomic.Pointer[toolscache.Store]
+	// refetch reads again the objects stored as stubs before their Job came (foreign.go).
+	refetch *refetcher
 }
 
 // gainTimes is when a slot was gained and, per bit of unlisted, how long
@@ -188,21 +196,28 @@ func New(cfg Config) *Cache {
 	if cfg.Metadata != nil && cfg.Slots != nil {
 		c.adopt = newAdopter(c, cfg.Metadata, cfg.Valid, c.log)
 	}
+	c.refetch = newRefetcher(c)
 	for i, r := range Owned {
 		c.owned[r] = NewSharded(string(r), newObject(r), c.listWatch(r), c.log)
+		c.owned[r].keepOwned(r, c.ownerOf, c.refetch.add)
 		c.owned[r].OnListed(func(slots []int) { c.listed(i, slots) })
 		// First of the resource's handlers: an expectation is met before any
 		// controller hears of the object.
-		c.owned[r].AddHandler(observer{r: r, e: c.expect})
+		c.owned[r].AddHandler(guard.Handler("cache", c.log, observer{r: r, e: c.expect}))
 	}
 	c.jobs = newJobs(cfg.Volcano, cfg.Slots, c.log, func(slots []int) { c.listed(jobsBit, slots) })
+	// First of the Jobs' handlers: a Job's objects stored as stubs before it came are read
+	// again before any controller hears of the Job.
+	_, _ = c.jobs.AddEventHandler(guard.Handler("cache", c.log, c.jobsHandler(false)))
 	// Touch the cluster-wide informers so the factories start them.
 	c.volcano.Bus().V1alpha1().Commands().Informer()
 	c.volcano.Scheduling().V1beta1().Queues().Informer()
 	c.kube.Scheduling().V1().PriorityClasses().Informer()
 	pgs := c.volcano.Scheduling().V1beta1().PodGroups().Informer()
 	// It cannot fail on an informer that has not started.
-	_ = pgs.SetTransform(SlimPodGroup)
+	_ = pgs.SetTransform(guard.Transform("cache", c.log, SlimPodGroup))
+	// Cannot fail either.
+	_ = c.volcano.Bus().V1alpha1().Commands().Informer().SetTransform(guard.Transform("cache", c.log, SlimCommand))
 	return c
 }
 
@@ -238,8 +253,12 @@ func (c *Cache) BatchJobs() batchv1informers.JobInformer {
 	inf := c.kube.Batch().V1().Jobs()
 	// Cannot fail on an informer that has not started; a second call finds
 	// the transform set.
-	_ = inf.Informer().SetTransform(SlimBatchJob)
+	_ = inf.Informer().SetTransform(guard.Transform("cache", c.log, SlimBatchJob))
 	c.optional.add("batchjobs", inf.Informer())
+	store := inf.Informer().GetStore()
+	if c.batchJobs.CompareAndSwap(nil, &store) {
+		_, _ = inf.Informer().AddEventHandler(guard.Handler("cache", c.log, c.jobsHandler(true)))
+	}
 	return inf
 }
 
@@ -247,24 +266,52 @@ func (c *Cache) BatchJobs() batchv1informers.JobInformer {
 // runs; Kubernetes' own Job controller leaves them alone.
 const BatchJobManager = "ringfire.io/job-controller"
 
-// SlimBatchJob keeps a batch/v1 Job that ringfire does not manage as its
-// metadata and spec.managedBy only: a cluster's many Jobs of other
-// controllers cost the cache a few hundred bytes each, not their pod
-// templates and status. Those ringfire manages are kept whole, less their
-// managedFields (StripManagedFields).
+// SlimBatchJob keeps a batch/v1 Job that ringfire does not manage as a stub
+// of its metadata (cutMeta: identity, controller, deletion, the labels and
+// annotations ringfire reads) and spec.managedBy: a cluster's many Jobs of
+// other controllers cost the cache at most StubBytes each, not their pod
+// templates, status, labels and annotations. Those ringfire manages are kept
+// whole, less their managedFields (StripManagedFields): the controller
+// writes their status from the cached copy.
 func SlimBatchJob(obj any) (any, error) {
 	job, ok := obj.(*batchv1.Job)
 	if !ok {
 		return obj, nil
 	}
-	if job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == BatchJobManager {
+	if managed(job) {
 		return StripManagedFields(job)
 	}
-	slim := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: job.ObjectMeta}
-	slim.ManagedFields = nil
-	slim.Spec.ManagedBy = job.Spec.ManagedBy
+	slim := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: cutMeta(&job.ObjectMeta, nil)}
+	if m := job.Spec.ManagedBy; m != nil && len(*m) <= 63 { // the API server's own bound
+		slim.Spec.ManagedBy = m
+	}
 	return slim, nil
 }
+
+// SlimCommand is the transform of the Commands: a Command is kept as what the
+// Job and Queue controllers read of it, its identity (cutMeta), its target
+// and its action (cut to maxValue bytes: no action is that long, so a longer
+// one stays as unknown as it was). Every replica watches every Command of the
+// cluster; one costs it at most CommandBytes, whatever its writer put in its
+// labels, annotations, reason and message.
+func SlimCommand(obj any) (any, error) {
+	cmd, ok := obj.(*bus.Command)
+	if !ok {
+		return obj, nil
+	}
+	slim := &bus.Command{TypeMeta: cmd.TypeMeta, ObjectMeta: cutMeta(&cmd.ObjectMeta, nil), Action: cmd.Action}
+	if len(slim.Action) > maxValue {
+		slim.Action = slim.Action[:maxValue]
+	}
+	if t := cmd.TargetObject; t != nil && validRef(t) {
+		target := *t
+		slim.TargetObject = &target
+	}
+	return slim, nil
+}
+
+// CommandBytes bounds the JSON of a Command as SlimCommand keeps it.
+const CommandBytes = StubBytes + 2<<10
 
 // JobFlows are the cluster's JobFlows, and JobTemplates its JobTemplates. Only a replica that
 // runs the JobFlow controllers asks for them: the informers start then, and the cache waits
@@ -351,6 +398,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.kube.Start(ctx.Done())
 	c.volcano.Start(ctx.Done())
 	go c.jobs.run(ctx)
+	go c.refetch.run(ctx)
 	if c.adopt != nil {
 		go c.adopt.run(ctx)
 	}

@@ -182,9 +182,13 @@ func (c *Cache) readEarly(ctx context.Context, ek earlyKey, namespace, selector 
 	case <-ctx.Done():
 		return fmt.Errorf("pods of job %s: waiting for a turn to read: %w", ek.key, ctx.Err())
 	}
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	// Pages sized as a slot's list's are (pages.go): the selector is a user's, and so may be
+	// the pods it matches.
+	pages := &pager{first: firstPods}
+	opts := metav1.ListOptions{LabelSelector: selector}
 	read := 0
 	for {
+		opts.Limit = pages.limit(opts.Continue != "")
 		list, err := c.cfg.Kube.CoreV1().Pods(namespace).List(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("pods of job %s: %w", ek.key, err)
@@ -199,11 +203,18 @@ func (c *Cache) readEarly(ctx context.Context, ek earlyKey, namespace, selector 
 			c.mu.Unlock()
 			return fmt.Errorf("job %s: %w (more than %d)", ek.key, ErrTooManyPods, EarlyPodsLimit)
 		}
+		var bytes int64
 		for i := range list.Items {
 			p := &list.Items[i]
-			p.ManagedFields = nil
-			keep(p)
+			bytes += int64(approxBytes(p))
+			// Cut as the cache cuts it: the reconcile reads these in its place.
+			if kept, _, _ := c.owned[Pods].keep(p); kept != nil {
+				if pod, ok := kept.(*corev1.Pod); ok {
+					keep(pod)
+				}
+			}
 		}
+		pages.landed(opts.Limit, len(list.Items), bytes)
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			break
 		}

@@ -84,6 +84,11 @@ func (c *Cache) jobInfo(key string, job *batch.Job, pods []any) (*JobInfo, error
 		if !ok || !ControlledBy(pg, job.UID) {
 			continue // an earlier Job's: the garbage collector's
 		}
+		if c.owned[PodGroups].IsStub(toolscache.MetaObjectToName(pg).String()) {
+			// Not one the Job controller may update from: a PodGroup of another name than
+			// the Job's, or its own stored before the Job came and being read again.
+			continue
+		}
 		if info.PodGroup == nil || pg.Name == job.Name+"-"+string(job.UID) {
 			info.PodGroup = pg
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,11 +32,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Jobs is the replica's view of the cluster's Volcano Jobs. Jobs carry no
 // slot label (labelling them would cost a write each), so every replica
 // watches them all; it keeps in full only those of the slots it holds, and of
-// the others a summary: the metadata without managed fields or kubectl's
-// last-applied copy, and status.state, which is all the CronJob controller
-// (it finds a CronJob's Jobs in any slot) reads of them; and spec.queue, by
-// which the workload metrics count the Jobs of a slot gained and not yet
-// listed in full.
+// the others a summary: the metadata as a stub keeps it (cutMeta: identity,
+// controller, deletion, the labels and annotations ringfire reads), and
+// status.state, which is all the CronJob controller (it finds a CronJob's
+// Jobs in any slot) reads of them; and spec.queue, by which the workload
+// metrics count the Jobs of a slot gained and not yet listed in full. A
+// summary is at most SummaryBytes, whatever its Job's labels and annotations.
 //
 // Beside each summary the whole Job is kept packed (packed.go): when slots
 // are gained, the summaries of their Jobs are replaced with the Jobs
@@ -48,7 +51,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // its pods pending, running, done), and every replica that does not hold it
 // would otherwise encode and deflate each version, only to keep the last.
 // Until then its whole Job is kept as it came (unpacked), which a gain takes
-// as it is; at most maxUnpacked of them, past which Jobs are packed at once.
+// as it is; at most maxUnpacked of them, and maxUnpackedBytes of what their
+// writers made large (jobBytes), past which Jobs are packed at once. A Job
+// whose packing is larger than maxPacked is not kept packed: a gain of its
+// slot reads it from the API server.
 type Jobs struct {
 	vc     vcclient.Interface
 	slots  func() int // the ring's slot count; nil: every Job in full
@@ -58,13 +64,14 @@ type Jobs struct {
 	indexer  toolscache.Indexer
 	handlers []toolscache.ResourceEventHandler // fixed once Run starts
 
-	mu       sync.Mutex             // every index write, and what follows
-	held     map[int]bool           // slots whose Jobs are kept in full
-	summary  map[string]packed      // keys held as summaries, and their Jobs packed (nil: in unpacked, or could not be packed)
-	unpacked map[string]unpackedJob // summaries whose whole Job is not packed yet
-	packed   int                    // bytes of the packed Jobs
-	count    int                    // Jobs in the index, full and summaries
-	listed   chan struct{}          // closed by the first list (Replace), under mu
+	mu            sync.Mutex             // every index write, and what follows
+	held          map[int]bool           // slots whose Jobs are kept in full
+	summary       map[string]packed      // keys held as summaries, and their Jobs packed (nil: in unpacked, or could not be packed)
+	unpacked      map[string]unpackedJob // summaries whose whole Job is not packed yet
+	unpackedBytes int                    // jobBytes of the unpacked Jobs
+	packed        int                    // bytes of the packed Jobs
+	count         int                    // Jobs in the index, full and summaries
+	listed        chan struct{}          // closed by the first list (Replace), under mu
 
 	packDelay time.Duration // how long a summary's Job goes unchanged before it is packed; 0: at once
 	packMu    sync.Mutex    // the packer's; taken after mu when both are
@@ -73,8 +80,9 @@ type Jobs struct {
 
 // unpackedJob is the whole Job of a summary, not packed yet, and when it came.
 type unpackedJob struct {
-	job *batch.Job
-	at  time.Time
+	job   *batch.Job
+	at    time.Time
+	bytes int // jobBytes
 }
 
 // packDelay is how long a Job of a slot not held goes without a change
@@ -83,9 +91,26 @@ type unpackedJob struct {
 // count, not bytes: a Job's size is its writer's, up to the API server's
 // limit, so the bound is small.
 const (
-	packDelay   = 2 * time.Second
-	maxUnpacked = 256
+	packDelay        = 2 * time.Second
+	maxUnpacked      = 256
+	maxUnpackedBytes = 32 << 20
 )
+
+// maxPacked bounds a packed Job: one of ordinary size packs to 500 bytes to
+// a few KiB (TestResidentJobsMemoryPerSlot); one that packs to more is a
+// writer's choice that every replica would pay, so it is read when its slot
+// is gained instead (fill).
+const maxPacked = 64 << 10
+
+// SummaryBytes bounds the JSON of a Job's summary: a stub's metadata
+// (StubBytes), the queue's name and status.state with its reason and message,
+// which ringfire writes. A JobFlow's Job adds its task counts, one entry a
+// task.
+const SummaryBytes = StubBytes + 2<<10
+
+// fillReads is the most Jobs a gain reads one by one (those it has no packed
+// copy of); past it, it lists every Job.
+const fillReads = 64
 
 func newJobs(vc vcclient.Interface, slots func() int, log hclog.Logger, filled func([]int)) *Jobs {
 	return &Jobs{
@@ -174,6 +199,7 @@ func (j *Jobs) Unpacked() int {
 // nil and full, as a Job in full; j.mu is held.
 func (j *Jobs) setSummaryLocked(key string, p packed, full bool) {
 	j.packed -= len(j.summary[key])
+	j.unpackedBytes -= j.unpacked[key].bytes
 	delete(j.unpacked, key)
 	if full {
 		delete(j.summary, key)
@@ -187,12 +213,14 @@ func (j *Jobs) setSummaryLocked(key string, p packed, full bool) {
 // delay is off or maxUnpacked are waiting, else by packDue once it has gone
 // the delay unchanged. j.mu is held.
 func (j *Jobs) keepLocked(key string, job *batch.Job, now time.Time) {
-	if j.packDelay <= 0 || len(j.unpacked) >= maxUnpacked {
+	size := jobBytes(job)
+	if j.packDelay <= 0 || len(j.unpacked) >= maxUnpacked || j.unpackedBytes+size > maxUnpackedBytes {
 		j.setSummaryLocked(key, j.pack(key, job), false)
 		return
 	}
 	j.setSummaryLocked(key, nil, false)
-	j.unpacked[key] = unpackedJob{job: job, at: now}
+	j.unpacked[key] = unpackedJob{job: job, at: now, bytes: size}
+	j.unpackedBytes += size
 }
 
 // pack packs job, for the summary of key; nil if it cannot be (a gain of its
@@ -202,7 +230,11 @@ func (j *Jobs) pack(key string, job *batch.Job) packed {
 	defer j.packMu.Unlock()
 	p, err := j.packer.pack(job)
 	if err != nil {
-		j.log.Warn("cannot pack a job; a gain of its slot will list every job", "job", key, "error", err)
+		j.log.Warn("cannot pack a job; a gain of its slot will read it", "job", key, "error", err)
+		return nil
+	}
+	if len(p) > maxPacked {
+		j.log.Debug("job too large to keep packed; a gain of its slot will read it", "job", key, "packed", len(p))
 		return nil
 	}
 	return p
@@ -288,9 +320,7 @@ func (j *Jobs) inFull(key string) bool {
 
 // summarize returns the summary of a Job.
 func summarize(job *batch.Job) *batch.Job {
-	s := &batch.Job{TypeMeta: job.TypeMeta, ObjectMeta: *job.ObjectMeta.DeepCopy()}
-	s.ManagedFields = nil
-	delete(s.Annotations, lastApplied)
+	s := &batch.Job{TypeMeta: job.TypeMeta, ObjectMeta: cutMeta(&job.ObjectMeta, nil)}
 	s.Spec.Queue = job.Spec.Queue // for the workload metrics of slots gained and not listed yet
 	s.Status.State = *job.Status.State.DeepCopy()
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "JobFlow" {
@@ -450,31 +480,42 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 	}
 	start := time.Now()
 	unpacked := make(map[string]*batch.Job, len(todo))
-	var list bool
+	var unread []string // no packed copy to fill them from
 	for key, k := range todo {
 		if k.whole != nil {
 			unpacked[key] = k.whole // not packed yet: taken as it came, no one else's
 			continue
 		}
 		if k.p == nil {
-			list = true
+			unread = append(unread, key)
 			continue
 		}
 		job, err := k.p.unpack()
 		if err != nil {
-			j.log.Warn("cannot unpack a job; listing the jobs", "job", key, "error", err)
-			list = true
+			j.log.Warn("cannot unpack a job; reading it", "job", key, "error", err)
+			unread = append(unread, key)
 			continue
 		}
 		unpacked[key] = job
 	}
+	// listed are the Jobs read from the API server, newer than any summary taken
+	// before: every Job of the slots when complete, else just the unread ones.
 	var listed map[string]*batch.Job
-	if list {
+	complete := false
+	switch {
+	case len(unread) > fillReads:
 		var err error
 		if listed, err = j.list(ctx, want, s); err != nil {
 			return err
 		}
+		complete = true
+	case len(unread) > 0:
+		var err error
+		if listed, err = j.read(ctx, unread); err != nil {
+			return err
+		}
 	}
+	list := listed != nil
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for key, p := range j.summary {
@@ -482,11 +523,12 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 			continue // another slot's, or lost again meanwhile
 		}
 		var err error
+		_, read := listed[key]
 		if job, ok := unpacked[key]; ok && todo[key].still(p, j.unpacked[key].job) {
 			err = j.storeLocked(job)
-		} else if listed == nil {
+		} else if !complete && !read && !slices.Contains(unread, key) {
 			return errRepacked
-		} else if job, ok := listed[key]; ok {
+		} else if job := listed[key]; job != nil {
 			err = j.storeLocked(job)
 		} else {
 			err = j.deleteLocked(key, nil) // gone, and its delete not seen yet
@@ -499,10 +541,32 @@ func (j *Jobs) fill(ctx context.Context, slots []int) error {
 	return nil
 }
 
+// read reads the Jobs at keys one by one; a Job not found is nil in the map.
+func (j *Jobs) read(ctx context.Context, keys []string) (map[string]*batch.Job, error) {
+	read := make(map[string]*batch.Job, len(keys))
+	for _, key := range keys {
+		ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return nil, err
+		}
+		job, err := j.vc.BatchV1alpha1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			read[key] = nil
+		case err != nil:
+			return nil, fmt.Errorf("read job %s: %w", key, err)
+		default:
+			read[key] = job
+		}
+	}
+	return read, nil
+}
+
 // list lists every Job and returns those of the slots want.
 func (j *Jobs) list(ctx context.Context, want shard.SlotSet, s int) (map[string]*batch.Job, error) {
 	listed := map[string]*batch.Job{}
-	opts := metav1.ListOptions{Limit: 500}
+	// Pages of 100: the Jobs not packed are those their writers made large.
+	opts := metav1.ListOptions{Limit: 100}
 	for {
 		list, err := j.vc.BatchV1alpha1().Jobs("").List(ctx, opts)
 		if err != nil {

@@ -24,7 +24,8 @@ func fullJob(name string) *batch.Job {
 	return &batch.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: name, UID: k8stypes.UID("uid-" + name), ResourceVersion: "7",
-			Annotations:   map[string]string{lastApplied: `{"big":"copy"}`, "keep": "me"},
+			Annotations: map[string]string{lastApplied: `{"big":"copy"}`, "note": "not read",
+				batch.CronJobScheduledTimestampAnnotation: "2026-01-15T10:03:00Z"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 		},
 		Spec:   batch.JobSpec{Tasks: []batch.TaskSpec{{Name: "w", Replicas: 3}}},
@@ -69,7 +70,8 @@ func TestJobsKeepOnlyHeldSlotsInFull(t *testing.T) {
 		obj, _, _ := j.GetIndexer().GetByKey(key)
 		s := obj.(*batch.Job)
 		if len(s.Spec.Tasks) != 0 || s.ManagedFields != nil || s.Annotations[lastApplied] != "" ||
-			s.Annotations["keep"] != "me" || s.Status.State.Phase != batch.Running || s.UID == "" {
+			s.Annotations["note"] != "" || s.Annotations[batch.CronJobScheduledTimestampAnnotation] == "" ||
+			s.Status.State.Phase != batch.Running || s.UID == "" {
 			t.Fatalf("summary of %s: %+v", key, s)
 		}
 	}

@@ -95,6 +95,10 @@ var cacheObjectsDesc = prometheus.NewDesc("ringfire_cache_objects",
 	"Objects this replica's cache keeps, by resource and form: full (as the API server has them, less managedFields) or summary (the Jobs of slots not held, the pods of held slots less the spec the controllers do not read, the cluster-wide PodGroups counted by queue, the batch/v1 Jobs of other controllers).",
 	[]string{"resource", "form"}, nil)
 
+var foreignObjectsDesc = prometheus.NewDesc("ringfire_cache_foreign_objects",
+	"Objects of the held slots' caches, by resource, kept as stubs because their controller is no Job the cache knows by UID: objects someone else labelled with a slot, or objects of a Job not in the cache yet.",
+	[]string{"resource"}, nil)
+
 // The cluster-wide informers the controllers ask for (CronJobs, JobFlows,
 // JobTemplates, BatchJobs) count in ringfire_cache_objects once asked for.
 type optionalInformers struct {
@@ -133,7 +137,10 @@ func (c *Cache) ObjectsCollector() prometheus.Collector { return objectsCollecto
 
 type objectsCollector struct{ c *Cache }
 
-func (o objectsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cacheObjectsDesc }
+func (o objectsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cacheObjectsDesc
+	ch <- foreignObjectsDesc
+}
 
 func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	c := o.c
@@ -149,6 +156,7 @@ func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 			form = FormSummary // SlimPod
 		}
 		emit(string(r), form, len(c.owned[r].Indexer().ListKeys()))
+		ch <- prometheus.MustNewConstMetric(foreignObjectsDesc, prometheus.GaugeValue, float64(c.owned[r].ForeignObjects()), string(r))
 	}
 	emit("podgroups", FormSummary, len(c.QueuePodGroups().GetStore().ListKeys()))
 	emit("queues", FormFull, len(c.Queues().Informer().GetStore().ListKeys()))

@@ -50,6 +50,15 @@ type Sharded struct {
 	listed   func(slots []int)                 // fixed once a reflector runs
 	log      hclog.Logger
 	indexer  toolscache.Indexer
+	first    int64 // the first page of a list (pages.go)
+
+	// What the index keeps of an object (cut.go), once the Cache set it (keepOwned): res is
+	// the resource, ownerOf what the cache knows of an object's controller, refetch is told
+	// of a stub whose Job has come to the cache since, and panics of a cut that failed.
+	// Unset (a Sharded of its own, in tests), pods are cut by SlimPod and nothing else.
+	res     Resource
+	ownerOf func(metav1.Object) owner
+	refetch func(r Resource, key string)
 
 	// gate is held shared by every write of a reflector into the index, and
 	// exclusively by Lose while it takes slots out of scope: a write that
@@ -64,6 +73,12 @@ type Sharded struct {
 	owned    map[int]bool
 	batches  map[*slotBatch]bool // the live batches; a batch out of this map writes nothing
 	listings int                 // full lists (or initial watch streams) of a batch, for tests and metrics
+	// stubs holds the keys of the objects kept as stubs, each with whether its controller is
+	// no owner the cache knows (a foreign object: ringfire_cache_foreign_objects).
+	stubs map[string]bool
+	// fetched holds the resourceVersion of the objects a refetch stored, until the watch
+	// brings that version or a newer one: an older one still on its way is not stored over it.
+	fetched map[string]string
 }
 
 // slotBatch is one reflector over a set of slots gained together.
@@ -72,6 +87,12 @@ type slotBatch struct {
 	parent context.Context
 	cancel context.CancelFunc
 	listed bool // its first list has landed
+	pages  *pager
+	// paged holds the keys of the objects of the list running that its pages cut to stubs,
+	// until the list is stored (Replace): a stub is not cut again, and its Job may have come
+	// to the cache meanwhile (refetch).
+	pagedMu sync.Mutex
+	paged   map[string]bool
 }
 
 // NewSharded returns the sharded view of a resource. newObj returns an empty
@@ -86,7 +107,25 @@ func NewSharded(name string, newObj func() runtime.Object, lw ListWatchFunc, log
 		}),
 		owned:   map[int]bool{},
 		batches: map[*slotBatch]bool{},
+		stubs:   map[string]bool{},
+		fetched: map[string]string{},
+		first:   firstPage(name),
 	}
+}
+
+// firstPage is the limit of the first page of a list of the resource name (pages.go).
+func firstPage(name string) int64 {
+	if name == string(Pods) {
+		return firstPods
+	}
+	return firstOther
+}
+
+// keepOwned makes the resource keep of each object only what cut keeps, by what ownerOf
+// knows of its controller; refetch is told of a stub whose Job came to the cache after it.
+// Set it before the first Gain.
+func (s *Sharded) keepOwned(r Resource, ownerOf func(metav1.Object) owner, refetch func(Resource, string)) {
+	s.res, s.ownerOf, s.refetch = r, ownerOf, refetch
 }
 
 // AddHandler adds a receiver of the resource's events. Handlers run on the
@@ -125,7 +164,7 @@ func (s *Sharded) Gain(ctx context.Context, slots []int) {
 
 // startBatch runs a reflector over exactly slots.
 func (s *Sharded) startBatch(ctx context.Context, slots []int) {
-	b := &slotBatch{slots: map[int]bool{}, parent: ctx}
+	b := &slotBatch{slots: map[int]bool{}, parent: ctx, pages: &pager{first: s.first}, paged: map[string]bool{}}
 	for _, n := range slots {
 		b.slots[n] = true
 	}
@@ -136,21 +175,23 @@ func (s *Sharded) startBatch(ctx context.Context, slots []int) {
 	rctx, cancel := context.WithCancel(ctx)
 	b.cancel = cancel
 	selector := shard.SlotLabel + " in (" + joinInts(slots) + ")"
-	lw := newListFirst(
+	// Each page's objects are cut as the page lands, in pages sized to what their objects
+	// decode to (pages.go): the reflector gathers every page before it stores any, and a
+	// gain of all the slots of 100,000 pods would otherwise hold them all whole at once (a
+	// 1.6 GB peak for a 500 MB cache), a slot of forged 7 MB ConfigMaps all of them.
+	list := cutList(b.pages, func(obj runtime.Object) runtime.Object { return s.cutOnPage(b, obj) },
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
-			list, err := s.lw.List(ctx, opts)
-			if err == nil {
-				// Cut each page's objects down as it lands: the reflector
-				// gathers every page before it stores any, and a gain of all
-				// the slots of 100,000 pods would otherwise hold them all
-				// whole at once (a 1.6 GB peak for a 500 MB cache).
-				_ = meta.EachListItem(list, func(obj runtime.Object) error {
-					_, _ = SlimPod(obj)
-					return nil
-				})
+			return s.lw.List(ctx, opts)
+		})
+	lw := newListFirst(
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if opts.Continue == "" {
+				b.pagedMu.Lock()
+				clear(b.paged) // a list begins again
+				b.pagedMu.Unlock()
 			}
-			return list, err
+			return list(ctx, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = selector
@@ -190,6 +231,7 @@ func (s *Sharded) Lose(slots []int) {
 		objs, _ := s.indexer.ByIndex(bySlot, strconv.Itoa(n))
 		for _, o := range objs {
 			_ = s.indexer.Delete(o)
+			s.forget(o)
 		}
 	}
 	s.gate.Unlock()
@@ -250,22 +292,78 @@ func (bs *batchStore) update(obj any) error {
 	if !bs.inScope(obj) {
 		return nil
 	}
-	obj, _ = SlimPod(obj) // pods cut down; other kinds less their managed fields
-	old, exists, err := bs.s.indexer.Get(obj)
+	s := bs.s
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return err
 	}
-	if err := bs.s.indexer.Update(obj); err != nil {
+	if s.olderThanFetched(key, obj) {
+		return nil
+	}
+	bs.b.pagedMu.Lock()
+	paged := bs.b.paged[key]
+	delete(bs.b.paged, key)
+	bs.b.pagedMu.Unlock()
+	return s.store(key, obj, paged)
+}
+
+// store cuts obj (unless it is a stub cut already), puts it in the index at key and tells the
+// handlers. A stub of an owner not known when it was cut whose Job is known now is handed to
+// refetch once stored: the Job came to the cache between the two, and its handler may have
+// looked for the stub before it was there. Callers hold s.gate shared.
+func (s *Sharded) store(key string, obj any, stubbed bool) error {
+	kept, stub, o := obj, stubbed, owner{}
+	if stubbed {
+		if m, err := meta.Accessor(obj); err == nil && s.ownerOf != nil {
+			o = s.ownerOf(m)
+		}
+	} else {
+		kept, stub, o = s.keep(obj)
+	}
+	if kept == nil {
+		return nil // its cut failed: it is left out, and logged
+	}
+	old, exists, err := s.indexer.GetByKey(key)
+	if err != nil {
 		return err
 	}
-	for _, h := range bs.s.handlers {
+	if err := s.indexer.Update(kept); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if stub {
+		s.stubs[key] = !o.known
+	} else {
+		delete(s.stubs, key)
+	}
+	s.mu.Unlock()
+	for _, h := range s.handlers {
 		if exists {
-			h.OnUpdate(old, obj)
+			h.OnUpdate(old, kept)
 		} else {
-			h.OnAdd(obj, false)
+			h.OnAdd(kept, false)
+		}
+	}
+	if stub && s.refetch != nil && wantsBody(kept, o) {
+		if m, err := meta.Accessor(kept); err == nil {
+			if now := s.ownerOf(m); now.known && wantsBody(kept, now) {
+				s.refetch(s.res, key)
+			}
 		}
 	}
 	return nil
+}
+
+// forget drops what the resource remembers of obj beyond the index.
+func (s *Sharded) forget(obj any) {
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.stubs, key)
+	delete(s.fetched, key)
+	s.mu.Unlock()
 }
 
 func (bs *batchStore) Delete(obj any) error {
@@ -281,6 +379,7 @@ func (bs *batchStore) Delete(obj any) error {
 	if err := bs.s.indexer.Delete(old); err != nil {
 		return err
 	}
+	bs.s.forget(old)
 	for _, h := range bs.s.handlers {
 		h.OnDelete(obj)
 	}
@@ -310,6 +409,9 @@ func (bs *batchStore) Replace(list []any, _ string) error {
 			return err
 		}
 	}
+	bs.b.pagedMu.Lock()
+	clear(bs.b.paged)
+	bs.b.pagedMu.Unlock()
 	bs.s.mu.Lock()
 	slots := make([]int, 0, len(bs.b.slots))
 	for n := range bs.b.slots {
@@ -324,6 +426,7 @@ func (bs *batchStore) Replace(list []any, _ string) error {
 		for _, o := range objs {
 			if key, err := toolscache.MetaNamespaceKeyFunc(o); err == nil && !seen[key] {
 				_ = bs.s.indexer.Delete(o)
+				bs.s.forget(o)
 				for _, h := range bs.s.handlers {
 					h.OnDelete(o)
 				}

@@ -17,6 +17,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 
 	"github.com/ringfire/ringfire/controllers/kit"
@@ -127,10 +128,10 @@ func New(cfg Config) (*Controller, error) {
 		f := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { *o = podSelector(name, *o) }))
 		inf := f.Core().V1().Pods().Informer()
-		if err := inf.SetTransform(slimPod); err != nil {
+		if err := inf.SetTransform(guard.Transform("podgroup", c.Log, slimPod)); err != nil {
 			return nil, fmt.Errorf("podgroup controller: pod transform: %w", err)
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
+		if _, err := inf.AddEventHandler(guard.Handler("podgroup", c.Log, handler, guard.Quarantine(c.Disp))); err != nil {
 			return nil, fmt.Errorf("podgroup controller: %w", err)
 		}
 		c.factories, c.pods = append(c.factories, f), append(c.pods, inf)
@@ -152,20 +153,6 @@ func podSelector(scheduler string, o metav1.ListOptions) metav1.ListOptions {
 		o.LabelSelector = labels.NewSelector().Add(*notJob).String()
 	}
 	return o
-}
-
-// slimPod drops what the controller never reads from a cached pod: managed fields and status.
-// It changes a shallow copy: the object it is given may be shared (a fake clientset hands
-// its own objects to watchers).
-func slimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	slim := *pod
-	slim.ManagedFields = nil
-	slim.Status = corev1.PodStatus{}
-	return &slim, nil
 }
 
 // Run lists and watches the pods, then handles them until ctx is done.
