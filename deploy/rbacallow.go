@@ -12,6 +12,9 @@ var UnexercisedGrants = map[Permission]string{
 	{Group: "flow.volcano.sh", Resource: "jobflows/finalizers", Verb: "update"}:  "the owner references of a JobFlow's Jobs block its deletion (admission, not a request)",
 	{Group: "batch", Resource: "jobs/finalizers", Verb: "update"}:                "the owner references of a batch/v1 Job's pods block its deletion (admission, not a request)",
 	{Group: "", Resource: "pods/finalizers", Verb: "update"}:                     "the owner references of a bare pod's PodGroup block the pod's deletion (admission, not a request)",
+	// The slot label's admission policy asks the authorizer whether the writer may place a
+	// slot (deploy/crds/slot-policy.yaml): a check at admission, no request.
+	{Group: "ringfire.io", Resource: "slots", Verb: "place"}: "the admission policy ringfire-slot lets only who may place a slot write the label ringfire.io/slot (an authorizer check at admission, not a request); proven by deploy/crds's TestAdmissionPolicies",
 	// A read by name when a Queue Command's target uid is not the cached Queue's: the cache
 	// lags a Queue made or re-created a moment before the Command. The suites' Commands name
 	// Queues their replicas have seen.

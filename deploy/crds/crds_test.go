@@ -3,6 +3,7 @@ package crds_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,8 +37,8 @@ const namespace = "default"
 func TestManifestsFitKubectlApply(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
-	if err != nil || len(files) != 31 {
-		t.Fatalf("want 8 CRDs, the default and root Queues, and 10 admission policies with their 11 bindings, found %v (%v)", files, err)
+	if err != nil || len(files) != 33 {
+		t.Fatalf("want 8 CRDs, the default and root Queues, and 11 admission policies with their 12 bindings, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -134,6 +135,51 @@ func TestInstallRefusesWhatVolcanoRefuses(t *testing.T) {
 				t.Errorf("%s: a Job at the limit is refused: %v", name, err)
 			}
 		}
+	})
+
+	t.Run("template metadata", func(t *testing.T) {
+		entries := func(n, size int) map[string]string {
+			m := map[string]string{}
+			for i := range n {
+				k := fmt.Sprintf("example.com/k%05d", i)
+				m[k] = strings.Repeat("v", max(size-len(k), 0))
+			}
+			return m
+		}
+		per := state.MaxTemplateMetadataBytes / (2 * state.MaxTemplateMetadataEntries)
+		for _, tc := range []struct {
+			name                string
+			labels, annotations map[string]string
+			want                string // part of the refusal; "" to be accepted
+		}{
+			{"at the limits", entries(state.MaxTemplateMetadataEntries, 63+17), entries(state.MaxTemplateMetadataEntries, per*2-80), ""},
+			{"256 bytes over", entries(state.MaxTemplateMetadataEntries, 63+17), entries(state.MaxTemplateMetadataEntries, per*2-80+1),
+				"spec.tasks[1].template.metadata: Invalid value: " + state.TemplateTooLargeAtAdmission()},
+			{"one annotation of 100 KiB", nil, entries(1, 100<<10), "carry more than 65536 bytes"},
+			{"257 labels", entries(state.MaxTemplateMetadataEntries+1, 20), nil,
+				"spec.tasks[1].template.metadata.labels: Too many: 257: must have at most 256 items"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				job := validJob("labelled")
+				job.Spec.Tasks[1].Template.Labels, job.Spec.Tasks[1].Template.Annotations = tc.labels, tc.annotations
+				_, err := vc.BatchV1alpha1().Jobs(namespace).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				if tc.want == "" {
+					if err != nil {
+						t.Fatalf("refused: %v", err)
+					}
+					return
+				}
+				checkInvalid(t, err, tc.want)
+			})
+		}
+		cron := validCronJob("labelled")
+		cron.Spec.JobTemplate.Spec.Tasks[1].Template.Annotations = entries(1, 100<<10)
+		_, err := vc.BatchV1alpha1().CronJobs(namespace).Create(ctx, cron, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		checkInvalid(t, err, "carry more than 65536 bytes")
+		tmpl := &flowv1alpha1.JobTemplate{ObjectMeta: metav1.ObjectMeta{Name: "labelled"}, Spec: validJob("").Spec}
+		tmpl.Spec.Tasks[1].Template.Labels = entries(state.MaxTemplateMetadataEntries+1, 20)
+		_, err = vc.FlowV1alpha1().JobTemplates(namespace).Create(ctx, tmpl, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		checkInvalid(t, err, "must have at most 256 items")
 	})
 
 	t.Run("job template", func(t *testing.T) {

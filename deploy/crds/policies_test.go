@@ -26,7 +26,8 @@ import (
 // and checks each refusal that needs more than a CRD rule: negative resource quantities (Volcano
 // refuses them as invalid pods), a Job on a queue that has child queues or is not open,
 // deleting the root, default or a non-leaf queue, a queue too deep in the hierarchy, bad
-// hierarchy annotations, a Command to open or close a Queue from a user who may not update it;
+// hierarchy annotations, a Command to open or close a Queue from a user who may not update it, a
+// slot label or a Volcano Job's controller reference a tenant writes;
 // the Queue rules of the CRD (its own parent, resource quantities and their relations, the root
 // queue's resources); and the defaults a new Queue gets.
 func TestAdmissionPolicies(t *testing.T) {
@@ -195,6 +196,7 @@ func TestAdmissionPolicies(t *testing.T) {
 	t.Run("queue hierarchy annotations", func(t *testing.T) { hierarchyAnnotations(ctx, t, dyn, c.RESTConfig()) })
 	t.Run("queue defaults", func(t *testing.T) { queueDefaults(ctx, t, dyn) })
 	t.Run("queue commands", func(t *testing.T) { queueCommands(ctx, t, c.Clientset(), c.RESTConfig()) })
+	t.Run("slot label", func(t *testing.T) { slotLabel(ctx, t, c.Clientset(), c.RESTConfig()) })
 }
 
 var jobs = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}

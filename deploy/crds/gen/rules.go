@@ -192,6 +192,12 @@ func jobSpecEdits(spec string) []edit {
 		{at: volumes + "[].mountPath", set: map[string]any{"maxLength": maxMountPathSize}},
 		{at: tasks + "[].template", terse: true},
 		{at: volumes + "[].volumeClaim", terse: true},
+		// What every pod of a task copies: state.MaxTemplateMetadataEntries labels and as
+		// many annotations at most (which also bounds the cost of the rule over them), and
+		// state.MaxTemplateMetadataBytes of them together.
+		{at: tasks + "[].template.metadata.labels", set: map[string]any{"maxProperties": state.MaxTemplateMetadataEntries}},
+		{at: tasks + "[].template.metadata.annotations", set: map[string]any{"maxProperties": state.MaxTemplateMetadataEntries}},
+		{at: tasks + "[].template.metadata", rules: []rule{templateBytesRule()}},
 		{at: spec + ".plugins", set: map[string]any{"maxProperties": maxPlugins}, rules: []rule{{
 			Rule:              `self.all(name, name in ` + celList(jobPlugins) + `)`,
 			Message:           "unknown plugin: the job plugins are " + strings.Join(jobPlugins, ", "),
@@ -261,6 +267,19 @@ func replicaLimitRule() rule {
 			state.MaxReplicasInPods, strings.Join(state.InPodPlugins, " or ")),
 		MessageExpression: message,
 		FieldPath:         ".tasks",
+	}
+}
+
+// templateBytesRule refuses a pod template whose labels and annotations carry more than
+// state.MaxTemplateMetadataBytes, keys and values together, in the controller's words
+// (state.TemplateTooLarge) short of the template's path, which the API server's error names.
+func templateBytesRule() rule {
+	bytes := func(m string) string {
+		return `(has(self.` + m + `) ? self.` + m + `.map(k, size(k) + size(self.` + m + `[k])).sum() : 0)`
+	}
+	return rule{
+		Rule:    bytes("labels") + ` + ` + bytes("annotations") + ` <= ` + strconv.Itoa(state.MaxTemplateMetadataBytes),
+		Message: state.TemplateTooLargeAtAdmission(),
 	}
 }
 
