@@ -35,10 +35,11 @@ crds: ## regenerate deploy/crds/ from the volcano.sh/apis types (controller-gen,
 .PHONY: chart
 chart: ## copy into charts/ringfire what it takes verbatim from deploy/ (CRDs, admission policies, Queues, RBAC rules, alerts, dashboard)
 	rm -rf charts/ringfire/crds charts/ringfire/files/deploy
-	mkdir -p charts/ringfire/crds charts/ringfire/files/deploy/crds charts/ringfire/files/deploy/ringfire charts/ringfire/files/deploy/monitoring
+	mkdir -p charts/ringfire/crds charts/ringfire/files/deploy/crds charts/ringfire/files/deploy/ringfire charts/ringfire/files/deploy/monitoring charts/ringfire/files/deploy/components/gang-scheduler
 	cp deploy/crds/*.volcano.sh_*.yaml charts/ringfire/crds/
 	cp $$(ls deploy/crds/*.yaml | grep -v -e '\.volcano\.sh_' -e '/kustomization\.yaml$$') charts/ringfire/files/deploy/crds/
 	cp deploy/ringfire/10-rbac.yaml charts/ringfire/files/deploy/ringfire/
+	cp deploy/components/gang-scheduler/scheduler-rbac.yaml charts/ringfire/files/deploy/components/gang-scheduler/
 	cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/grafana-dashboard.json charts/ringfire/files/deploy/monitoring/
 
 lint: ## go vet and staticcheck over the tree

@@ -46,10 +46,14 @@ const (
 	FieldManager   = "ringfire"
 )
 
-//go:embed ringfire/*.yaml etcd/*.yaml
+// SchedulerDir holds the ClusterRole of what only the gang scheduler needs, with its binding,
+// and the kustomize component that adds both and the scheduler to the replicas.
+const SchedulerDir = "components/gang-scheduler"
+
+//go:embed ringfire/*.yaml etcd/*.yaml components/gang-scheduler/*.yaml
 var manifests embed.FS
 
-// Objects decodes the manifests of dir ("ringfire" or "etcd"), in file order, as they are
+// Objects decodes the manifests of dir ("ringfire", "etcd" or SchedulerDir), in file order, as they are
 // written: without what an overlay would change, and without the directory's
 // kustomization.yaml, which is kustomize's index of them and no object.
 func Objects(dir string) ([]*unstructured.Unstructured, error) {
@@ -123,15 +127,20 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructu
 var rbacKinds = []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
 
 // InstallRBAC applies the namespace, the ServiceAccount, the ClusterRole and its binding of
-// ringfire/, and nothing else: what a replica outside the cluster (a test, `ringfire dev`)
-// needs to run with the permissions a deployed one has.
+// ringfire/, and the gang scheduler's ClusterRole and binding (SchedulerDir), and nothing
+// else: what a replica outside the cluster (a test, `ringfire dev`) needs to run every
+// controller, the scheduler among them, with the permissions a deployed one has.
 func InstallRBAC(ctx context.Context, admin *rest.Config) error {
 	objs, err := Objects("ringfire")
 	if err != nil {
 		return err
 	}
 	objs = slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return !slices.Contains(rbacKinds, o.GetKind()) })
-	return Apply(ctx, admin, objs, false)
+	scheduler, err := Objects(SchedulerDir)
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, admin, append(objs, scheduler...), false)
 }
 
 // ServiceAccountConfig returns a copy of admin that authenticates as ringfire's

@@ -57,7 +57,7 @@ func TestChartCopiesAreDeploys(t *testing.T) {
 			pairs[filepath.Join(chartDir, "files/deploy", f)] = f
 		}
 	}
-	for _, f := range []string{"ringfire/10-rbac.yaml", "monitoring/prometheusrule.yaml", "monitoring/grafana-dashboard.json"} {
+	for _, f := range []string{"ringfire/10-rbac.yaml", deploy.SchedulerDir + "/scheduler-rbac.yaml", "monitoring/prometheusrule.yaml", "monitoring/grafana-dashboard.json"} {
 		pairs[filepath.Join(chartDir, "files/deploy", f)] = f
 	}
 	for cp, orig := range pairs {
@@ -140,6 +140,9 @@ monitoring: {enabled: true}
 `},
 	{name: "crds-before-1.36", kustomization: ".", crds: "overlays/crds-before-1.36", namespace: "ringfire-system", values: `
 volcano: {mutatingAdmissionPolicies: false}
+`},
+	{name: "gang-scheduler", kustomization: "overlays/gang-scheduler", crds: "crds", namespace: "ringfire-system", values: `
+scheduler: {enabled: true}
 `},
 }
 

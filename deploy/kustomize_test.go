@@ -21,6 +21,7 @@ import (
 	"github.com/ringfire/ringfire/deploy"
 	"github.com/ringfire/ringfire/deploy/monitoring"
 	"github.com/ringfire/ringfire/e2e/cluster"
+	"github.com/ringfire/ringfire/internal/replica"
 )
 
 // The kustomizations the tests render: the base, the CRDs, and every overlay (an overlay
@@ -28,7 +29,7 @@ import (
 var kustomizations = []string{
 	".", "crds", "monitoring",
 	"overlays/production", "overlays/external-etcd", "overlays/single-node", "overlays/monitoring",
-	"overlays/crds-before-1.36",
+	"overlays/crds-before-1.36", "overlays/gang-scheduler",
 }
 
 // The base renders to exactly the manifests of ringfire/ and etcd/ as written, and deploy/crds
@@ -218,6 +219,37 @@ func TestKustomizeOverlays(t *testing.T) {
 		}
 		if got := field(cm, "data", "grafana-dashboard.json"); got != string(dashboard) {
 			t.Error("the ConfigMap's dashboard is not grafana-dashboard.json")
+		}
+	})
+
+	t.Run("gang-scheduler", func(t *testing.T) {
+		objs := render(t, kubectl, "overlays/gang-scheduler")
+		if len(objs) != len(base)+2 {
+			t.Errorf("%d objects, want the base's %d and the scheduler's role and binding: %v", len(objs), len(base), names(objs))
+		}
+		ringfire := statefulSet(t, objs, "ringfire")
+		if want := "--controllers=" + strings.Join(replica.DefaultControllers(), ",") + ",scheduler"; !slices.Contains(args(t, ringfire), want) {
+			t.Errorf("ringfire's args lack %s: %v", want, args(t, ringfire))
+		}
+		role := find(objs, "ClusterRole", "ringfire-scheduler")
+		scheduler, err := deploy.Objects(deploy.SchedulerDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if role == nil || !reflect.DeepEqual(role.Object, find(scheduler, "ClusterRole", "ringfire-scheduler").Object) {
+			t.Errorf("the scheduler's ClusterRole is not %s's: %v", deploy.SchedulerDir, role)
+		}
+		binding := find(objs, "ClusterRoleBinding", "ringfire-scheduler")
+		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+		if field(binding, "roleRef", "name") != "ringfire-scheduler" || len(subjects) != 1 ||
+			subjects[0].(map[string]any)["name"] != deploy.ServiceAccount || subjects[0].(map[string]any)["namespace"] != deploy.Namespace {
+			t.Errorf("ringfire-scheduler is not bound to the replicas' ServiceAccount: %v", binding.Object)
+		}
+		// The base runs no scheduler and binds none of its grants.
+		if find(base, "ClusterRole", "ringfire-scheduler") != nil || slices.ContainsFunc(args(t, statefulSet(t, base, "ringfire")), func(a string) bool {
+			return strings.HasPrefix(a, "--controllers")
+		}) {
+			t.Error("the base runs the scheduler or carries its role")
 		}
 	})
 

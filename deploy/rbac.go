@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// The role in ringfire/10-rbac.yaml is held to what the replicas do: the end-to-end suites
-// record the permission of every request their replicas send (RecordUsed, in e2e/stack) and
-// `go run ./hack/rbacused` compares the union with the ClusterRole (CheckRole). A verb granted
-// and never used, or used and not granted, fails `make test`.
+// The roles are held to what the replicas do: the end-to-end suites record the permission of
+// every request their replicas send (RecordUsed, in e2e/stack), the gang scheduler's apart,
+// and `go run ./hack/rbacused` compares them with the ClusterRoles (CheckRoles): every
+// replica's, in ringfire/10-rbac.yaml, with what the controllers but the scheduler used; the
+// scheduler's own (SchedulerDir) with what the scheduler used beyond it. A verb granted and
+// never used, or used and not granted, fails `make test`.
 
 // Permission is one verb on one resource of one API group, as a ClusterRole rule grants it and
 // as the authorizer asks of a request. Resource names a subresource after a slash
@@ -129,10 +130,17 @@ func (r Request) Permissions() []Permission {
 	return out
 }
 
-// Granted is every permission the ClusterRole of ringfire/10-rbac.yaml grants, sorted, one per
-// group, resource and verb.
-func Granted() ([]Permission, error) {
-	objs, err := Objects("ringfire")
+// Granted is every permission the ClusterRole of ringfire/10-rbac.yaml (every replica's)
+// grants, sorted, one per group, resource and verb.
+func Granted() ([]Permission, error) { return grantedBy("ringfire") }
+
+// SchedulerGranted is every permission the gang scheduler's ClusterRole (SchedulerDir) grants
+// besides, sorted: bound only where the scheduler runs.
+func SchedulerGranted() ([]Permission, error) { return grantedBy(SchedulerDir) }
+
+// grantedBy is what the first ClusterRole of dir grants.
+func grantedBy(dir string) ([]Permission, error) {
+	objs, err := Objects(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +154,7 @@ func Granted() ([]Permission, error) {
 		}
 		return grantsOf(role.Rules), nil
 	}
-	return nil, errors.New("ringfire/10-rbac.yaml has no ClusterRole")
+	return nil, fmt.Errorf("%s has no ClusterRole", dir)
 }
 
 func grantsOf(rules []rbacv1.PolicyRule) []Permission {
@@ -200,6 +208,48 @@ func CheckRole(granted, used []Permission, allowed map[Permission]string) RoleCh
 	return c
 }
 
+// RoleChecks are the two roles' checks: every replica's, and the gang scheduler's.
+type RoleChecks struct {
+	Replica, Scheduler RoleCheck
+	// SchedulerOnly are grants of every replica's role that only the scheduler used: they
+	// may belong in the scheduler's role (a suite that takes the replicas' path may be
+	// missing).
+	SchedulerOnly []Permission
+}
+
+// OK reports whether both roles grant exactly what was used, but the allow-list.
+func (c RoleChecks) OK() bool { return c.Replica.OK() && c.Scheduler.OK() }
+
+// CheckRoles compares the roles with what was used: replica, every replica's role, must grant
+// all that the controllers but the scheduler used (usedReplicas); scheduler, granted besides
+// where the scheduler runs, what the scheduler used beyond replica (usedScheduler). A grant of
+// replica used by the scheduler alone counts as used (SchedulerOnly names it); one of scheduler
+// used by the other controllers is not granted to them.
+func CheckRoles(replica, scheduler, usedReplicas, usedScheduler []Permission, allowed map[Permission]string) RoleChecks {
+	var beyond, inReplica []Permission
+	for _, p := range usedScheduler {
+		if slices.Contains(replica, p) {
+			inReplica = append(inReplica, p)
+		} else {
+			beyond = append(beyond, p)
+		}
+	}
+	c := RoleChecks{
+		Replica:   CheckRole(replica, append(slices.Clone(usedReplicas), inReplica...), allowed),
+		Scheduler: CheckRole(scheduler, beyond, allowed),
+	}
+	for _, p := range sortedSet(inReplica) {
+		if !slices.Contains(usedReplicas, p) {
+			c.SchedulerOnly = append(c.SchedulerOnly, p)
+		}
+	}
+	return c
+}
+
+// SchedulerUse ends the name WriteUsed gives the file of what the gang scheduler used
+// (<pid>.scheduler.json); the other files are the other controllers'.
+const SchedulerUse = ".scheduler"
+
 // WriteUsed writes used into dir as <name>.json (a test binary's pid), replacing what that
 // file held: a process calls it again with all it has used so far.
 func WriteUsed(dir, name string, used []Permission) error {
@@ -226,23 +276,27 @@ func WriteUsed(dir, name string, used []Permission) error {
 	return os.Rename(tmp.Name(), filepath.Join(dir, name+".json"))
 }
 
-// ReadUsed is the union of the sets WriteUsed wrote into dir, and the files read.
-func ReadUsed(dir string) ([]Permission, []string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+// ReadUsed is the union of the sets WriteUsed wrote into dir: of the controllers but the
+// scheduler, and of the scheduler (the files named with SchedulerUse); and the files read.
+func ReadUsed(dir string) (replicas, scheduler []Permission, files []string, err error) {
+	files, err = filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var all []Permission
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		var ps []Permission
 		if err := json.Unmarshal(data, &ps); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", f, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", f, err)
 		}
-		all = append(all, ps...)
+		if strings.HasSuffix(f, SchedulerUse+".json") {
+			scheduler = append(scheduler, ps...)
+		} else {
+			replicas = append(replicas, ps...)
+		}
 	}
-	return sortedSet(all), files, nil
+	return sortedSet(replicas), sortedSet(scheduler), files, nil
 }

@@ -81,29 +81,61 @@ func TestCheckRole(t *testing.T) {
 	}
 }
 
-// What each process writes is read back as one union; a process writing again replaces its file.
+// What each process writes is read back as one union, the scheduler's files apart; a process
+// writing again replaces its file.
 func TestUsedFiles(t *testing.T) {
 	dir := t.TempDir()
 	a := deploy.Permission{Resource: "pods", Verb: "list"}
 	b := deploy.Permission{Group: "batch", Resource: "jobs", Verb: "get"}
 	c := deploy.Permission{Resource: "secrets", Verb: "create"}
+	n := deploy.Permission{Resource: "nodes", Verb: "list"}
 	for _, w := range []struct {
 		name string
 		ps   []deploy.Permission
-	}{{"1", []deploy.Permission{a}}, {"1", []deploy.Permission{a, b}}, {"2", []deploy.Permission{c, a}}} {
+	}{{"1", []deploy.Permission{a}}, {"1", []deploy.Permission{a, b}}, {"2", []deploy.Permission{c, a}}, {"2" + deploy.SchedulerUse, []deploy.Permission{n, a}}} {
 		if err := deploy.WriteUsed(dir, w.name, w.ps); err != nil {
 			t.Fatal(err)
 		}
 	}
-	used, files, err := deploy.ReadUsed(dir)
+	replicas, scheduler, files, err := deploy.ReadUsed(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 {
-		t.Errorf("files %v, want 2", files)
+	if len(files) != 3 {
+		t.Errorf("files %v, want 3", files)
 	}
-	if want := []deploy.Permission{a, c, b}; !slices.Equal(used, want) {
-		t.Errorf("used %v, want %v", used, want)
+	if want := []deploy.Permission{a, c, b}; !slices.Equal(replicas, want) {
+		t.Errorf("used by the replicas %v, want %v", replicas, want)
+	}
+	if want := []deploy.Permission{n, a}; !slices.Equal(scheduler, want) {
+		t.Errorf("used by the scheduler %v, want %v", scheduler, want)
+	}
+}
+
+// The two roles are checked each against its part: every replica's role against what the
+// controllers but the scheduler used, the scheduler's against what it used beyond that one.
+func TestCheckRoles(t *testing.T) {
+	p := func(resource, verb string) deploy.Permission { return deploy.Permission{Resource: resource, Verb: verb} }
+	replica := []deploy.Permission{p("pods", "list"), p("priorityclasses", "list"), p("podgroups", "update")}
+	scheduler := []deploy.Permission{p("nodes", "list"), p("pods/binding", "create")}
+	usedReplicas := []deploy.Permission{p("pods", "list"), p("priorityclasses", "list")}
+	usedScheduler := []deploy.Permission{p("pods", "list"), p("nodes", "list"), p("pods/binding", "create"), p("podgroups", "update")}
+	c := deploy.CheckRoles(replica, scheduler, usedReplicas, usedScheduler, nil)
+	if !c.OK() {
+		t.Errorf("not OK with each role used by its part: %+v", c)
+	}
+	if want := []deploy.Permission{p("podgroups", "update")}; !slices.Equal(c.SchedulerOnly, want) {
+		t.Errorf("scheduler only %v, want %v", c.SchedulerOnly, want)
+	}
+	// A replica without the scheduler that reads nodes needs them in every replica's role.
+	c = deploy.CheckRoles(replica, scheduler, append(usedReplicas, p("nodes", "list")), usedScheduler, nil)
+	if want := []deploy.Permission{p("nodes", "list")}; c.OK() || !slices.Equal(c.Replica.Ungranted, want) {
+		t.Errorf("a replica's use of the scheduler's grant: %+v", c)
+	}
+	// A scheduler grant it never used is unused.
+	c = deploy.CheckRoles(replica, scheduler, usedReplicas, []deploy.Permission{p("nodes", "list"), p("podgroups", "update")}, nil)
+	if want := []deploy.Permission{p("pods/binding", "create")}; c.OK() || !slices.Equal(c.Scheduler.Unused, want) {
+		t.Errorf("a scheduler's grant it never used: %+v", c)
 	}
 }
 
@@ -113,12 +145,42 @@ func TestUnexercisedGrantsAreGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scheduler, err := deploy.SchedulerGranted()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for p, why := range deploy.UnexercisedGrants {
-		if !slices.Contains(granted, p) {
+		if !slices.Contains(granted, p) && !slices.Contains(scheduler, p) {
 			t.Errorf("%s is allowed unexercised (%s) but not granted", p, why)
 		}
 		if why == "" {
 			t.Errorf("%s is allowed unexercised without a reason", p)
+		}
+	}
+}
+
+// The gang scheduler's role is what only it needs: nodes and namespaces read, pods bound, and
+// every replica's role grants none of that.
+func TestSchedulerRoleIsApart(t *testing.T) {
+	granted, err := deploy.Granted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err := deploy.SchedulerGranted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []deploy.Permission{
+		{Resource: "namespaces", Verb: "list"}, {Resource: "namespaces", Verb: "watch"},
+		{Resource: "nodes", Verb: "list"}, {Resource: "nodes", Verb: "watch"},
+		{Resource: "pods/binding", Verb: "create"},
+	}
+	if !slices.Equal(scheduler, want) {
+		t.Errorf("the scheduler's role grants %v, want %v", scheduler, want)
+	}
+	for _, p := range scheduler {
+		if slices.Contains(granted, p) {
+			t.Errorf("every replica's role grants %s, the scheduler's alone should", p)
 		}
 	}
 }

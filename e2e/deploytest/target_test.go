@@ -267,11 +267,15 @@ func (tg *target) etcdVolumes(t *testing.T, n int) {
 // deploy/overlays/single-node, with the images just built, both StatefulSets
 // placed on the real node (selector and toleration: the KWOK nodes cannot run
 // them), CPU requests a 2-core machine can give five replicas and three
-// members, and ringfire's gang scheduler on (the local cluster has no
-// vc-scheduler).
+// members, and ringfire's gang scheduler on with its ClusterRole
+// (components/gang-scheduler; the local cluster has no vc-scheduler).
 func localOverlay(t *testing.T, ringfireRef, etcdRef string) string {
 	dir := t.TempDir()
 	base, err := filepath.Rel(dir, filepath.Join(repoRoot(), "deploy", "overlays", "single-node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err := filepath.Rel(dir, filepath.Join(repoRoot(), "deploy", "components", "gang-scheduler"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +284,8 @@ func localOverlay(t *testing.T, ringfireRef, etcdRef string) string {
 	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
+  - %s
+components:
   - %s
 images:
   - name: ghcr.io/ringfire/ringfire
@@ -300,12 +306,7 @@ patches:
       - op: replace
         path: /spec/template/spec/containers/0/resources/requests/cpu
         value: 50m
-  - target: {kind: StatefulSet, name: ringfire}
-    patch: |-
-      - op: add
-        path: /spec/template/spec/containers/0/args/-
-        value: --controllers=job,queue,podgroup,cronjob,jobflow,batchjob,scheduler
-`, base, rfName, rfTag, etcdName, etcdTag, devcluster.RealNodeLabel, devcluster.RealNodeTaint)
+`, base, scheduler, rfName, rfTag, etcdName, etcdTag, devcluster.RealNodeLabel, devcluster.RealNodeTaint)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -42,9 +42,10 @@ const (
 const forever = "never"
 
 // clients are the scheduler's API clients: as a replica's, ringfire's ServiceAccount with room
-// for a burst of bindings, every request recorded (a permission the role lacks fails the test).
+// for a burst of bindings, every request recorded as the scheduler's (a permission its role
+// and every replica's lack fails the test).
 func clients(t *testing.T, s *stack.Stack) (kubernetes.Interface, vcclient.Interface) {
-	cfg := s.ReplicaConfig()
+	cfg := s.SchedulerConfig()
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

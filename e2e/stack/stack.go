@@ -251,12 +251,21 @@ func (s *Stack) StartReplicaVia(id, endpoint string) {
 
 // ReplicaConfig is the API client configuration of the replicas: ringfire's ServiceAccount,
 // 200 requests/s, and every request recorded as a replica's (writes, refusals, the permissions
-// used). A controller a test runs beside the replicas (the gang scheduler of e2e/schedtest)
-// takes it too, so that the role is proven for it.
+// used).
 func (s *Stack) ReplicaConfig() *rest.Config {
 	cfg := rest.CopyConfig(s.replicaKube)
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.Wrap(s.writes.wrap)
+	return cfg
+}
+
+// SchedulerConfig is ReplicaConfig for a gang scheduler a test runs beside the replicas
+// (e2e/schedtest), whose permissions are recorded apart: they prove the scheduler's own role
+// (deploy/components/gang-scheduler), which a replica without the scheduler is not bound to.
+func (s *Stack) SchedulerConfig() *rest.Config {
+	cfg := rest.CopyConfig(s.replicaKube)
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.Wrap(s.writes.wrapAs(true))
 	return cfg
 }
 

@@ -34,9 +34,17 @@ type RefusedCreate struct {
 	What string // the API server's message, naming the object
 }
 
-func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper {
+func (l *writeLog) wrap(rt http.RoundTripper) http.RoundTripper { return l.wrapAs(false)(rt) }
+
+// wrapAs is wrap for the gang scheduler's requests (scheduler), whose permissions are
+// recorded apart: they are checked against the scheduler's own role.
+func (l *writeLog) wrapAs(scheduler bool) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper { return l.roundTripper(rt, scheduler) }
+}
+
+func (l *writeLog) roundTripper(rt http.RoundTripper, scheduler bool) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		recordUsed(req)
+		recordUsed(req, scheduler)
 		if req.Method != http.MethodGet {
 			l.mu.Lock()
 			l.writes = append(l.writes, req.Method+" "+req.URL.Path)

@@ -50,3 +50,11 @@ job,queue,podgroup,jobflow,cronjob,batchjob
 {{- end -}}
 {{- join "," $list -}}
 {{- end }}
+
+{{/*
+"true" when the replicas run the gang scheduler (scheduler.enabled, or scheduler among the
+controllers named), else empty: its ClusterRole is rendered only then.
+*/}}
+{{- define "ringfire.schedulerOn" -}}
+{{- if has "scheduler" (splitList "," (include "ringfire.controllers" .)) }}true{{ end -}}
+{{- end }}
