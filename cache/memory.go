@@ -85,14 +85,16 @@ const (
 	// managedFields).
 	FormFull = "full"
 	// FormSummary is an object cut down to what is read of it: a Job of a
-	// slot not held (Jobs), a pod of a held slot (SlimPod), a PodGroup
-	// counted by queue (QueuePodGroups), a batch/v1 Job ringfire does not
-	// manage (SlimBatchJob).
+	// slot not held (Jobs), a pod of a held slot (SlimPod), a PVC, Service,
+	// ConfigMap or NetworkPolicy of a held slot (cut.go: its metadata, and a
+	// Job's hosts ConfigMap its data), a PodGroup counted by queue
+	// (QueuePodGroups), a batch/v1 Job ringfire does not manage
+	// (SlimBatchJob).
 	FormSummary = "summary"
 )
 
 var cacheObjectsDesc = prometheus.NewDesc("ringfire_cache_objects",
-	"Objects this replica's cache keeps, by resource and form: full (as the API server has them, less managedFields) or summary (the Jobs of slots not held, the pods of held slots less the spec the controllers do not read, the cluster-wide PodGroups counted by queue, the batch/v1 Jobs of other controllers).",
+	"Objects this replica's cache keeps, by resource and form: full (as the API server has them, less managedFields) or summary (the Jobs of slots not held, the pods of held slots less the spec the controllers do not read, the PVCs, Services, ConfigMaps and NetworkPolicies of held slots as their metadata, the cluster-wide PodGroups counted by queue, the batch/v1 Jobs of other controllers).",
 	[]string{"resource", "form"}, nil)
 
 var foreignObjectsDesc = prometheus.NewDesc("ringfire_cache_foreign_objects",
@@ -151,9 +153,9 @@ func (o objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	emit("jobs", FormFull, full)
 	emit("jobs", FormSummary, summary)
 	for _, r := range Owned {
-		form := FormFull
-		if r == Pods {
-			form = FormSummary // SlimPod
+		form := FormSummary // SlimPod, cut.go
+		if r == PodGroups {
+			form = FormFull // a known Job's own whole; a foreign one is a stub, counted below
 		}
 		emit(string(r), form, len(c.owned[r].Indexer().ListKeys()))
 		ch <- prometheus.MustNewConstMetric(foreignObjectsDesc, prometheus.GaugeValue, float64(c.owned[r].ForeignObjects()), string(r))

@@ -59,6 +59,8 @@ var Contract = []Metric{
 	{"ringfire_ready", "gauge", nil},
 	// What the replica's cache keeps: resource, and form full or summary.
 	{"ringfire_cache_objects", "gauge", []string{"resource", "form"}},
+	// The objects of the held slots kept as stubs: no Job the cache knows controls them.
+	{"ringfire_cache_foreign_objects", "gauge", []string{"resource"}},
 	{"ringfire_build_info", "gauge", []string{"version", "revision", "goversion"}},
 	// TLS to the ring's etcd (none without --etcd-ca/--etcd-cert): etcd-ca, etcd-client, etcd-server.
 	{"ringfire_certificate_expiry_timestamp_seconds", "gauge", []string{"certificate"}},
