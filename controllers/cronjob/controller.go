@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -61,9 +62,19 @@ type Controller struct {
 	memory   keyMemory
 }
 
-// request is what the dispatcher carries for a CronJob key: look at the CronJob. Any two
-// coalesce.
-type request struct{}
+// request is what the dispatcher carries for a CronJob key: look at the CronJob.
+type request struct {
+	// scheduleChanged: the CronJob's schedule or time zone was edited. The reconcile then
+	// waits for the new schedule's next time instead of syncing now (sync.go, untilNewSchedule).
+	scheduleChanged bool
+}
+
+// coalesce merges an incoming request into the queued one, which then stands for both, unless
+// the queued one waits for a changed schedule and the incoming asks for a look now: that look
+// must still happen.
+func coalesce(queued, incoming request) bool {
+	return !queued.scheduleChanged || incoming.scheduleChanged
+}
 
 // New builds the controller and registers its handlers on the CronJob and Job informers;
 // when they come from Config.Informers, that factory must not have started yet.
@@ -80,7 +91,7 @@ func New(cfg Config) (*Controller, error) {
 	err = c.Init(kit.Settings[request]{
 		Name: "cronjob", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
-		Coalesce: func(request, request) bool { return true },
+		Coalesce: coalesce,
 		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.cronInf.GetStore() }),
 	})
 	if err != nil {
@@ -130,18 +141,18 @@ func (c *Controller) SlotsLost(slots []int) {
 
 // register adds the handlers to the informers.
 func (c *Controller) register() error {
-	if _, err := c.cronInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := c.cronInf.AddEventHandler(guard.Handler("cronjob", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onCronJob,
 		UpdateFunc: c.onCronJobUpdate,
 		DeleteFunc: c.onCronJobDelete,
-	}); err != nil {
+	}, guard.Quarantine(c.Disp))); err != nil {
 		return err
 	}
-	_, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	_, err := c.jobInf.AddEventHandler(guard.Handler("cronjob", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onJob,
 		UpdateFunc: c.onJobUpdate,
 		DeleteFunc: c.onJob,
-	})
+	}))
 	return err
 }
 
@@ -151,27 +162,21 @@ func (c *Controller) onCronJob(obj any) {
 	}
 }
 
-// onCronJobUpdate looks at the CronJob again. A new schedule or time zone is looked at when
-// its next time comes, as Kubernetes does, so that the change alone starts no Job for a time
-// that has already passed; a schedule that does not parse is looked at now, to report it.
+// onCronJobUpdate looks at the CronJob again. A new schedule or time zone is only compared
+// here, never parsed: the text is the user's, and a handler runs on an informer's goroutine of
+// every replica. The reconcile parses it (untilNewSchedule) and waits for its next time.
 func (c *Controller) onCronJobUpdate(old, cur any) {
 	oldCJ, ok1 := old.(*batch.CronJob)
 	cj, ok2 := cur.(*batch.CronJob)
 	if !ok1 || !ok2 || oldCJ.ResourceVersion == cj.ResourceVersion {
 		return
 	}
+	key := toolscache.MetaObjectToName(cj).String()
 	if kit.Changed(oldCJ, cj) {
-		c.Disp.Release(toolscache.MetaObjectToName(cj).String())
+		c.Disp.Release(key)
 	}
-	if oldCJ.Spec.Schedule != cj.Spec.Schedule || !ptr.Equal(oldCJ.Spec.TimeZone, cj.Spec.TimeZone) {
-		if s, _, err := ParseSchedule(cj.Spec); err == nil {
-			if wait, ok := untilNext(s, c.clock.Now()); ok {
-				c.Disp.EnqueueAfter(toolscache.MetaObjectToName(cj).String(), request{}, wait)
-				return
-			}
-		}
-	}
-	c.onCronJob(cj)
+	changed := oldCJ.Spec.Schedule != cj.Spec.Schedule || !ptr.Equal(oldCJ.Spec.TimeZone, cj.Spec.TimeZone)
+	c.Disp.Enqueue(key, request{scheduleChanged: changed})
 }
 
 func (c *Controller) onCronJobDelete(obj any) {
@@ -235,7 +240,13 @@ func (c *Controller) jobsOf(cj *batch.CronJob) ([]*batch.Job, error) {
 
 // reconcile is the dispatcher's handler: sync the CronJob, then ask to be woken at its next
 // schedule time, so that nothing polls.
-func (c *Controller) reconcile(ctx context.Context, key string, _ request) error {
+func (c *Controller) reconcile(ctx context.Context, key string, req request) error {
+	if req.scheduleChanged {
+		if wait, ok := c.untilNewSchedule(key); ok {
+			c.Disp.EnqueueAfter(key, request{}, wait)
+			return nil
+		}
+	}
 	wait, err := c.sync(ctx, key)
 	if err == nil && wait > 0 {
 		c.WakeAfter(key, request{}, wait)

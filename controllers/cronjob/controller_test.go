@@ -19,6 +19,7 @@ import (
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
 
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -169,5 +170,93 @@ func TestControllerGivesUpOnARefusedTemplate(t *testing.T) {
 		r := strings.Join(reasons, "; ")
 		return strings.Contains(r, "FailedCreate") && strings.Contains(r, "RetryLimitReached: gave up after 4 failed tries") &&
 			strings.Contains(jobNames(vc), "good-"), r
+	})
+}
+
+// warnings lists the Warning Events recorded on the CronJob name, "reason: message".
+func warnings(kube *kubefake.Clientset, name string) string {
+	list, _ := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// On Volcano's CRD, which lets any string through, a schedule edited to "TZ=UTC" (a zone with
+// no space and no fields after it, on which the cron library panics) goes through the real
+// informer handler without a panic, and the reconcile reports it as UnparseableSchedule. The
+// handler only enqueues: before, it parsed the schedule on the informer's goroutine, and the
+// panic, re-raised by client-go, ended every replica at once.
+func TestScheduleEditedToABareZoneIsReportedNotPanicked(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	now := time.Now().UTC()
+	// Daily, twelve hours away: nothing is due while the test runs.
+	cj := newCronJob("tz", fmt.Sprintf("0 %d * * *", (now.Hour()+12)%24), now.Add(-time.Minute))
+	cj.ResourceVersion = "1"
+	vc := vcfake.NewSimpleClientset(cj)
+	_, kube := run(ctx, t, shard.HoldAll{Ctx: ctx, S: 64}, kit.DefaultMaxRequeue, vc)
+	before := guard.Panics("cronjob")
+
+	for i, schedule := range []string{"TZ=UTC", "CRON_TZ=Europe/Paris", "TZ="} {
+		edited, err := vc.BatchV1alpha1().CronJobs(ns).Get(ctx, "tz", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited.Spec.Schedule, edited.ResourceVersion = schedule, fmt.Sprint(i+2)
+		if _, err := vc.BatchV1alpha1().CronJobs(ns).Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "an UnparseableSchedule Warning naming "+schedule, func() (bool, string) {
+			w := warnings(kube, "tz")
+			return strings.Contains(w, fmt.Sprintf("UnparseableSchedule: unparseable schedule %q", schedule)), w
+		})
+	}
+	if n := guard.Panics("cronjob") - before; n != 0 {
+		t.Errorf("the CronJob handlers panicked %v times", n)
+	}
+	if jobs := jobNames(vc); jobs != "" {
+		t.Errorf("Jobs made from an unparseable schedule: %s", jobs)
+	}
+}
+
+// An edited schedule starts no Job for a time that has already passed: the reconcile the edit
+// brings waits for the new schedule's next time. Any other edit looks at the CronJob now, and
+// then that time is started, as Kubernetes does.
+func TestEditedScheduleWaitsForItsNextTime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	now := time.Now().UTC()
+	due := now.Add(-time.Minute)
+	cj := newCronJob("edit", fmt.Sprintf("0 %d * * *", (now.Hour()+12)%24), now.Add(-3*time.Minute))
+	cj.ResourceVersion = "1"
+	vc := vcfake.NewSimpleClientset(cj)
+	c, _ := run(ctx, t, shard.HoldAll{Ctx: ctx, S: 64}, kit.DefaultMaxRequeue, vc)
+	eventually(t, "the first reconcile to ask for the next schedule time", func() (bool, string) {
+		_, ok := c.Wakes.At(ns + "/edit")
+		return ok, "no wake-up"
+	})
+
+	edited := cj.DeepCopy()
+	edited.Spec.Schedule, edited.ResourceVersion = fmt.Sprintf("%d %d * * *", due.Minute(), due.Hour()), "2"
+	if _, err := vc.BatchV1alpha1().CronJobs(ns).Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the edit's reconcile runs in a few milliseconds
+	if jobs := jobNames(vc); jobs != "" {
+		t.Fatalf("the schedule's edit started %s, for a time that had passed", jobs)
+	}
+
+	edited = edited.DeepCopy()
+	edited.Labels, edited.ResourceVersion = map[string]string{"touched": "yes"}, "3"
+	if _, err := vc.BatchV1alpha1().CronJobs(ns).Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "another edit to start the time due", func() (bool, string) {
+		jobs := jobNames(vc)
+		return strings.HasPrefix(jobs, "edit-"), jobs
 	})
 }

@@ -35,33 +35,64 @@ type Schedule struct {
 	Location *time.Location
 }
 
+// Bounds on the text ParseSchedule reads: a schedule of five fields or a descriptor is tens of
+// bytes, an IANA zone name at most about 30. Past them the text is refused before any parser
+// sees it, so no CronJob makes a replica parse a megabyte on every reconcile.
+const (
+	maxScheduleBytes = 1 << 10
+	maxTimeZoneBytes = 255
+)
+
+// scheduleHelp is what every UnparseableSchedule message ends with: the forms spec.schedule takes.
+const scheduleHelp = "spec.schedule takes five fields (minute hour day-of-month month day-of-week, e.g. \"*/5 * * * *\") or a descriptor (@yearly, @monthly, @weekly, @daily, @hourly, @every 10m)"
+
 // ParseSchedule parses spec.schedule in spec.timeZone. Without a timeZone the schedule is in
 // UTC, not in the process' local zone as in Kubernetes: replicas may run in different zones,
 // and a CronJob whose slot moves must keep its times. A "TZ=" or "CRON_TZ=" prefix in the
 // schedule is honoured, as Kubernetes' controller honours it for CronJobs that predate its
 // validation (which now refuses the prefix, as ringfire's CRD does); spec.timeZone is then
 // ignored and tzPrefix is true so the caller can warn.
+//
+// It never panics, whatever the text: Volcano's CRD lets any string through, and the cron
+// library panics on a prefix with no space after the zone ("TZ=UTC"). Such a prefix, a zone
+// of "Local" (each replica's own), and a text or zone past its bound are refused with a
+// scheduleError that says what to fix, before the library sees them; a panic of the library
+// on anything else is recovered into an UnparseableSchedule error.
 func ParseSchedule(spec batch.CronJobSpec) (s Schedule, tzPrefix bool, err error) {
 	s.Location = time.UTC
 	if spec.TimeZone != nil {
-		loc, err := time.LoadLocation(*spec.TimeZone)
-		if err != nil || *spec.TimeZone == "" || strings.EqualFold(*spec.TimeZone, "Local") {
+		tz := *spec.TimeZone
+		if len(tz) > maxTimeZoneBytes {
+			return s, false, &scheduleError{reason: "UnknownTimeZone", msg: fmt.Sprintf(
+				"spec.timeZone is %d bytes, longer than any time zone name (%d at most): set it to an IANA time zone name such as \"Europe/Paris\" or \"UTC\", or remove it for UTC",
+				len(tz), maxTimeZoneBytes)}
+		}
+		loc, err := time.LoadLocation(tz)
+		if err != nil || tz == "" || strings.EqualFold(tz, "Local") {
 			return s, false, &scheduleError{reason: "UnknownTimeZone", msg: fmt.Sprintf(
 				"unknown time zone %q in spec.timeZone: set it to an IANA time zone name such as \"Europe/Paris\" or \"UTC\", or remove it for UTC",
-				*spec.TimeZone)}
+				tz)}
 		}
 		s.Location = loc
 	}
 	text := spec.Schedule
-	tzPrefix = strings.Contains(text, "TZ")
-	if !tzPrefix {
+	if len(text) > maxScheduleBytes {
+		return s, false, &scheduleError{reason: "UnparseableSchedule", msg: fmt.Sprintf(
+			"spec.schedule is %d bytes, longer than the %d a schedule may be; %s", len(text), maxScheduleBytes, scheduleHelp)}
+	}
+	// Only a prefix is a zone: "TZ" anywhere else is a field the parser refuses.
+	tzPrefix = strings.HasPrefix(text, "TZ=") || strings.HasPrefix(text, "CRON_TZ=")
+	if tzPrefix {
+		if err := checkZonePrefix(text); err != nil {
+			return s, true, err
+		}
+	} else {
 		text = "TZ=" + s.Location.String() + " " + text
 	}
-	s.Schedule, err = cron.ParseStandard(text)
+	s.Schedule, err = parseStandard(text)
 	if err != nil {
 		return s, tzPrefix, &scheduleError{reason: "UnparseableSchedule", msg: fmt.Sprintf(
-			"unparseable schedule %q: %v; spec.schedule takes five fields (minute hour day-of-month month day-of-week, e.g. \"*/5 * * * *\") or a descriptor (@yearly, @monthly, @weekly, @daily, @hourly, @every 10m)",
-			spec.Schedule, err)}
+			"unparseable schedule %q: %v; %s", spec.Schedule, err, scheduleHelp)}
 	}
 	// A Job's name holds the minute of its time, so two times within a minute would be one
 	// Job, and the second silently skipped.
@@ -70,6 +101,36 @@ func ParseSchedule(spec batch.CronJobSpec) (s Schedule, tzPrefix bool, err error
 			"schedule %q runs more often than once a minute, the finest a CronJob can start Jobs: set spec.schedule to @every 1m or more", spec.Schedule)}
 	}
 	return s, tzPrefix, nil
+}
+
+// checkZonePrefix refuses what the cron library cannot take of a "TZ=" or "CRON_TZ=" prefix:
+// no space between the zone and the fields (the library slices to the first space, and
+// panics when there is none), and the zone "Local", which is each replica's own.
+func checkZonePrefix(text string) error {
+	prefix, rest, _ := strings.Cut(text, "=")
+	zone, fields, spaced := strings.Cut(rest, " ")
+	if !spaced || strings.TrimSpace(fields) == "" {
+		return &scheduleError{reason: "UnparseableSchedule", msg: fmt.Sprintf(
+			"unparseable schedule %q: a %s= time zone prefix must be followed by a space and the schedule (\"%s=UTC */5 * * * *\"); better, move the zone to spec.timeZone and leave only the schedule in spec.schedule; %s",
+			text, prefix, prefix, scheduleHelp)}
+	}
+	if strings.EqualFold(zone, "Local") {
+		return &scheduleError{reason: "UnknownTimeZone", msg: fmt.Sprintf(
+			"time zone %q in spec.schedule is each replica's own, and replicas may run in different zones: name an IANA time zone (\"%s=Europe/Paris ...\"), or better, set spec.timeZone",
+			zone, prefix)}
+	}
+	return nil
+}
+
+// parseStandard is cron.ParseStandard with its panics turned into errors: the checks before
+// it cover the panics known, this covers the ones not found yet.
+func parseStandard(text string) (sched cron.Schedule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			sched, err = nil, fmt.Errorf("the cron parser failed on it (%v)", p)
+		}
+	}()
+	return cron.ParseStandard(text)
 }
 
 // errNeverRuns is a schedule that parses but names no time that exists, such as February 31.

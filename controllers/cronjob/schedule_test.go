@@ -58,6 +58,16 @@ func TestParseSchedule(t *testing.T) {
 		{schedule: "* * * * *", tz: ptr.To("Mars/Olympus"), reason: "UnknownTimeZone"},
 		{schedule: "* * * * *", tz: ptr.To(""), reason: "UnknownTimeZone"},
 		{schedule: "* * * * *", tz: ptr.To("Local"), reason: "UnknownTimeZone"},
+		// Volcano's CRD lets these through; the cron library panics on a prefix with no space.
+		{schedule: "TZ=UTC", reason: "UnparseableSchedule", prefix: true},
+		{schedule: "CRON_TZ=UTC", reason: "UnparseableSchedule", prefix: true},
+		{schedule: "TZ=", reason: "UnparseableSchedule", prefix: true},
+		{schedule: "TZ=UTC   ", reason: "UnparseableSchedule", prefix: true},
+		{schedule: "TZ=UTC\t* * * * *", reason: "UnparseableSchedule", prefix: true},
+		{schedule: "TZ=Local * * * * *", reason: "UnknownTimeZone", prefix: true},
+		{schedule: "* * * * * TZ=UTC", reason: "UnparseableSchedule"},
+		{schedule: strings.Repeat("* ", maxScheduleBytes), reason: "UnparseableSchedule"},
+		{schedule: "* * * * *", tz: ptr.To(strings.Repeat("A", maxTimeZoneBytes+1)), reason: "UnknownTimeZone"},
 		// Job names hold the minute: more than one time a minute cannot be started.
 		{schedule: "@every 30s", reason: "InvalidSchedule"},
 		{schedule: "@every 1m", next: "2026-01-15T10:18:00Z"},

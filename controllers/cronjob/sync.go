@@ -54,6 +54,26 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return wait, syncErr
 }
 
+// untilNewSchedule is how long to wait from now for the next time of the CronJob's schedule,
+// just edited: as Kubernetes does, the change alone starts no Job for a time that has already
+// passed, so the CronJob is next looked at then. ok is false when the CronJob is gone, or its
+// schedule does not parse or names no time: the caller syncs now, which reports it.
+func (c *Controller) untilNewSchedule(key string) (time.Duration, bool) {
+	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, false
+	}
+	cj, err := c.cronJobs.CronJobs(ns).Get(name)
+	if err != nil {
+		return 0, false
+	}
+	s, _, err := ParseSchedule(cj.Spec)
+	if err != nil {
+		return 0, false
+	}
+	return untilNext(s, c.clock.Now())
+}
+
 // syncCronJob decides and acts for cj, whose status it updates in place. Finished Jobs
 // beyond the history limits are deleted last, and a failure there does not hold back
 // scheduling: it is reported and tried again at the next reconcile.
