@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ringfire/ringfire/internal/certs"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/internal/kubemetrics"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/internal/opsserver"
@@ -188,6 +189,9 @@ func run(ctx context.Context, f runOptions, log hclog.Logger) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
+	// Before any informer runs: a panic in one of client-go's goroutines is counted and
+	// logged, not re-panicked (guard.ContainClientGo says why both this and the wrappers).
+	guard.ContainClientGo(log.Named("client-go"))
 	endpoints := []string{}
 	if f.etcd.endpoints == "" {
 		etcd, err := localetcd.Start(localetcd.Options{Dir: f.etcd.dataDir, Logger: log.Named("etcd"), LogLevel: "error"})
@@ -270,9 +274,13 @@ func run(ctx context.Context, f runOptions, log hclog.Logger) error {
 }
 
 // registerProcessMetrics registers the metrics of the process, the build,
-// its certificates' expiry and client-go; replica.New registers the rest.
+// its certificates' expiry, the panics its informers' goroutines recovered
+// (guard) and client-go; replica.New registers the rest.
 func registerProcessMetrics(reg prometheus.Registerer, expiry *certs.Expiry) error {
 	if err := promreg.Register(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Get().Metric(), expiry); err != nil {
+		return err
+	}
+	if err := guard.Register(reg); err != nil {
 		return err
 	}
 	return kubemetrics.Register(reg)

@@ -16,6 +16,7 @@ import (
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/batchjob/state"
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -77,18 +78,18 @@ func New(cfg Config) (*Controller, error) {
 	}
 	inf := cfg.Cache.BatchJobs()
 	c.jobs, c.jobInf, c.pods = inf.Lister(), inf.Informer(), cfg.Cache.Owned(cache.Pods)
-	if _, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := c.jobInf.AddEventHandler(guard.Handler("batchjob", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onJob,
 		UpdateFunc: c.onJobUpdate,
 		DeleteFunc: c.onJobDelete,
-	}); err != nil {
+	}, guard.Quarantine(c.Disp))); err != nil {
 		return nil, fmt.Errorf("batchjob controller: %w", err)
 	}
-	c.pods.AddHandler(toolscache.ResourceEventHandlerFuncs{
+	c.pods.AddHandler(guard.Handler("batchjob", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPod,
 		UpdateFunc: func(_, cur any) { c.onPod(cur) },
 		DeleteFunc: c.onPod,
-	})
+	}, guard.QuarantineBy(c.Disp, batchJobKeyOf)))
 	return c, nil
 }
 
@@ -163,6 +164,13 @@ func (c *Controller) onJobDelete(obj any) {
 	c.backoff.Forget(key)
 	// Its pods may still carry the tracking finalizer: the reconcile of the key frees them.
 	c.Disp.Enqueue(key, request{})
+}
+
+// batchJobKeyOf is the key of the Job that controls a pod: the one quarantined when a pod's
+// handler panics.
+func batchJobKeyOf(obj any) string {
+	key, _ := cache.BatchJobKey(obj)
+	return key
 }
 
 // onPod looks at the Job that controls a pod that came, changed or went.

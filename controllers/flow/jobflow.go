@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -168,7 +169,7 @@ func enqueueHeld(inf toolscache.SharedIndexInformer, disp *shard.Dispatcher[requ
 }
 
 func (c *Flows) register() error {
-	if _, err := c.flowInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := c.flowInf.AddEventHandler(guard.Handler("jobflow", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc: c.onFlow,
 		UpdateFunc: func(old, cur any) {
 			if o, ok := old.(*flowv1.JobFlow); ok {
@@ -181,12 +182,12 @@ func (c *Flows) register() error {
 			}
 		},
 		DeleteFunc: c.onFlowDelete,
-	}); err != nil {
+	}, guard.Quarantine(c.Disp))); err != nil {
 		return err
 	}
 	// A step waiting for its template goes on when the template comes, or changes (a step
 	// whose Job the API server refused tries again with the fixed template).
-	if _, err := c.tmplInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := c.tmplInf.AddEventHandler(guard.Handler("jobflow", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc: c.onTemplate,
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*flowv1.JobTemplate)
@@ -195,10 +196,10 @@ func (c *Flows) register() error {
 				c.onTemplate(n)
 			}
 		},
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
-	_, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	_, err := c.jobInf.AddEventHandler(guard.Handler("jobflow", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.onJob(obj, false) },
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*batch.Job)
@@ -214,7 +215,7 @@ func (c *Flows) register() error {
 			c.onJob(n, false)
 		},
 		DeleteFunc: func(obj any) { c.onJob(obj, true) },
-	})
+	}))
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -51,7 +52,7 @@ func NewTemplates(cfg Config) (*Templates, error) {
 	if err := kit.AddIndex(c.jobInf, byTemplate, templateIndex); err != nil {
 		return nil, fmt.Errorf("jobtemplate controller: %w", err)
 	}
-	if _, err := c.tmplInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := c.tmplInf.AddEventHandler(guard.Handler("jobtemplate", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(old, cur any) {
 			if o, ok := old.(*flowv1.JobTemplate); ok {
@@ -65,7 +66,7 @@ func NewTemplates(cfg Config) (*Templates, error) {
 				c.written.Forget(key)
 			}
 		},
-	}); err != nil {
+	}, guard.Quarantine(c.Disp))); err != nil {
 		return nil, fmt.Errorf("jobtemplate controller: %w", err)
 	}
 	onJob := func(obj any) {
@@ -79,7 +80,7 @@ func NewTemplates(cfg Config) (*Templates, error) {
 		}
 	}
 	// Only a Job's arrival or departure changes a template's list.
-	if _, err := c.jobInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onJob, DeleteFunc: onJob}); err != nil {
+	if _, err := c.jobInf.AddEventHandler(guard.Handler("jobtemplate", c.Log, toolscache.ResourceEventHandlerFuncs{AddFunc: onJob, DeleteFunc: onJob})); err != nil {
 		return nil, fmt.Errorf("jobtemplate controller: %w", err)
 	}
 	return c, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 
 	"github.com/ringfire/ringfire/controllers/kit"
@@ -341,28 +342,28 @@ func (c *Controller) Run(ctx context.Context) { c.Base.Run(ctx, nil, "") }
 
 // register adds the controller's handlers to the cache's informers.
 func (c *Controller) register() {
-	c.cfg.Cache.Jobs().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	c.cfg.Cache.Jobs().AddEventHandler(guard.Handler("job", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onJobAdd,
 		UpdateFunc: c.onJobUpdate,
 		DeleteFunc: c.onJobDelete,
-	})
-	c.cfg.Cache.Commands().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	}, guard.Quarantine(c.Disp)))
+	c.cfg.Cache.Commands().Informer().AddEventHandler(guard.Handler("job", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc: c.onCommand,
-	})
-	c.cfg.Cache.Owned(cache.Pods).AddHandler(toolscache.ResourceEventHandlerFuncs{
+	}))
+	c.cfg.Cache.Owned(cache.Pods).AddHandler(guard.Handler("job", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPodAdd,
 		UpdateFunc: c.onPodUpdate,
 		DeleteFunc: c.onPodDelete,
-	})
-	c.cfg.Cache.Owned(cache.PodGroups).AddHandler(toolscache.ResourceEventHandlerFuncs{
+	}, guard.QuarantineBy(c.Disp, jobKeyOfPod)))
+	c.cfg.Cache.Owned(cache.PodGroups).AddHandler(guard.Handler("job", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPodGroupAdd,
 		UpdateFunc: c.onPodGroupUpdate,
 		DeleteFunc: c.onPodGroupDelete,
-	})
+	}, guard.QuarantineBy(c.Disp, jobKeyOf)))
 	// A plugin object of an earlier Job of the name, going, frees a name the Job may wait for.
 	// (A Secret is in no cache: a Job waiting for one looks again after recheckForeign.)
 	for _, r := range []cache.Resource{cache.Services, cache.ConfigMaps, cache.NetworkPolicies} {
-		c.cfg.Cache.Owned(r).AddHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: c.onForeignDelete})
+		c.cfg.Cache.Owned(r).AddHandler(guard.Handler("job", c.Log, toolscache.ResourceEventHandlerFuncs{DeleteFunc: c.onForeignDelete}))
 	}
 }
 
@@ -424,6 +425,27 @@ func (c *Controller) onCommand(obj any) {
 	})
 }
 
+// jobKeyOfPod is the key of the Job whose request a pod's event makes: the one quarantined
+// when a pod's handler panics.
+func jobKeyOfPod(obj any) string {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return ""
+	}
+	key, _, _ := podRequest(pod, bus.OutOfSyncEvent)
+	return key
+}
+
+// jobKeyOf is the key of the Job an object of the Job's carries (cache.JobKey): the one
+// quarantined when its handler panics.
+func jobKeyOf(obj any) string {
+	key, _ := cache.JobKey(obj)
+	return key
+}
+
 // podRequest is the request a pod's event makes: its Job, task, version.
 func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
 	ref := metav1.GetControllerOf(pod)
@@ -434,7 +456,8 @@ func podRequest(pod *corev1.Pod, event bus.Event) (string, request, bool) {
 	if job == "" {
 		job = ref.Name
 	}
-	version, err := strconv.Atoi(pod.Annotations[batch.JobVersion])
+	// A version past int32 is no version this controller wrote: not one to wrap around.
+	version, err := strconv.ParseInt(pod.Annotations[batch.JobVersion], 10, 32)
 	if err != nil {
 		return "", request{}, false
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/controllers/kit"
+	"github.com/ringfire/ringfire/internal/guard"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -130,7 +131,7 @@ func New(cfg Config) (*Controller, error) {
 	if shared == nil {
 		c.factory = vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
 		pgs := c.factory.Scheduling().V1beta1().PodGroups().Informer()
-		if err := pgs.SetTransform(cache.SlimPodGroup); err != nil {
+		if err := pgs.SetTransform(guard.Transform("queue", c.Log, cache.SlimPodGroup)); err != nil {
 			return nil, fmt.Errorf("queue controller: podgroup transform: %w", err)
 		}
 		shared = &Informers{
@@ -194,15 +195,15 @@ func (c *Controller) register() error {
 		}},
 	}
 	for _, x := range handlers {
-		if _, err := x.inf.AddEventHandler(x.h); err != nil {
+		if _, err := x.inf.AddEventHandler(guard.Handler("queue", c.Log, x.h)); err != nil {
 			return err
 		}
 	}
-	reg, err := c.pgInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	reg, err := c.pgInf.AddEventHandler(guard.Handler("queue", c.Log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPodGroupAdd,
 		UpdateFunc: c.onPodGroupUpdate,
 		DeleteFunc: c.onPodGroupDelete,
-	})
+	}))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 
+	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,6 +17,8 @@ import (
 	vcv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	vclisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
+
+	"github.com/ringfire/ringfire/internal/guard"
 )
 
 // watch is the informers of one shift. Pods are watched in two sets: the
@@ -58,9 +61,10 @@ type inputs struct {
 // a cycle decide something new.
 func newWatch(cfg Config, poke func()) *watch {
 	w := &watch{}
+	log := cfg.LoggerOr().Named("scheduler")
 	kube := informers.NewSharedInformerFactory(cfg.Kube, 0)
 	nodes := kube.Core().V1().Nodes()
-	nodes.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	nodes.Informer().AddEventHandler(guard.Handler("scheduler", log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke() },
 		DeleteFunc: func(any) { poke() },
 		UpdateFunc: func(old, new any) {
@@ -68,7 +72,7 @@ func newWatch(cfg Config, poke func()) *watch {
 				poke()
 			}
 		},
-	})
+	}))
 	classes := kube.Scheduling().V1().PriorityClasses()
 	// Namespaces change no placement but through the namespaceSelector of
 	// an affinity term, which the next periodic cycle reads: no poke.
@@ -76,9 +80,9 @@ func newWatch(cfg Config, poke func()) *watch {
 	w.nodes, w.classes, w.namespaces = nodes.Lister(), classes.Lister(), namespaces.Lister()
 	w.synced = append(w.synced, nodes.Informer().HasSynced, classes.Informer().HasSynced, namespaces.Informer().HasSynced)
 
-	bound := podFactory(cfg, fields.OneTermNotEqualSelector("spec.nodeName", ""))
+	bound := podFactory(cfg, log, fields.OneTermNotEqualSelector("spec.nodeName", ""))
 	boundPods := bound.Core().V1().Pods()
-	boundPods.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	boundPods.Informer().AddEventHandler(guard.Handler("scheduler", log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke() },
 		DeleteFunc: func(any) { poke() },
 		UpdateFunc: func(old, new any) {
@@ -86,25 +90,25 @@ func newWatch(cfg Config, poke func()) *watch {
 				poke()
 			}
 		},
-	})
+	}))
 	w.bound = boundPods.Lister()
 	w.synced = append(w.synced, boundPods.Informer().HasSynced)
 	w.factories = append(w.factories, kube, bound)
 
 	for _, name := range cfg.SchedulerNames {
-		f := podFactory(cfg, fields.AndSelectors(
+		f := podFactory(cfg, log, fields.AndSelectors(
 			fields.OneTermEqualSelector("spec.schedulerName", name),
 			fields.OneTermEqualSelector("spec.nodeName", ""),
 		))
 		pods := f.Core().V1().Pods()
-		pods.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		pods.Informer().AddEventHandler(guard.Handler("scheduler", log, toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { poke() },
 			UpdateFunc: func(old, new any) {
 				if gatesChanged(old, new) {
 					poke()
 				}
 			},
-		})
+		}))
 		w.unbound = append(w.unbound, pods.Lister())
 		w.synced = append(w.synced, pods.Informer().HasSynced)
 		w.factories = append(w.factories, f)
@@ -112,7 +116,7 @@ func newWatch(cfg Config, poke func()) *watch {
 
 	vc := vcinformers.NewSharedInformerFactory(cfg.Volcano, 0)
 	podGroups := vc.Scheduling().V1beta1().PodGroups()
-	podGroups.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	podGroups.Informer().AddEventHandler(guard.Handler("scheduler", log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke() },
 		DeleteFunc: func(any) { poke() },
 		UpdateFunc: func(old, new any) {
@@ -123,13 +127,13 @@ func newWatch(cfg Config, poke func()) *watch {
 				poke()
 			}
 		},
-	})
+	}))
 	queues := vc.Scheduling().V1beta1().Queues()
-	queues.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	queues.Informer().AddEventHandler(guard.Handler("scheduler", log, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke() },
 		DeleteFunc: func(any) { poke() },
 		UpdateFunc: func(any, any) { poke() },
-	})
+	}))
 	w.podGroups, w.queues = podGroups.Lister(), queues.Lister()
 	w.synced = append(w.synced, podGroups.Informer().HasSynced, queues.Informer().HasSynced)
 	w.factories = append(w.factories, vc)
@@ -139,18 +143,18 @@ func newWatch(cfg Config, poke func()) *watch {
 
 // podFactory is an informer factory for the pods a field selector picks,
 // keeping them without their managed fields.
-func podFactory(cfg Config, selector fields.Selector) informers.SharedInformerFactory {
+func podFactory(cfg Config, log hclog.Logger, selector fields.Selector) informers.SharedInformerFactory {
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = selector.String()
 	}))
-	_ = f.Core().V1().Pods().Informer().SetTransform(func(obj any) (any, error) {
+	_ = f.Core().V1().Pods().Informer().SetTransform(guard.Transform("scheduler", log, func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok { // a shallow copy: obj may be shared
 			slim := *pod
 			slim.ManagedFields = nil
 			return &slim, nil
 		}
 		return obj, nil
-	})
+	}))
 	return f
 }
 

@@ -19,6 +19,8 @@ import (
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+
+	"github.com/ringfire/ringfire/internal/guard"
 )
 
 // Run admits and binds until ctx is done, four requests at a time.
@@ -33,17 +35,17 @@ func RunWorkers(ctx context.Context, kube kubernetes.Interface, vc vcclient.Inte
 	go func() { <-ctx.Done(); q.ShutDown() }()
 
 	vf := vcinformers.NewSharedInformerFactory(vc, 0)
-	vf.Scheduling().V1beta1().PodGroups().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	vf.Scheduling().V1beta1().PodGroups().Informer().AddEventHandler(guard.Handler("standin", nil, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { q.Add(itemOf("pg", obj)) },
 		UpdateFunc: func(_, obj any) { q.Add(itemOf("pg", obj)) },
-	})
+	}))
 	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
 	}))
-	kf.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	kf.Core().V1().Pods().Informer().AddEventHandler(guard.Handler("standin", nil, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { q.Add(itemOf("pod", obj)) },
 		UpdateFunc: func(_, obj any) { q.Add(itemOf("pod", obj)) },
-	})
+	}))
 	vf.Start(ctx.Done())
 	kf.Start(ctx.Done())
 	vf.WaitForCacheSync(ctx.Done())

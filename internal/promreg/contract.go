@@ -42,6 +42,9 @@ var Contract = []Metric{
 	{"ringfire_keys_waiting", "gauge", []string{"name"}},
 	// Poison keys (shard.Quarantine): the Job, batchjob and podgroup controllers.
 	{"ringfire_keys_quarantined", "gauge", []string{"name"}},
+	// Panics recovered on informers' goroutines (internal/guard): component is the
+	// controller or cache whose handler or transform panicked, or client-go.
+	{"ringfire_handler_panics_total", "counter", []string{"component"}},
 
 	// The ring.
 	{"ringfire_ring_slots", "gauge", nil},
