@@ -141,11 +141,17 @@ func cutMap(m map[string]string, keys, extra map[string]bool, maxLen int) map[st
 // reads: the svc plugin's hosts ConfigMap, "<job>-svc" (controllers/job/plugins, Hosts).
 const svcSuffix = "-svc"
 
-// MaxHostsData bounds the content (keys and values) of a Job's hosts ConfigMap the cache
-// keeps: the largest the svc plugin writes for a Job within ringfire's limits is 989,038
-// bytes (docs/jobs.md, Limits). One whose content is larger (edited by someone else) is kept
-// without it, and the Job controller, finding it differs, writes it back.
-const MaxHostsData = 1 << 20
+// MaxHostsData and maxHostsKeys bound the content of a Job's hosts ConfigMap the cache keeps:
+// its keys and values (the API server's own bound for a ConfigMap; the largest the svc plugin
+// writes for a Job within ringfire's limits is 989,038 bytes, docs/jobs.md, Limits), and its
+// keys, three a task of at most 128 (the CRDs' bound), which a map costs entryCost each
+// beyond their bytes. One with more (edited by someone else, or a Job of more tasks on
+// Volcano's CRDs) is kept without it, and the Job controller, finding it differs, writes it
+// again (a write that changes nothing when the content is its own).
+const (
+	MaxHostsData = 1 << 20
+	maxHostsKeys = 3 * 128
+)
 
 // isVolcanoJob reports whether ref names a Volcano Job.
 func isVolcanoJob(ref *metav1.OwnerReference) bool {
@@ -176,8 +182,8 @@ type owner struct {
 //   - the Job's own PodGroup (named after it): whole, less its managed fields, because the
 //     Job controller updates it from the cached copy (build.UpdatePodGroup) and an update
 //     with its labels or annotations cut would delete them;
-//   - the svc plugin's hosts ConfigMap "<job>-svc": its data, up to MaxHostsData, which the
-//     Job controller compares with what it would write.
+//   - the svc plugin's hosts ConfigMap "<job>-svc": its data, up to MaxHostsData in
+//     maxHostsKeys keys, which the Job controller compares with what it would write.
 //
 // Services, PVCs and NetworkPolicies are always kept as stubs: the controllers read their
 // names, UIDs, owners and deletion, never their body.
@@ -198,7 +204,8 @@ func cut(r Resource, obj any, o owner) (any, bool) {
 		return &scheduling.PodGroup{TypeMeta: x.TypeMeta, ObjectMeta: cutMeta(&x.ObjectMeta, nil)}, true
 	case *corev1.ConfigMap:
 		stub := &corev1.ConfigMap{TypeMeta: x.TypeMeta, ObjectMeta: cutMeta(&x.ObjectMeta, nil)}
-		if o.known && x.Name == o.job+svcSuffix && len(x.BinaryData) == 0 && mapBytes(x.Data) <= MaxHostsData {
+		if o.known && x.Name == o.job+svcSuffix && len(x.BinaryData) == 0 && len(x.Data) <= maxHostsKeys &&
+			mapBytes(x.Data)-entryCost*len(x.Data) <= MaxHostsData {
 			stub.Data = x.Data
 			return stub, false
 		}

@@ -165,18 +165,32 @@ func TestForgedSlotObjectsAreStubsAndCounted(t *testing.T) {
 	}
 
 	// A Job's pod that comes before its Job is a foreign stub until the Job comes.
-	const late, lateUID = "late", types.UID("late-uid")
-	create(&corev1.Pod{ObjectMeta: slotMeta("late-worker-0", slot, late, lateUID), Status: corev1.PodStatus{Phase: corev1.PodRunning}})
-	eventually(t, "the late Job's pod is cached as a foreign stub", func() bool {
-		return c.Owned(Pods).IsStub("ns/late-worker-0") && foreignGauge(t, c)[string(Pods)] == 2
+	late, lateUID := "", types.UID("late-uid")
+	for i := 0; late == ""; i++ {
+		if name := fmt.Sprintf("late-%d", i); shard.SlotOf("ns/"+name, testSlots) == slot {
+			late = name // of the held slot, so that JobInfo has it in full
+		}
+	}
+	create(&corev1.Pod{ObjectMeta: slotMeta(late+"-worker-0", slot, late, lateUID), Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	create(&scheduling.PodGroup{ObjectMeta: slotMeta(late+"-"+string(lateUID), slot, late, lateUID), Spec: scheduling.PodGroupSpec{MinMember: 2}})
+	eventually(t, "the late Job's pod and PodGroup are cached as foreign stubs", func() bool {
+		got := foreignGauge(t, c)
+		return c.Owned(Pods).IsStub("ns/"+late+"-worker-0") && got[string(Pods)] == 2 && got[string(PodGroups)] == 1
 	})
 	if _, err := vc.BatchV1alpha1().Jobs("ns").Create(ctx, &batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: late, UID: lateUID}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the late Job's pod is read again whole once its Job is in the cache", func() bool {
-		obj, ok, _ := c.Owned(Pods).Indexer().GetByKey("ns/late-worker-0")
-		return ok && !c.Owned(Pods).IsStub("ns/late-worker-0") && obj.(*corev1.Pod).Status.Phase == corev1.PodRunning &&
-			foreignGauge(t, c)[string(Pods)] == 1
+	eventually(t, "the late Job's pod and PodGroup are read again whole once the Job is in the cache", func() bool {
+		// Meanwhile the Job's PodGroup is never given as its own while it is a stub: its
+		// controller would update it from the cached copy.
+		if info, err := c.JobInfo("ns/" + late); err == nil && info != nil && info.PodGroup != nil && info.PodGroup.Spec.MinMember != 2 {
+			t.Fatalf("the late Job's PodGroup given as %+v while a stub", info.PodGroup)
+		}
+		obj, ok, _ := c.Owned(Pods).Indexer().GetByKey("ns/"+late+"-worker-0")
+		info, err := c.JobInfo("ns/" + late)
+		got := foreignGauge(t, c)
+		return ok && !c.Owned(Pods).IsStub("ns/"+late+"-worker-0") && obj.(*corev1.Pod).Status.Phase == corev1.PodRunning &&
+			err == nil && info != nil && info.PodGroup != nil && got[string(Pods)] == 1 && got[string(PodGroups)] == 0
 	})
 }
 
