@@ -186,7 +186,7 @@ func TestForgedSlotObjectsAreStubsAndCounted(t *testing.T) {
 		if info, err := c.JobInfo("ns/" + late); err == nil && info != nil && info.PodGroup != nil && info.PodGroup.Spec.MinMember != 2 {
 			t.Fatalf("the late Job's PodGroup given as %+v while a stub", info.PodGroup)
 		}
-		obj, ok, _ := c.Owned(Pods).Indexer().GetByKey("ns/"+late+"-worker-0")
+		obj, ok, _ := c.Owned(Pods).Indexer().GetByKey("ns/" + late + "-worker-0")
 		info, err := c.JobInfo("ns/" + late)
 		got := foreignGauge(t, c)
 		return ok && !c.Owned(Pods).IsStub("ns/"+late+"-worker-0") && obj.(*corev1.Pod).Status.Phase == corev1.PodRunning &&
