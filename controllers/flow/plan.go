@@ -32,10 +32,11 @@ func JobName(flowName, step string) string { return flowName + "-" + step }
 func TemplateRef(namespace, template string) string { return namespace + "." + template }
 
 // TemplateOf parses a CreatedByJobTemplate value back into the template's key
-// ("<namespace>/<name>"). A namespace has no dots, so the first one splits the two.
+// ("<namespace>/<name>"). A namespace has no dots, so the first one splits the two. A ref
+// with a "/" names no template: its key would read as another namespace's.
 func TemplateOf(ref string) (key string, ok bool) {
 	ns, name, found := strings.Cut(ref, ".")
-	if !found || ns == "" || name == "" {
+	if !found || ns == "" || name == "" || strings.Contains(ref, "/") {
 		return "", false
 	}
 	return toolscache.NewObjectName(ns, name).String(), true

@@ -41,7 +41,7 @@ func decide(in Input) Decision {
 	step := Plan(in)
 	retry := in.RetryCount
 	if step.BumpRetry {
-		retry++
+		retry = SumInt32(retry, 1) // saturated: a status that says 2147483647 stays there
 	}
 	phase, set := step.Then.Settle(Normalize(in.Phase), in.Spec, retry, in.Counts)
 	return Decision{Step: step, Phase: phase, PhaseSet: set, RetryCount: retry}

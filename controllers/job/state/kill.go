@@ -46,7 +46,8 @@ func (k Kill) Deletes(phase corev1.PodPhase) bool {
 // LastRetry reports whether a restart with this retry count (before it is incremented) is the
 // job's last. Volcano's killJob keeps Succeeded and Failed pods at the last retry even when the
 // action asked to kill all, so the pods that made the job fail are still there to inspect.
-func LastRetry(retryCount, maxRetry int32) bool { return retryCount >= maxRetry-1 }
+// Compared in int64: maxRetry-1 in int32 wraps at maxRetry's least value.
+func LastRetry(retryCount, maxRetry int32) bool { return int64(retryCount) >= int64(maxRetry)-1 }
 
 func (k Kill) String() string {
 	switch k {
