@@ -115,7 +115,9 @@ func TestUsedFiles(t *testing.T) {
 // The two roles are checked each against its part: every replica's role against what the
 // controllers but the scheduler used, the scheduler's against what it used beyond that one.
 func TestCheckRoles(t *testing.T) {
-	p := func(resource, verb string) deploy.Permission { return deploy.Permission{Resource: resource, Verb: verb} }
+	p := func(resource, verb string) deploy.Permission {
+		return deploy.Permission{Resource: resource, Verb: verb}
+	}
 	replica := []deploy.Permission{p("pods", "list"), p("priorityclasses", "list"), p("podgroups", "update")}
 	scheduler := []deploy.Permission{p("nodes", "list"), p("pods/binding", "create")}
 	usedReplicas := []deploy.Permission{p("pods", "list"), p("priorityclasses", "list")}

@@ -37,8 +37,8 @@ const namespace = "default"
 func TestManifestsFitKubectlApply(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
-	if err != nil || len(files) != 33 {
-		t.Fatalf("want 8 CRDs, the default and root Queues, and 11 admission policies with their 12 bindings, found %v (%v)", files, err)
+	if err != nil || len(files) != 35 {
+		t.Fatalf("want 8 CRDs, the default and root Queues, and 12 admission policies with their 13 bindings, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

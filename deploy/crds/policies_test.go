@@ -2,11 +2,13 @@ package crds_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +19,8 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/apis/pkg/client/clientset/versioned"
 
+	batchstate "github.com/ringfire/ringfire/controllers/batchjob/state"
+	"github.com/ringfire/ringfire/controllers/job/state"
 	"github.com/ringfire/ringfire/controllers/queue"
 	"github.com/ringfire/ringfire/deploy/crds"
 	"github.com/ringfire/ringfire/e2e/cluster"
@@ -91,6 +95,53 @@ func TestAdmissionPolicies(t *testing.T) {
 			case err != nil:
 				t.Logf("refused: %v", err)
 			}
+		}
+	})
+
+	t.Run("batch/v1 template metadata", func(t *testing.T) {
+		entries := func(n, size int) map[string]string {
+			m := map[string]string{}
+			for i := range n {
+				k := fmt.Sprintf("example.com/k%05d", i)
+				m[k] = strings.Repeat("v", max(size-len(k), 0))
+			}
+			return m
+		}
+		per := state.MaxTemplateMetadataBytes/state.MaxTemplateMetadataEntries - 80 // an annotation's share beside labels of 80
+		for _, tc := range []struct {
+			name                string
+			managedBy           string
+			labels, annotations map[string]string
+			want                string // part of the refusal; "" to be accepted
+		}{
+			{"at the limits", batchstate.ControllerName, entries(state.MaxTemplateMetadataEntries, 80), entries(state.MaxTemplateMetadataEntries, per), ""},
+			{"over the bytes", batchstate.ControllerName, entries(state.MaxTemplateMetadataEntries, 80), entries(state.MaxTemplateMetadataEntries, per+1),
+				"spec.template.metadata carries more than 65536 bytes of labels and annotations (keys and values together); ringfire takes at most that much"},
+			{"257 labels", batchstate.ControllerName, entries(state.MaxTemplateMetadataEntries+1, 20), nil,
+				"spec.template.metadata has 257 labels and 0 annotations; ringfire takes at most 256 of each, since every pod copies them"},
+			{"not ringfire's", "", entries(300, 20), entries(1, 100<<10), ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				job := &batchv1.Job{
+					ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: namespace},
+					Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: tc.labels, Annotations: tc.annotations},
+						Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+					}},
+				}
+				if tc.managedBy != "" {
+					job.Spec.ManagedBy = &tc.managedBy
+				}
+				_, err := c.Clientset().BatchV1().Jobs(namespace).Create(ctx, job, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				switch {
+				case tc.want == "" && err != nil:
+					t.Errorf("refused: %v", err)
+				case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+					t.Errorf("got %v, want refused with %q", err, tc.want)
+				case err != nil:
+					t.Logf("refused: %v", err)
+				}
+			})
 		}
 	})
 
