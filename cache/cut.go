@@ -276,3 +276,16 @@ func stringsBytes(ss []string) int {
 	}
 	return n
 }
+
+// madeForBarePods reports whether obj is a PodGroup as the PodGroup controller makes it for
+// pods no Job controls (controllers/podgroup): named podgroup-<UID of its controller>. Its
+// controller is a ReplicaSet, a StatefulSet or the pod itself, no Job the cache knows; it is
+// kept as a stub (nothing reads more of it) but is not counted as foreign.
+func madeForBarePods(obj any) bool {
+	pg, ok := obj.(*scheduling.PodGroup)
+	if !ok {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(pg)
+	return ref != nil && ref.UID != "" && pg.Name == batch.PodgroupNamePrefix+string(ref.UID)
+}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcfake "volcano.sh/apis/pkg/client/clientset/versioned/fake"
@@ -112,6 +113,10 @@ func TestForgedSlotObjectsAreStubsAndCounted(t *testing.T) {
 	create(&corev1.ConfigMap{ObjectMeta: slotMeta(live+svcSuffix, slot, live, liveUID), Data: map[string]string{"worker.host": "live-worker-0.live"}})
 	pg := &scheduling.PodGroup{ObjectMeta: slotMeta(live+"-"+string(liveUID), slot, live, liveUID), Spec: scheduling.PodGroupSpec{MinMember: 1}}
 	create(pg)
+	// The PodGroup controller's, for a ReplicaSet's pods: a stub, and not foreign.
+	bare := &scheduling.PodGroup{ObjectMeta: slotMeta("podgroup-rs-uid", slot, "", "")}
+	bare.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(true)}}
+	create(bare)
 
 	ready := make(chan []int, 8)
 	c := New(Config{Kube: kube, Volcano: vc, Slots: func() int { return testSlots }, SlotsReady: func(s []int) { ready <- s }})
@@ -137,6 +142,9 @@ func TestForgedSlotObjectsAreStubsAndCounted(t *testing.T) {
 		if got[string(r)] != want {
 			t.Errorf("ringfire_cache_foreign_objects{resource=%q} = %v, want %v", r, got[string(r)], want)
 		}
+	}
+	if !c.Owned(PodGroups).IsStub("ns/podgroup-rs-uid") {
+		t.Error("the PodGroup of a ReplicaSet's pods is not a stub")
 	}
 	for i := range forged {
 		obj, ok, _ := c.Owned(ConfigMaps).Indexer().GetByKey(fmt.Sprintf("ns/forged-%d", i))

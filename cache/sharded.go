@@ -332,7 +332,7 @@ func (s *Sharded) store(key string, obj any, stubbed bool) error {
 	}
 	s.mu.Lock()
 	if stub {
-		s.stubs[key] = !o.known
+		s.stubs[key] = !o.known && !madeForBarePods(kept)
 	} else {
 		delete(s.stubs, key)
 	}
