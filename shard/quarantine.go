@@ -311,7 +311,29 @@ func (q *Quarantine) mark(name, key, reason string) {
 			q.mu.Unlock()
 		}()
 		q.put(id, m)
+		q.takeBackIfReleased(id)
 	}()
+}
+
+// takeBackIfReleased deletes the mark of id, here and in etcd, if the key was released while
+// mark was writing it: release deletes from etcd only a mark it knows of, and this one may have
+// landed after it.
+func (q *Quarantine) takeBackIfReleased(id string) {
+	q.mu.Lock()
+	_, still := q.local[id]
+	if !still {
+		delete(q.marks, id)
+	}
+	q.mu.Unlock()
+	if still {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := q.cfg.Client.Delete(ctx, q.prefix()+id); err != nil {
+		q.log.Warn("could not delete the mark of a key released while it was written; it stays quarantined on the replicas that see the mark until its object changes again",
+			"key", id, "error", err)
+	}
 }
 
 // release forgets the key's quarantine here and deletes its mark, if any.

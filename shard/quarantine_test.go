@@ -162,8 +162,9 @@ func TestQuarantineKeyFromOutsideARun(t *testing.T) {
 	if !d.Release("ns/bad") {
 		t.Fatal("Release did not find the quarantine")
 	}
-	d.Enqueue("ns/bad", 2)
-	awaitCondition(t, "the released key to run", func() bool { return runs.Load() == 2 })
+	// The watch may still bring the mark's put before its delete: ask until the key runs.
+	awaitCondition(t, "the released key to run", func() bool { d.Enqueue("ns/bad", 2); return runs.Load() >= 2 })
+	awaitCondition(t, "the mark to be gone from etcd", func() bool { _, ok := markOf(t, q.cfg.Client, "ns/bad"); return !ok })
 
 	other := keysHashingTo(16, 3, 1)[0]
 	own.handOver(3)
@@ -172,6 +173,30 @@ func TestQuarantineKeyFromOutsideARun(t *testing.T) {
 	}
 	if _, ok := q.held("test", other); ok {
 		t.Error("a key of a slot not held was quarantined")
+	}
+}
+
+// A mark written by QuarantineKey that lands in etcd after the key's Release (which deletes
+// only the marks it knows of) is taken back; one whose key is still quarantined stays.
+func TestQuarantineMarkReleasedWhileWrittenIsTakenBack(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", nil)
+	m := Mark{Member: "r0", Incarnation: q.incarnation, Reason: "x", Since: time.Now().UTC()}
+	q.put("test/ns/released", m) // released before the write landed: not in q.local
+	q.mu.Lock()
+	q.local["test/ns/kept"] = m
+	q.mu.Unlock()
+	q.put("test/ns/kept", m)
+	q.takeBackIfReleased("test/ns/released")
+	q.takeBackIfReleased("test/ns/kept")
+	if _, ok := markOf(t, q.cfg.Client, "ns/released"); ok {
+		t.Error("the mark of a released key is still in etcd")
+	}
+	if _, ok := q.held("test", "ns/released"); ok {
+		awaitCondition(t, "the released key's mark to be forgotten here", func() bool { _, ok := q.held("test", "ns/released"); return !ok })
+	}
+	if _, ok := markOf(t, q.cfg.Client, "ns/kept"); !ok {
+		t.Error("the mark of a key still quarantined was taken back")
 	}
 }
 
