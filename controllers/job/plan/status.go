@@ -58,11 +58,12 @@ func Status(in StatusInput) StatusPlan {
 	job, step, counts := in.Job, in.Step, in.Counts
 	st := job.Status.DeepCopy()
 	st.ControlledResources = in.Controlled
+	// A status is the user's to forge: a count at int32's bound stays there, never wraps.
 	if step.BumpRetry {
-		st.RetryCount++
+		st.RetryCount = state.SumInt32(st.RetryCount, 1)
 	}
 	if step.BumpVersion {
-		st.Version++
+		st.Version = state.SumInt32(st.Version, 1)
 	}
 	current := state.Normalize(job.Status.State.Phase)
 	var phase batch.JobPhase
