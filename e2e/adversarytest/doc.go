@@ -12,7 +12,7 @@
 //   - ringfire-crds: ringfire's CRDs and admission policies (deploy/crds);
 //   - volcano-crds: Volcano's own CRDs, installed as its Helm chart leaves
 //     them, and no ringfire policy: what a cluster switched from Volcano has
-//     (docs/migration.md). They come from ../shared/volcano beside the clone
+//     (docs/migration.md). They come from $VOLCANO_CRDS, else the Volcano copy beside the clone (e2e/volcano.CRDs)
 //     (or $VOLCANO_CRDS); without them this world is skipped, saying so.
 //
 // The attacks run side by side, each in namespaces of its own, as the user
