@@ -12,8 +12,8 @@
 //   - ringfire-crds: ringfire's CRDs and admission policies (deploy/crds);
 //   - volcano-crds: Volcano's own CRDs, installed as its Helm chart leaves
 //     them, and no ringfire policy: what a cluster switched from Volcano has
-//     (docs/migration.md). They come from $VOLCANO_CRDS, else the Volcano copy beside the clone (e2e/volcano.CRDs)
-//     (or $VOLCANO_CRDS); without them this world is skipped, saying so.
+//     (docs/migration.md). They come from $VOLCANO_CRDS, else the Volcano copy beside the clone (e2e/volcano.CRDs);
+//     without them this world is skipped, saying so.
 //
 // The attacks run side by side, each in namespaces of its own, as the user
 // "mallory", impersonated, an editor of those namespaces only (tenant_test.go;
