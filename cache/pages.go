@@ -60,7 +60,7 @@ func (p *pager) landed(limit int64, n int, bytes int64) {
 // cutList returns list so that each page is asked for with the pager's limit and its objects
 // cut (keep) as soon as it lands, before the next page is asked for. A list asked for whole
 // (no limit: the pager's fallback when a continue token expired, or a relist at a
-// resourceVersion) is paged all the same and returned whole.
+// resourceVersion) is paged all the same, from the newest version, and returned whole.
 func cutList(p *pager, keep func(runtime.Object) runtime.Object, list func(context.Context, metav1.ListOptions) (runtime.Object, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 	page := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		opts.Limit = p.limit(opts.Continue != "")
@@ -82,6 +82,15 @@ func cutList(p *pager, keep func(runtime.Object) runtime.Object, list func(conte
 	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		if opts.Limit > 0 {
 			return page(ctx, opts)
+		}
+		if opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+			// Asked whole, a resourceVersion means a list not older than it; with a limit it
+			// would mean the list at exactly it. The reflector relists at the version it last
+			// saw when its watch closed as too old (an API server restarted, its watch cache
+			// begun anew): a list at exactly that version, then a watch from it, would close
+			// as too old again, for ever, with the cache stuck at that version. The newest
+			// list is not older than any.
+			opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 		}
 		first, err := page(ctx, opts)
 		if err != nil {

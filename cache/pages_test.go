@@ -120,3 +120,48 @@ func TestForgedConfigMapsListInBoundedPages(t *testing.T) {
 	t.Logf("before: %d kept whole, listed in one page in %v: heap peak %.1f MB, %.1f MB retained (%.1f MB each; %d would be %.2f GB)",
 		sample, took.Round(time.Millisecond), float64(peak)/1e6, float64(retained)/1e6, float64(retained)/sample/1e6, n, float64(retained)/sample*n/1e9)
 }
+
+// A reflector whose watch closed as too old relists at the version it last saw, asking the
+// list whole (no limit): not older than that version. Paged, the same version would ask for
+// the list at exactly it, and the watch from it would close as too old again, for ever (an API
+// server restarted: its watch cache begins at the newest version). Each page is asked at the
+// newest version instead, then by its continue token; a list at exactly a version stays so.
+func TestWholeListAtAVersionIsPagedFromTheNewest(t *testing.T) {
+	var asked []metav1.ListOptions
+	list := func(_ context.Context, opts metav1.ListOptions) (kruntime.Object, error) {
+		asked = append(asked, opts)
+		l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "859"}}
+		if opts.Continue == "" {
+			l.Continue = "next"
+		}
+		l.Items = []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "p" + strconv.Itoa(len(asked))}}}
+		return l, nil
+	}
+	keep := func(o kruntime.Object) kruntime.Object { return o }
+	lw := cutList(&pager{first: firstPods}, keep, list)
+
+	got, err := lw(context.Background(), metav1.ListOptions{ResourceVersion: "803"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.(*corev1.PodList).Items); n != 2 {
+		t.Fatalf("a list of two pages returned %d pods, want 2", n)
+	}
+	if len(asked) != 2 {
+		t.Fatalf("%d pages asked, want 2", len(asked))
+	}
+	for i, o := range asked {
+		if o.ResourceVersion != "" || o.ResourceVersionMatch != "" || o.Limit == 0 {
+			t.Errorf("page %d asked with resourceVersion %q match %q limit %d; want the newest (\"\"), no match, a limit",
+				i, o.ResourceVersion, o.ResourceVersionMatch, o.Limit)
+		}
+	}
+
+	asked = nil
+	if _, err := lw(context.Background(), metav1.ListOptions{ResourceVersion: "803", ResourceVersionMatch: metav1.ResourceVersionMatchExact}); err != nil {
+		t.Fatal(err)
+	}
+	if o := asked[0]; o.ResourceVersion != "803" || o.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+		t.Errorf("a list at exactly 803 asked its first page with resourceVersion %q match %q", o.ResourceVersion, o.ResourceVersionMatch)
+	}
+}

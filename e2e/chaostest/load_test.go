@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
+	"github.com/ringfire/ringfire/cache"
 	"github.com/ringfire/ringfire/e2e/stack"
 	"github.com/ringfire/ringfire/e2e/vcjob"
 	"github.com/ringfire/ringfire/shard"
@@ -299,6 +300,14 @@ func explainIn(s *stack.Stack, space, name string) string {
 			b.WriteString("  cache: no such Job\n")
 		default:
 			fmt.Fprintf(&b, "  cache: job phase %s rv %s; %d task(s) with pods\n", info.Job.Status.State.Phase, info.Job.ResourceVersion, len(info.Pods))
+			for _, pods := range info.Pods {
+				for pn, p := range pods {
+					fmt.Fprintf(&b, "  cache: pod %s phase %s rv %s stub %v\n", pn, p.Status.Phase, p.ResourceVersion, r.Cache.Owned(cache.Pods).IsStub(space+"/"+pn))
+				}
+			}
+			for pn := range info.Foreign {
+				fmt.Fprintf(&b, "  cache: foreign pod %s\n", pn)
+			}
 			if info.PodGroup != nil {
 				fmt.Fprintf(&b, "  cache: podgroup %s phase %s rv %s\n", info.PodGroup.Name, info.PodGroup.Status.Phase, info.PodGroup.ResourceVersion)
 			} else {
