@@ -13,6 +13,7 @@ import (
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/ringfire/ringfire/cache"
+	"github.com/ringfire/ringfire/controllers/job/build"
 	"github.com/ringfire/ringfire/controllers/job/plan"
 	"github.com/ringfire/ringfire/controllers/kit"
 	"github.com/ringfire/ringfire/shard"
@@ -31,6 +32,7 @@ func (c *Controller) writePodGroup(ctx context.Context, key string, job *batch.J
 		}); err != nil {
 			return err
 		}
+		c.warnMetadataCut(job)
 	}
 	if updated := p.UpdatePodGroup; updated != nil {
 		if err := c.Guard(ctx); err != nil {
@@ -41,6 +43,23 @@ func (c *Controller) writePodGroup(ctx context.Context, key string, job *batch.J
 		}
 	}
 	return nil
+}
+
+// ReasonPodGroupMetadataCut is the reason of the Warning Event of a Job whose PodGroup was made
+// without some of its labels or annotations (build.PodGroupMetadataBytes).
+const ReasonPodGroupMetadataCut = "PodGroupMetadataCut"
+
+// warnMetadataCut tells, once the Job's PodGroup is made, which of the Job's labels and
+// annotations it does not carry, and why.
+func (c *Controller) warnMetadataCut(job *batch.Job) {
+	_, labels := build.BoundedMetadata(job.Labels)
+	_, annotations := build.BoundedMetadata(job.Annotations)
+	if labels+annotations == 0 {
+		return
+	}
+	c.Recorder.Eventf(job, corev1.EventTypeWarning, ReasonPodGroupMetadataCut,
+		"PodGroup made without %d of the Job's labels and %d of its annotations: a PodGroup carries at most %d bytes of each, those of volcano.sh domains first, then in key order; keep what the scheduler should read small",
+		labels, annotations, build.PodGroupMetadataBytes)
 }
 
 // createPVCs creates the claims the plan asks for.

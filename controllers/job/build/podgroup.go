@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,19 +20,20 @@ import (
 type PriorityLookup func(className string) (value int32, found bool)
 
 // PodGroup is the PodGroup of job as Volcano's createOrUpdatePodGroup creates it: named
-// PodGroupName, carrying the Job's labels and annotations, with minMember the Job's minAvailable,
+// PodGroupName, carrying the Job's labels and annotations (within PodGroupMetadataBytes each,
+// BoundedMetadata), with minMember the Job's minAvailable,
 // a minTaskMember per task, the Job's queue and priority class, minResources (MinResources), the
 // Job's network topology and a subgroup policy per partitioned task. priorities values the
 // priority classes of the task templates.
 func PodGroup(job *batch.Job, slot int, priorities PriorityLookup) *scheduling.PodGroup {
 	meta := OwnedMeta(job, PodGroupName(job), slot)
-	labels := maps.Clone(job.Labels)
+	labels, _ := BoundedMetadata(job.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[SlotLabel] = strconv.Itoa(slot)
 	meta.Labels = labels
-	meta.Annotations = maps.Clone(job.Annotations)
+	meta.Annotations, _ = BoundedMetadata(job.Annotations)
 
 	minTaskMember := make(map[string]int32, len(job.Spec.Tasks))
 	for i := range job.Spec.Tasks {
@@ -311,4 +313,53 @@ func subGroupPolicies(tasks []batch.TaskSpec) []scheduling.SubGroupPolicySpec {
 		out = append(out, sg)
 	}
 	return out
+}
+
+// A Job's PodGroup carries the Job's labels and its annotations, as in Volcano, within
+// PodGroupMetadataBytes each. The scheduler writes the PodGroup's status whole on each change
+// of its phase and conditions, and every watcher of PodGroups keeps it: a Job of 200 KB of
+// annotations copied whole made each of those writes a 200 KB PUT (a second each on a loaded
+// API server), paid by every tenant. Real Jobs carry a few KiB; the scheduler reads the
+// annotations of Volcano's domains, kept first.
+const PodGroupMetadataBytes = 16 << 10
+
+// BoundedMetadata returns the entries of m (labels or annotations) whose keys and values fit
+// in PodGroupMetadataBytes together: those of Volcano's domains (volcano.sh and its subdomains)
+// first, then the others, each group in key order, an entry that does not fit left out. It
+// also returns how many entries it left out; m is returned as it is when all fit.
+func BoundedMetadata(m map[string]string) (map[string]string, int) {
+	total := 0
+	for k, v := range m {
+		total += len(k) + len(v)
+	}
+	if total <= PodGroupMetadataBytes {
+		return maps.Clone(m), 0
+	}
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if va, vb := volcanoDomain(a), volcanoDomain(b); va != vb {
+			if va {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	kept, left, used := map[string]string{}, 0, 0
+	for _, k := range keys {
+		n := len(k) + len(m[k])
+		if used+n > PodGroupMetadataBytes {
+			left++
+			continue
+		}
+		kept[k] = m[k]
+		used += n
+	}
+	return kept, left
+}
+
+// volcanoDomain reports whether key's prefix is volcano.sh or one of its subdomains.
+func volcanoDomain(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	return ok && (prefix == "volcano.sh" || strings.HasSuffix(prefix, ".volcano.sh"))
 }

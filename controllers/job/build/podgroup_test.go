@@ -2,8 +2,11 @@ package build
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,6 +217,58 @@ func TestPodGroup(t *testing.T) {
 	if s.SubGroupPolicy != nil {
 		t.Errorf("subGroupPolicy %+v without partitioned tasks", s.SubGroupPolicy)
 	}
+}
+
+// A Job's labels and annotations reach its PodGroup within PodGroupMetadataBytes each: all of
+// them when they fit (as in Volcano), else Volcano's domains first and as many of the others as
+// fit, in key order; a tenant's 200 KB of annotations is not copied into every status write.
+func TestPodGroupMetadataIsBounded(t *testing.T) {
+	job := testJob()
+	big := strings.Repeat("x", 50<<10)
+	job.Annotations = map[string]string{
+		"a/huge":                      big,
+		"b/small":                     "1",
+		"volcano.sh/sla-waiting-time": "1h",
+		"scheduling.volcano.sh/queue": "q",
+		"notvolcano.sh/x":             "y",
+		"z/last":                      strings.Repeat("z", PodGroupMetadataBytes),
+	}
+	job.Labels = map[string]string{"a-team": "a"}
+	for i := range 400 {
+		job.Labels[fmt.Sprintf("l%04d", i)] = strings.Repeat("v", 60)
+	}
+	pg := PodGroup(job, 7, nil)
+	want := map[string]string{"b/small": "1", "volcano.sh/sla-waiting-time": "1h", "scheduling.volcano.sh/queue": "q", "notvolcano.sh/x": "y"}
+	if !maps.Equal(pg.Annotations, want) {
+		t.Errorf("annotations %v, want %v", keysOf(pg.Annotations), keysOf(want))
+	}
+	if n := metadataBytes(pg.Labels); n > PodGroupMetadataBytes+len(SlotLabel)+3 {
+		t.Errorf("labels of %d bytes, want at most %d and the slot label", n, PodGroupMetadataBytes)
+	}
+	if pg.Labels[SlotLabel] != "7" || pg.Labels["a-team"] != "a" || pg.Labels["l0000"] == "" || pg.Labels["l0399"] != "" {
+		t.Errorf("labels lost the slot label, or kept later keys before earlier ones: %v", keysOf(pg.Labels)[:3])
+	}
+	if _, left := BoundedMetadata(job.Annotations); left != 2 {
+		t.Errorf("BoundedMetadata left out %d annotations, want 2 (a/huge, z/last)", left)
+	}
+
+	small := map[string]string{"k": "v"}
+	if got, left := BoundedMetadata(small); !maps.Equal(got, small) || left != 0 {
+		t.Errorf("BoundedMetadata(%v) = %v, %d left out", small, got, left)
+	}
+	if got, left := BoundedMetadata(nil); got != nil || left != 0 {
+		t.Errorf("BoundedMetadata(nil) = %v, %d", got, left)
+	}
+}
+
+func keysOf(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+func metadataBytes(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func TestPodGroupPartitions(t *testing.T) {
