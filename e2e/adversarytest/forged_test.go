@@ -47,13 +47,13 @@ const (
 // successor lists the slot, and started again in its cgroup so that it
 // lists it once more when it has its slots back.
 func attackForgedSlot(t *testing.T, w *world) {
-	victimNS := w.adminNamespace(t, "victim")
+	victimNS := vcjob.Namespace(t, w.kube, "victim")
 	victim := vcjob.Create(t, w.volcano, vcjob.New(victimNS, "victim", vcjob.Task("worker", 2, "10m", "")))
 	key := victimNS + "/" + victim.Name
 	slot := shard.SlotOf(key, slots)
 	w.aim("forged-slot-label", key)
 	w.waitFor(t, "the victim Job has its pods", 2*time.Minute, func() (bool, string) {
-		n := w.podsOf(t, victimNS, victim.Name)
+		n := vcjob.PodsOf(t, w.kube, victimNS, victim.Name)
 		return n == 2, fmt.Sprintf("%d pods", n)
 	})
 	label := map[string]string{shard.SlotLabel: strconv.Itoa(slot)}

@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
-	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	scheduling "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -27,32 +25,6 @@ func slotOf(key string) int { return shard.SlotOf(key, slots) }
 // slot as assigned.
 func waitRing(w *world, limit time.Duration) error {
 	return procs.WaitRing(context.Background(), w.fleet.Replicas(), limit)
-}
-
-// podsOf counts the pods of the Volcano Job name in ns.
-func (w *world) podsOf(t testing.TB, ns, name string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := w.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batch.JobNameKey + "=" + name})
-	if err != nil {
-		t.Fatalf("list pods of Job %s/%s: %v", ns, name, err)
-	}
-	return len(list.Items)
-}
-
-// events returns the Events of ns on the object of kind and name.
-func (w *world) events(t testing.TB, ns, kind, name string) []corev1.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := w.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name,
-	})
-	if err != nil {
-		t.Fatalf("list Events of %s %s/%s: %v", kind, ns, name, err)
-	}
-	return list.Items
 }
 
 // count counts the objects of resource in ns that selector selects ("" for

@@ -55,7 +55,7 @@ type load struct {
 // startLoad starts the load in a namespace of its own, made by the admin.
 func startLoad(t *testing.T, w *world) *load {
 	t.Helper()
-	l := &load{w: w, ns: w.adminNamespace(t, "load"), began: time.Now(), created: map[string]time.Time{},
+	l := &load{w: w, ns: vcjob.Namespace(t, w.kube, "load"), began: time.Now(), created: map[string]time.Time{},
 		grouped: map[string]time.Time{}, admitted: map[string]time.Time{},
 		pods: map[string]map[string]bool{}, done: map[string]time.Time{}}
 	stack.WatchPods(t, w.kube, l.ns, func(ev watch.EventType, pod *corev1.Pod) {

@@ -35,7 +35,7 @@ func (w *world) probe(t *testing.T) {
 	if len(slotList) == 0 {
 		t.Fatal("no attack recorded a slot it aimed at")
 	}
-	ns := w.adminNamespace(t, "probe")
+	ns := vcjob.Namespace(t, w.kube, "probe")
 	names := map[int]string{}
 	for _, s := range slotList {
 		for i := range probeSearch {

@@ -55,7 +55,7 @@ func attackLargeTemplate(t *testing.T, w *world) {
 	}
 	w.waitFor(t, "the Job is held as TooLarge", tooLargeWait, func() (bool, string) {
 		var saw []string
-		for _, ev := range w.events(t, ns, "Job", job.Name) {
+		for _, ev := range vcjob.EventsOn(t, w.kube, ns, "Job", job.Name) {
 			if ev.Reason == reasonTooLarge {
 				t.Logf("the Job was held: %s: %.300s", ev.Reason, ev.Message)
 				return true, ""
@@ -66,7 +66,7 @@ func attackLargeTemplate(t *testing.T, w *world) {
 		if err == nil {
 			saw = append(saw, fmt.Sprintf("phase %q reason %q", got.Status.State.Phase, got.Status.State.Reason))
 		}
-		return false, strings.Join(saw, ", ") + fmt.Sprintf("; %d pods", w.podsOf(t, ns, job.Name))
+		return false, strings.Join(saw, ", ") + fmt.Sprintf("; %d pods", vcjob.PodsOf(t, w.kube, ns, job.Name))
 	})
 	// The status is written after the Event, its write coalesced (--status-coalesce).
 	w.waitFor(t, "the held Job's status.state says "+reasonTooLarge, tooLargeWait, func() (bool, string) {
@@ -77,7 +77,7 @@ func attackLargeTemplate(t *testing.T, w *world) {
 		return got.Status.State.Reason == reasonTooLarge, fmt.Sprintf("phase %q reason %q", got.Status.State.Phase, got.Status.State.Reason)
 	})
 	time.Sleep(2 * time.Second) // a pod made after the hold would show by now
-	if n := w.podsOf(t, ns, job.Name); n > 0 {
+	if n := vcjob.PodsOf(t, w.kube, ns, job.Name); n > 0 {
 		t.Errorf("the held Job has %d pods, want none", n)
 	}
 }

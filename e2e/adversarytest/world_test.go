@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,6 +24,7 @@ import (
 	"github.com/ringfire/ringfire/e2e/cluster"
 	"github.com/ringfire/ringfire/e2e/memcg"
 	"github.com/ringfire/ringfire/e2e/procs"
+	"github.com/ringfire/ringfire/e2e/vcjob"
 	"github.com/ringfire/ringfire/e2e/volcano"
 	"github.com/ringfire/ringfire/internal/localetcd"
 	"github.com/ringfire/ringfire/shard"
@@ -239,36 +238,10 @@ func (w *world) requireAlive(t testing.TB, during string) {
 // the tenant may do what a namespace's editor does; it goes with the test.
 func (w *world) namespace(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := w.adminNamespace(t, prefix)
+	ns := vcjob.Namespace(t, w.kube, prefix)
 	w.tenant.grant(t, w.kube, ns)
 	return ns
 }
 
-// adminNamespace makes a namespace the tenant has no rights in.
-func (w *world) adminNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ns, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace %s-*: %v", prefix, err)
-	}
-	return ns.Name
-}
-
-// dirs returns where the replicas log and where the control plane keeps its
-// state ("" for a temporary directory of the harness's).
-func dirs(t *testing.T) (logDir, clusterDir string) {
-	keep := os.Getenv(keepEnv)
-	if keep == "" {
-		return t.TempDir(), ""
-	}
-	logDir = filepath.Join(keep, t.Name())
-	clusterDir = filepath.Join(logDir, "cluster")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return logDir, clusterDir
-}
+// dirs returns where the replicas log and where the control plane keeps its state.
+func dirs(t *testing.T) (logDir, clusterDir string) { return procs.Dirs(t, keepEnv) }

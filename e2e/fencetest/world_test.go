@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,16 +163,5 @@ func (w *world) replica(t *testing.T, id string) *procs.Replica {
 	return nil
 }
 
-// dirs returns where the replicas log and where the control plane keeps
-// its state ("" for a temporary directory of the harness's).
-func dirs(t *testing.T) (logDir, clusterDir string) {
-	keep := os.Getenv(keepEnv)
-	if keep == "" {
-		return t.TempDir(), ""
-	}
-	logDir = filepath.Join(keep, t.Name())
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return logDir, filepath.Join(logDir, "cluster")
-}
+// dirs returns where the replicas log and where the control plane keeps its state.
+func dirs(t *testing.T) (logDir, clusterDir string) { return procs.Dirs(t, keepEnv) }

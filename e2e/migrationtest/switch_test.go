@@ -164,19 +164,8 @@ func TestSwitchFromVolcanoAndBack(t *testing.T) {
 	w.checkAudit(rec, jobs, before, switchAt, backAt)
 }
 
-// dirs returns where the programs log and the control plane keeps its state
-// ("" for a temporary directory of the harness's).
-func dirs(t *testing.T) (logDir, clusterDir string) {
-	keep := os.Getenv(KeepEnv)
-	if keep == "" {
-		return t.TempDir(), ""
-	}
-	logDir = filepath.Join(keep, t.Name())
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return logDir, filepath.Join(logDir, "cluster")
-}
+// dirs returns where the replicas log and where the control plane keeps its state.
+func dirs(t *testing.T) (logDir, clusterDir string) { return procs.Dirs(t, KeepEnv) }
 
 // serviceAccountKubeconfig writes a kubeconfig of ringfire's ServiceAccount.
 func serviceAccountKubeconfig(t *testing.T, cl *cluster.Cluster, dir string) string {

@@ -61,7 +61,7 @@ type fault func(t *testing.T, w *world, ns string) (heal func())
 // none ever terminated or failed, each told in a Waiting Event why it waited, no pod created
 // twice, and no pod at all while the fault lasted (the fault was real).
 func runFault(t *testing.T, w *world, prefix string, outage time.Duration, start fault) {
-	ns := w.namespace(t, prefix)
+	ns := vcjob.Namespace(t, w.kube, prefix)
 	creations := stack.WatchPodCreations(t, w.kube, ns)
 	bad := watchBadPhases(t, w, ns)
 	heal := start(t, w, ns)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -37,19 +36,4 @@ func (w *world) waitPhases(t *testing.T, ns string, names []string, phase batch.
 		}
 		return len(off) == 0, strings.Join(off, " ")
 	})
-}
-
-// eventsOn returns the Events of ns on the object of kind and name, oldest
-// first.
-func (w *world) eventsOn(t *testing.T, ns, kind, name string) []corev1.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := w.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name,
-	})
-	if err != nil {
-		t.Fatalf("list Events of %s %s/%s: %v", kind, ns, name, err)
-	}
-	return list.Items
 }

@@ -39,7 +39,7 @@ const (
 // admitted and held with a Warning Event; the ordinary Jobs complete; no
 // replica dies (the world's audit) and no pod is created twice.
 func testPoison(t *testing.T, w *world) {
-	ns := w.namespace(t, "poison")
+	ns := vcjob.Namespace(t, w.kube, "poison")
 	pods := stack.WatchPodCreations(t, w.kube, ns)
 	var small []string
 	small = append(small, w.createSmallJobs(t, ns, "before")...)
@@ -76,7 +76,7 @@ func testPoison(t *testing.T, w *world) {
 		t.Errorf("%d of %d pods created twice: %v", len(twice), total, twice)
 	}
 	for _, name := range []string{"huge", "large"} {
-		if n := w.podsOf(t, ns, name); n > 0 {
+		if n := vcjob.PodsOf(t, w.kube, ns, name); n > 0 {
 			t.Errorf("the poison Job %s has %d pods", name, n)
 		}
 	}
@@ -160,7 +160,7 @@ func (w *world) waitWarning(t *testing.T, ns, kind, name string, limit time.Dura
 	var found corev1.Event
 	stack.WaitFor(t, fmt.Sprintf("a Warning Event on %s %s/%s that says %q", kind, ns, name, word), limit, func() (bool, string) {
 		var seen []string
-		for _, ev := range w.eventsOn(t, ns, kind, name) {
+		for _, ev := range vcjob.EventsOn(t, w.kube, ns, kind, name) {
 			if ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Message, word) {
 				found = ev
 				return true, ""
@@ -170,16 +170,4 @@ func (w *world) waitWarning(t *testing.T, ns, kind, name string, limit time.Dura
 		return false, strings.Join(seen, " | ")
 	})
 	return found
-}
-
-// podsOf counts the pods of the Job name in ns.
-func (w *world) podsOf(t *testing.T, ns, name string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := w.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batch.JobNameKey + "=" + name})
-	if err != nil {
-		t.Fatalf("list pods of Job %s/%s: %v", ns, name, err)
-	}
-	return len(list.Items)
 }

@@ -122,7 +122,7 @@ func watchNamespace(t *testing.T, w *world, ns string) *record {
 
 func recreate(t *testing.T, w *world, phase batch.JobPhase) {
 	ctx := context.Background()
-	ns := w.namespace(t, "recreate-"+strings.ToLower(string(phase)))
+	ns := vcjob.Namespace(t, w.kube, "recreate-"+strings.ToLower(string(phase)))
 	jobs := w.volcano.BatchV1alpha1().Jobs(ns)
 	pods := w.kube.CoreV1().Pods(ns)
 	seen := watchNamespace(t, w, ns)
@@ -324,7 +324,7 @@ func init() {
 
 func recreateFlow(t *testing.T, w *world) {
 	ctx := context.Background()
-	ns := w.namespace(t, "recreate-flow")
+	ns := vcjob.Namespace(t, w.kube, "recreate-flow")
 	flows, jobs := w.volcano.FlowV1alpha1().JobFlows(ns), w.volcano.BatchV1alpha1().Jobs(ns)
 	tmpl := &flowv1.JobTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},

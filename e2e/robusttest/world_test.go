@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
@@ -141,32 +138,5 @@ func startWorld(t *testing.T) *world {
 // crash) and none went past its memory limit; it logs each one's peak.
 func (w *world) audit(t *testing.T) { w.fleet.Audit(t, replicaMemoryLimit) }
 
-// namespace makes a namespace named for the case (prefix-<n>) and returns its
-// name; it goes with the test.
-func (w *world) namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ns, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace %s-*: %v", prefix, err)
-	}
-	return ns.Name
-}
-
-// dirs returns where the replicas log and where the control plane keeps its
-// state ("" for a temporary directory of the harness's).
-func dirs(t *testing.T) (logDir, clusterDir string) {
-	keep := os.Getenv(keepEnv)
-	if keep == "" {
-		return t.TempDir(), ""
-	}
-	logDir = filepath.Join(keep, t.Name())
-	clusterDir = filepath.Join(logDir, "cluster")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return logDir, clusterDir
-}
+// dirs returns where the replicas log and where the control plane keeps its state.
+func dirs(t *testing.T) (logDir, clusterDir string) { return procs.Dirs(t, keepEnv) }
