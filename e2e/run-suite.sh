@@ -28,7 +28,7 @@ shift || true
 pkgs=("${@:-./...}")
 mod=github.com/ringfire/ringfire
 idle_default="$mod/e2e/cronjobtest|$mod/e2e/robusttest|$mod/e2e/sidebyside|$mod/e2e/monitoringtest"
-strict_default="$mod/e2e/chaostest|$mod/e2e/fencetest|$mod/e2e/migrationtest|$mod/e2e/certtest|$mod/shard|$mod/membership|$mod/cache"
+strict_default="$mod/e2e/adversarytest|$mod/e2e/chaostest|$mod/e2e/fencetest|$mod/e2e/migrationtest|$mod/e2e/certtest|$mod/shard|$mod/membership|$mod/cache"
 idle_pattern="^(${RINGFIRE_IDLE_PKGS:-$idle_default})\$"
 strict_pattern="^(${RINGFIRE_STRICT_PKGS:-$strict_default})\$"
 
