@@ -65,10 +65,12 @@ type QuarantineConfig struct {
 	// DefaultQuarantineConfig, far above a reconcile's tens of milliseconds
 	// and a slow API server's request timeout).
 	TimeBudget time.Duration
-	// MemoryBudget is the heap, in bytes, past which the runs in flight for
-	// longer than MarkAfter are suspects: DefaultMemoryBudget() in
-	// DefaultQuarantineConfig. Negative turns the memory check off; 0 is
-	// not accepted.
+	// MemoryBudget is the live heap, in bytes, past which the runs in flight
+	// for longer than MarkAfter, during which the live heap grew by at least
+	// MemoryBudget/memoryGrowthShare, are suspects: DefaultMemoryBudget() in
+	// DefaultQuarantineConfig. A run the heap did not grow under is not
+	// suspected, however high the heap stands (a replica whose cache is
+	// large). Negative turns the memory check off; 0 is not accepted.
 	MemoryBudget int64
 	// MarkAfter is how long a run must have been in flight to be suspected
 	// when memory is over budget (1 s in DefaultQuarantineConfig): reconciles
@@ -80,7 +82,7 @@ type QuarantineConfig struct {
 	StuckAfter time.Duration
 	// Check is the watchdog's period (250 ms in DefaultQuarantineConfig).
 	Check time.Duration
-	// HeapBytes reads the heap in use: the runtime's in
+	// HeapBytes reads the live heap: the runtime's in
 	// DefaultQuarantineConfig (tests set their own). Required while the
 	// memory check is on.
 	HeapBytes func() int64
@@ -146,6 +148,7 @@ type Mark struct {
 type quarantineRun struct {
 	id      string // "<dispatcher>/<key>"
 	start   time.Time
+	heap    int64 // the live heap when it began (0 with the memory check off)
 	slot    context.Context
 	cancel  context.CancelFunc
 	lostAt  time.Time // when the watchdog first saw slot done
@@ -254,6 +257,9 @@ func (q *Quarantine) held(name, key string) (Mark, bool) {
 func (q *Quarantine) begin(name, key string, slot context.Context) (*quarantineRun, context.Context) {
 	ctx, cancel := context.WithCancel(slot)
 	r := &quarantineRun{id: name + "/" + key, start: time.Now(), slot: slot, cancel: cancel}
+	if q.cfg.MemoryBudget > 0 {
+		r.heap = q.cfg.HeapBytes()
+	}
 	q.mu.Lock()
 	q.runs[r.id] = r
 	q.mu.Unlock()
@@ -423,6 +429,10 @@ func (q *Quarantine) watch(ctx context.Context) {
 	}
 }
 
+// memoryGrowthShare: a run is a memory suspect only if the live heap grew by at least
+// 1/memoryGrowthShare of the budget while it was in flight (77 MiB of a 2 GiB replica's).
+const memoryGrowthShare = 16
+
 type suspect struct {
 	id, reason string
 	run        *quarantineRun
@@ -441,7 +451,7 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 	if over != q.pressure {
 		q.pressure = over
 		if over {
-			q.log.Warn("the heap is over its budget; the reconciles in flight for long are suspects",
+			q.log.Warn("the live heap is over its budget; the reconciles in flight for long under which it grew are suspects",
 				"heap_mib", heap>>20, "budget_mib", q.cfg.MemoryBudget>>20, "in_flight", len(q.runs))
 		}
 	}
@@ -457,9 +467,9 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 		switch {
 		case ran > q.cfg.TimeBudget:
 			r.suspect = fmt.Sprintf("its reconcile ran past its time budget of %v", q.cfg.TimeBudget)
-		case over && ran > q.cfg.MarkAfter:
-			r.suspect = fmt.Sprintf("its reconcile was in flight for %v while the replica's heap passed its budget (%d MiB of %d MiB)",
-				ran.Round(time.Millisecond), heap>>20, q.cfg.MemoryBudget>>20)
+		case over && ran > q.cfg.MarkAfter && heap-r.heap >= q.cfg.MemoryBudget/memoryGrowthShare:
+			r.suspect = fmt.Sprintf("its reconcile was in flight for %v while the replica's live heap grew by %d MiB past its budget (%d MiB of %d MiB)",
+				ran.Round(time.Millisecond), (heap-r.heap)>>20, heap>>20, q.cfg.MemoryBudget>>20)
 		case !r.lostAt.IsZero() && now.Sub(r.lostAt) > q.cfg.StuckAfter:
 			r.suspect = fmt.Sprintf("its reconcile went on for %v after its slot was lost or the replica fenced", q.cfg.StuckAfter)
 		default:

@@ -284,6 +284,50 @@ func TestQuarantineSurvivesTheCrashOfItsReplica(t *testing.T) {
 	awaitCondition(t, "the released key to run on the next holder", func() bool { _, ok := runs.Load("ns/hog"); return ok })
 }
 
+// A replica whose live heap stands over its budget (a large cache) suspects no run the heap did
+// not grow under, however long it runs; a run under which the heap then grows by a sixteenth of
+// the budget is suspected, and one that began after the growth is not.
+func TestQuarantineSuspectsOnlyRunsTheHeapGrewUnder(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	var heap atomic.Int64
+	heap.Store(3 << 30) // over the 1 GiB budget before anything runs
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", func(c *QuarantineConfig) {
+		c.MemoryBudget, c.MarkAfter = 1<<30, 20*time.Millisecond
+		c.HeapBytes = heap.Load
+	})
+	started := map[string]chan struct{}{"ns/flat": make(chan struct{}), "ns/late": make(chan struct{})}
+	release := make(chan struct{})
+	cfg := dispatcherTestConfig(HoldAll{}, func(ctx context.Context, key string, _ int) error {
+		close(started[key])
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	var tell told
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+	t.Cleanup(func() { close(release) })
+	d.Enqueue("ns/flat", 1)
+	awaitClosed(t, started["ns/flat"], "the flat run to start")
+	time.Sleep(300 * time.Millisecond) // fifteen times MarkAfter, a dozen watchdog checks
+	if _, ok := markOf(t, q.cfg.Client, "ns/flat"); ok {
+		t.Fatal("a run the heap did not grow under was marked")
+	}
+	heap.Add(1 << 30 / 16) // it grows now
+	awaitCondition(t, "the run the heap grew under to be marked", func() bool {
+		m, ok := markOf(t, q.cfg.Client, "ns/flat")
+		return ok && strings.Contains(m.Reason, "grew by 64 MiB")
+	})
+	d.Enqueue("ns/late", 1)
+	awaitClosed(t, started["ns/late"], "the late run to start")
+	time.Sleep(300 * time.Millisecond)
+	if _, ok := markOf(t, q.cfg.Client, "ns/late"); ok {
+		t.Error("a run that began after the heap grew was marked")
+	}
+}
+
 // TestQuarantineConfigValidate: DefaultQuarantineConfig with a client and a
 // member validates, each field that cannot work is reported, and Validate
 // changes nothing.

@@ -192,6 +192,11 @@ func run(ctx context.Context, f runOptions, log hclog.Logger) error {
 	// Before any informer runs: a panic in one of client-go's goroutines is counted and
 	// logged, not re-panicked (guard.ContainClientGo says why both this and the wrappers).
 	guard.ContainClientGo(log.Named("client-go"))
+	if limit, set := shard.SetSoftMemoryLimit(); set {
+		log.Info("Go's soft memory limit set from the memory cgroup's (GOMEMLIMIT unset)", "limit_mib", limit>>20)
+	} else if limit > 0 {
+		log.Info("Go's soft memory limit from GOMEMLIMIT", "limit_mib", limit>>20)
+	}
 	endpoints := []string{}
 	if f.etcd.endpoints == "" {
 		etcd, err := localetcd.Start(localetcd.Options{Dir: f.etcd.dataDir, Logger: log.Named("etcd"), LogLevel: "error"})
