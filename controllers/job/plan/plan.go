@@ -168,6 +168,7 @@ func Make(in Input) Plan {
 	step := state.Plan(state.Input{
 		Phase: job.Status.State.Phase, Action: in.Action, Spec: spec,
 		RetryCount: job.Status.RetryCount, Drained: drained(in.Pods),
+		Unfinished: unfinished(in.Pods, job.Status.Version, state.LastRetry(job.Status.RetryCount, spec.MaxRetry)),
 	})
 	var counts Counts
 	var settled *Settled // the phase the sync's counts settle, once it is known
@@ -246,10 +247,36 @@ func (b *builder) endNow(step state.Step, spec state.Spec, counts Counts) (state
 	return end, killed, settled
 }
 
+// MaxPodDeletes is the most pod deletes one reconcile sends, as PodParallelism bounds its
+// creates' batches: a kill of 10,000 pods at 200 requests a second would otherwise be one
+// reconcile of 50 s, and three of them on one replica would pass the quarantine's time budget
+// with no harm done. The kill goes on in the next reconcile (every phase a kill leads to kills
+// again on each sync, and the deletes the cache has not seen are counted, not sent again): a
+// kill of any size makes steady progress in short reconciles. The pods not yet deleted count
+// as terminating already, so the phase settles as it would after one long reconcile.
+const MaxPodDeletes = 256
+
+// deleteRequeue is how soon a reconcile that left deletes for the next looks again, should no
+// event of its deletes wake it sooner.
+const deleteRequeue = time.Second
+
+// deletePod adds the delete of p to the plan, unless MaxPodDeletes are in it already: then it
+// asks for the next reconcile soon, and reports false.
+func (b *builder) deletePod(p *corev1.Pod) bool {
+	if len(b.p.DeletePods) >= MaxPodDeletes {
+		b.wake(deleteRequeue)
+		return false
+	}
+	b.p.DeletePods = append(b.p.DeletePods, p)
+	return true
+}
+
 // kill plans the deletes of the pods the kill targets and counts the rest; a full kill deletes
 // the PodGroup and the plugins' objects too, so that the scheduler admits the Job afresh. It
-// reports whether the kill ends pods of the Job's current version, or issues a delete: only
-// then does it start a new version. going are pods whose delete the plan has already.
+// reports whether the kill ends pods of the Job's current version, or issues a delete of one
+// (or of the PodGroup): only then does it start a new version. The deletes of an earlier
+// version's pods that a kill cut short by MaxPodDeletes left go on without one. going are pods
+// whose delete the plan has already.
 func (b *builder) kill(kill state.Kill, going map[types.UID]bool) (Counts, bool) {
 	in, job := b.in, b.work
 	var pc Counts
@@ -275,8 +302,9 @@ func (b *builder) kill(kill state.Kill, going map[types.UID]bool) (Counts, bool)
 			if _, pending := in.InFlight.Deleting(cache.Pods, p.Namespace, p.Name, p.UID); pending {
 				continue // the cache will see it go
 			}
-			b.p.DeletePods = append(b.p.DeletePods, p)
-			issued = true
+			if b.deletePod(p) && ofVersion(p, job.Status.Version) {
+				issued = true
+			}
 		}
 	}
 	if !kill.Full() {
@@ -421,7 +449,7 @@ func (b *builder) sync() (Counts, bool) {
 	for _, p := range surplus {
 		pc.Terminating++ // gone or going
 		if _, pending := in.InFlight.Deleting(cache.Pods, p.Namespace, p.Name, p.UID); !pending {
-			b.p.DeletePods = append(b.p.DeletePods, p)
+			b.deletePod(p)
 		}
 	}
 	story := podGroupStory(b.job, in.PodGroup, pc)
@@ -541,6 +569,27 @@ func partitionOf(pods map[string]map[string]*corev1.Pod, req state.Request) stri
 func ofVersion(pod *corev1.Pod, version int32) bool {
 	v, err := strconv.Atoi(pod.Annotations[batch.JobVersion])
 	return err == nil && int32(v) == version
+}
+
+// unfinished reports that a pod of an earlier version than the Job's is live and not being
+// deleted, of those a restart's full kill deletes (KillAll, or KillSoft at the last retry):
+// a kill cut short by MaxPodDeletes left it.
+func unfinished(pods map[string]map[string]*corev1.Pod, version int32, lastRetry bool) bool {
+	kill := state.KillAll
+	if lastRetry {
+		kill = state.KillSoft
+	}
+	for _, byName := range pods {
+		for _, p := range byName {
+			if p.DeletionTimestamp != nil || !kill.Deletes(p.Status.Phase) {
+				continue
+			}
+			if v, err := strconv.Atoi(p.Annotations[batch.JobVersion]); err == nil && int32(v) < version {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // drained reports that the Job has no pod left but pods already being deleted.

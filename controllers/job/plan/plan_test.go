@@ -386,3 +386,57 @@ func TestMakeIsPure(t *testing.T) {
 		t.Errorf("Make changed its input Job: %+v", job.Status)
 	}
 }
+
+// A kill of more pods than MaxPodDeletes sends that many deletes a reconcile and asks to look
+// again soon; the next reconciles send the rest, the deletes in flight counted and not sent
+// again; every pod targeted counts as terminating from the first, and the restart starts one
+// new version, not one a round.
+func TestMakeKillIsBoundedPerReconcile(t *testing.T) {
+	const replicas = 2*MaxPodDeletes + 88
+	for _, c := range []struct {
+		action bus.Action
+		then   batch.JobPhase
+	}{{bus.RestartJobAction, batch.Restarting}, {bus.AbortJobAction, batch.Aborting}} {
+		t.Run(string(c.action), func(t *testing.T) {
+			job := newJob(batch.Running, task("w", replicas))
+			var pods []*corev1.Pod
+			for i := range replicas {
+				pods = append(pods, podOf(job, "w", i, corev1.PodRunning))
+			}
+			f := flight{deleting: map[types.UID]bool{}}
+			action, sent := c.action, 0
+			for round := 0; sent < replicas; round++ {
+				if round > 3 {
+					t.Fatalf("%d of %d pods deleted after %d rounds", sent, replicas, round)
+				}
+				p := Make(world{job: job, pods: pods, pg: scheduling.PodGroupRunning}.input(action, state.Request{}, f))
+				want := min(MaxPodDeletes, replicas-sent)
+				if len(p.DeletePods) != want {
+					t.Fatalf("round %d: %d deletes, want %d", round, len(p.DeletePods), want)
+				}
+				if left := replicas - sent - want; left > 0 && (p.WakeAfter <= 0 || p.WakeAfter > deleteRequeue) {
+					t.Errorf("round %d: %d deletes left and WakeAfter %v", round, left, p.WakeAfter)
+				}
+				if p.DeletePodGroup != nil {
+					f.deleting[p.DeletePodGroup.UID] = true
+				}
+				for _, d := range p.DeletePods {
+					if f.deleting[d.UID] {
+						t.Fatalf("round %d: %s deleted again while its delete is in flight", round, d.Name)
+					}
+					f.deleting[d.UID] = true
+				}
+				sent += len(p.DeletePods)
+				next := p.Status.Next
+				if next.State.Phase != c.then || next.Terminating != replicas {
+					t.Errorf("round %d: phase %s terminating %d, want %s %d", round, next.State.Phase, next.Terminating, c.then, replicas)
+				}
+				if next.Version != 3 { // both kills are full: one new version, at the first round
+					t.Errorf("round %d: version %d, want 3", round, next.Version)
+				}
+				job = with(job, func(j *batch.Job) { j.Status = next })
+				action = bus.SyncJobAction
+			}
+		})
+	}
+}

@@ -17,6 +17,11 @@ type Input struct {
 	// Drained reports that, before acting, the Job had no pod left other than pods already being
 	// deleted. Only Restarting reads it; the zero value gives Volcano v1.15's table.
 	Drained bool
+	// Unfinished reports that a full kill the Job's earlier reconciles began, cut short by the
+	// most deletes one reconcile sends, left live pods of an earlier version that it targets:
+	// Restarting kills them before anything else, a SyncJob included, rather than syncing
+	// around them. Only Restarting reads it.
+	Unfinished bool
 	// Counts are the pods as the kill or sync left them. Plan ignores them; the Step's rule
 	// settles the phase from them.
 	Counts Counts

@@ -23,7 +23,7 @@ type Step struct {
 // in.RetryCount and in.Spec.MaxRetry for the last-retry rule and in.Drained for Restarting;
 // it ignores in.Counts.
 func Plan(in Input) Step {
-	s := planFor(Normalize(in.Phase), in.Action, in.Drained)
+	s := planFor(Normalize(in.Phase), in.Action, in.Drained, in.Unfinished)
 	if s.Kill == KillAll && LastRetry(in.RetryCount, in.Spec.MaxRetry) {
 		s.Kill = KillSoft
 	}
@@ -49,18 +49,21 @@ func Ending(current, settled batch.JobPhase, set bool) (step Step, ok bool) {
 	default:
 		return Step{}, false
 	}
-	final := planFor(settled, bus.SyncJobAction, false)
+	final := planFor(settled, bus.SyncJobAction, false, false)
 	step.Kill, step.BumpVersion = final.Kill, final.Kill.Full()
 	return step, true
 }
 
-func planFor(phase batch.JobPhase, action bus.Action, drained bool) Step {
+func planFor(phase batch.JobPhase, action bus.Action, drained, unfinished bool) Step {
 	switch phase {
 	case batch.Pending, batch.Running:
 		return planActive(phase, action)
 	case batch.Restarting:
 		switch action {
 		case bus.SyncJobAction:
+			if unfinished {
+				return Step{Kill: KillAll, Then: RestartingRule}
+			}
 			return Step{Sync: true, Then: RestartingRule}
 		case bus.RestartTaskAction, bus.RestartPodAction, bus.RestartPartitionAction:
 			return Step{Kill: targetOf(action), Then: RestartingRule}

@@ -185,6 +185,29 @@ func TestPlanSyncsADrainedRestartingJobInsteadOfKillingNothing(t *testing.T) {
 	}
 }
 
+// A restart's full kill cut short (Unfinished) goes on at the next SyncJob in Restarting, where
+// a Job whose kill is done syncs; Unfinished changes nothing else.
+func TestPlanFinishesACutShortRestart(t *testing.T) {
+	in := notLastRetry(batch.Restarting, bus.SyncJobAction)
+	in.Unfinished = true
+	if got, want := Plan(in), (Step{Kill: KillAll, BumpVersion: true, Then: RestartingRule}); got != want {
+		t.Errorf("Restarting/SyncJob, unfinished: Plan = %+v, want %+v", got, want)
+	}
+	for _, phase := range allPhases {
+		for _, action := range allActions {
+			if phase == batch.Restarting && action == bus.SyncJobAction {
+				continue
+			}
+			in := notLastRetry(phase, action)
+			plain := Plan(in)
+			in.Unfinished = true
+			if got := Plan(in); got != plain {
+				t.Errorf("%s/%s: Unfinished changed the plan from %+v to %+v", phase, action, plain, got)
+			}
+		}
+	}
+}
+
 func TestPlanInvariants(t *testing.T) {
 	for _, phase := range append(allPhases, "") {
 		for _, action := range allActions {
