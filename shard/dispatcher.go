@@ -66,7 +66,7 @@ type Dispatcher[R any] struct {
 	closed  bool       // Run's context is done: take no more work
 	boxes   map[string]*mailbox[R]
 	spare   []*mailbox[R] // emptied mailboxes, for reuse
-	ready   readyList[R]
+	ready   fairReady[R] // fair between namespaces (fair.go)
 	// low is the second lane of ready keys (EnqueueLow), taken from when
 	// ready is empty or every lowEvery-th take; sinceLow counts the takes
 	// from ready since the last from low.
@@ -370,7 +370,7 @@ func (q *fifo[R]) compact() {
 	q.buf, q.head = q.buf[:n], 0
 }
 
-// readyList is the ready queue: a FIFO of keys linked through their mailboxes.
+// readyList is a FIFO of keys linked through their mailboxes: a flow's ready keys (fair.go).
 type readyList[R any] struct{ head, tail *mailbox[R] }
 
 func (l *readyList[R]) push(b *mailbox[R]) {
@@ -619,7 +619,7 @@ func (d *Dispatcher[R]) dropAll() {
 	d.metrics.dropped(dropStopped, n)
 	clear(d.boxes)
 	d.spare = nil
-	d.ready = readyList[R]{}
+	d.ready = fairReady[R]{}
 	d.low = fifoOf[lowEntry[R]]{}
 	d.timers = nil
 	d.queued = 0
@@ -632,7 +632,7 @@ func (d *Dispatcher[R]) runWorker(worker int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for {
-		for d.ready.head == nil && !d.lowReadyLocked() && !d.closed {
+		for d.ready.empty() && !d.lowReadyLocked() && !d.closed {
 			d.work.Wait()
 		}
 		if d.closed {
@@ -667,7 +667,7 @@ func (d *Dispatcher[R]) lowReadyLocked() bool {
 // low one when the first is empty or has had lowEvery turns in a row.
 func (d *Dispatcher[R]) takeLocked() task[R] {
 	var b *mailbox[R]
-	if (d.ready.head == nil || d.sinceLow >= lowEvery) && d.lowReadyLocked() {
+	if (d.ready.empty() || d.sinceLow >= lowEvery) && d.lowReadyLocked() {
 		b = d.low.front().box
 		d.low.popFront()
 		b.low = false
