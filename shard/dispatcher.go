@@ -66,7 +66,7 @@ type Dispatcher[R any] struct {
 	closed  bool       // Run's context is done: take no more work
 	boxes   map[string]*mailbox[R]
 	spare   []*mailbox[R] // emptied mailboxes, for reuse
-	ready   fairReady[R] // fair between namespaces (fair.go)
+	ready   fairReady[R]  // fair between namespaces (fair.go)
 	// low is the second lane of ready keys (EnqueueLow), taken from when
 	// ready is empty or every lowEvery-th take; sinceLow counts the takes
 	// from ready since the last from low.
