@@ -129,7 +129,7 @@ func (m *dispatchMetrics) register(r prometheus.Registerer) error {
 func newQuarantinedGauge(name string, count func() int) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "ringfire_keys_quarantined",
-		Help:        "Keys of the slots this replica holds that are quarantined: their reconcile panicked, ran past its time budget, or a replica died or ran out of memory while running it. Each is run again when its object changes.",
+		Help:        "Keys of the slots this replica holds that are quarantined: their reconcile panicked, went its time budget without progress, or a replica died or ran out of memory while running it. Each is run again when its object changes.",
 		ConstLabels: prometheus.Labels{"name": name},
 	}, func() float64 { return float64(count()) })
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -19,8 +20,9 @@ import (
 )
 
 // A Quarantine keeps poison keys from running: a key whose handler panicked,
-// ran past its time budget, was in flight while the replica's heap passed its
-// memory budget, or kept running long after its slot was lost, is not run
+// went its time budget without progress (progress.go), was in flight while the
+// replica's live heap grew past its memory budget, or kept running long after
+// its slot was lost, is not run
 // again until its object changes (Dispatcher.Release). Other keys, those of
 // the same slot included, keep being served.
 //
@@ -60,11 +62,16 @@ type QuarantineConfig struct {
 	Prefix string
 	// Member is this replica's id, written in its marks for people.
 	Member string
-	// TimeBudget is the longest one handler call may run: past it the
-	// call's context is cancelled and the key quarantined (2 min in
+	// TimeBudget is the longest one handler call may go without progress
+	// (progress.go: no API request of its answered): past it the call's
+	// context is cancelled and the key quarantined (2 min in
 	// DefaultQuarantineConfig, far above a reconcile's tens of milliseconds
 	// and a slow API server's request timeout).
 	TimeBudget time.Duration
+	// MaxRun is the longest one handler call may run, progress or not (30 min
+	// in DefaultQuarantineConfig: a reconcile's writes are bounded, so only
+	// a handler that loops for ever comes near it).
+	MaxRun time.Duration
 	// MemoryBudget is the live heap, in bytes, past which the runs in flight
 	// for longer than MarkAfter, during which the live heap grew by at least
 	// MemoryBudget/memoryGrowthShare, are suspects: DefaultMemoryBudget() in
@@ -94,6 +101,7 @@ type QuarantineConfig struct {
 func DefaultQuarantineConfig() QuarantineConfig {
 	return QuarantineConfig{
 		TimeBudget:   2 * time.Minute,
+		MaxRun:       30 * time.Minute,
 		MemoryBudget: DefaultMemoryBudget(),
 		MarkAfter:    time.Second,
 		StuckAfter:   15 * time.Second,
@@ -116,7 +124,7 @@ func (c *QuarantineConfig) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"time budget", c.TimeBudget}, {"mark after", c.MarkAfter}, {"stuck after", c.StuckAfter}, {"check period", c.Check}} {
+	}{{"time budget", c.TimeBudget}, {"max run", c.MaxRun}, {"mark after", c.MarkAfter}, {"stuck after", c.StuckAfter}, {"check period", c.Check}} {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.d))
 		}
@@ -146,13 +154,16 @@ type Mark struct {
 
 // quarantineRun is a handler call in flight.
 type quarantineRun struct {
-	id      string // "<dispatcher>/<key>"
-	start   time.Time
-	heap    int64 // the live heap when it began (0 with the memory check off)
-	slot    context.Context
-	cancel  context.CancelFunc
-	lostAt  time.Time // when the watchdog first saw slot done
-	suspect string    // why the watchdog marked it; "" while it behaves
+	id    string // "<dispatcher>/<key>"
+	start time.Time
+	heap  int64 // the live heap when it began (0 with the memory check off)
+	// progress is when it last made progress (progress.go), in Unix nanoseconds; 0 for
+	// not since it began.
+	progress atomic.Int64
+	slot     context.Context
+	cancel   context.CancelFunc
+	lostAt   time.Time // when the watchdog first saw slot done
+	suspect  string    // why the watchdog marked it; "" while it behaves
 }
 
 // NewQuarantine validates cfg and returns a Quarantine; Run follows the
@@ -260,6 +271,7 @@ func (q *Quarantine) begin(name, key string, slot context.Context) (*quarantineR
 	if q.cfg.MemoryBudget > 0 {
 		r.heap = q.cfg.HeapBytes()
 	}
+	ctx = withRun(ctx, r)
 	q.mu.Lock()
 	q.runs[r.id] = r
 	q.mu.Unlock()
@@ -464,9 +476,15 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 		if r.slot.Err() != nil && r.lostAt.IsZero() {
 			r.lostAt = now
 		}
+		idle := ran
+		if p := r.progress.Load(); p > 0 {
+			idle = now.Sub(time.Unix(0, p))
+		}
 		switch {
-		case ran > q.cfg.TimeBudget:
-			r.suspect = fmt.Sprintf("its reconcile ran past its time budget of %v", q.cfg.TimeBudget)
+		case idle > q.cfg.TimeBudget:
+			r.suspect = fmt.Sprintf("its reconcile made no progress (no API request of its answered) for its time budget of %v", q.cfg.TimeBudget)
+		case ran > q.cfg.MaxRun:
+			r.suspect = fmt.Sprintf("its reconcile ran past %v, the longest any may", q.cfg.MaxRun)
 		case over && ran > q.cfg.MarkAfter && heap-r.heap >= q.cfg.MemoryBudget/memoryGrowthShare:
 			r.suspect = fmt.Sprintf("its reconcile was in flight for %v while the replica's live heap grew by %d MiB past its budget (%d MiB of %d MiB)",
 				ran.Round(time.Millisecond), (heap-r.heap)>>20, heap>>20, q.cfg.MemoryBudget>>20)

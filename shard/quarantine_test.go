@@ -3,6 +3,8 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,13 +218,81 @@ func TestQuarantineTimeBudget(t *testing.T) {
 	d := startDispatcher(t, cfg)
 	d.Enqueue("ns/slow", 1)
 	awaitCondition(t, "the slow key to be quarantined", func() bool { return len(tell.of("ns/slow")) == 1 })
-	if got := tell.of("ns/slow")[0]; !strings.Contains(got, "time budget") {
+	if got := tell.of("ns/slow")[0]; !strings.Contains(got, "no progress") || !strings.Contains(got, "time budget") {
 		t.Errorf("reason %q does not name the time budget", got)
 	}
 	d.Enqueue("ns/slow", 2)
 	awaitCondition(t, "the request to be dropped", func() bool { return d.Len() == 0 })
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the slow key ran %d times, want 1", n)
+	}
+}
+
+// A run is judged on its progress: one whose API requests keep being answered runs past its
+// time budget, as long as it keeps doing so; one that stops is quarantined a time budget after
+// its last progress; MaxRun ends any.
+func TestQuarantineJudgesProgressNotLength(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/throttled" {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(server.Close)
+	client := &http.Client{Transport: ProgressTransport(http.DefaultTransport)}
+	ask := func(ctx context.Context, path string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server.URL+path, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", func(c *QuarantineConfig) {
+		c.TimeBudget, c.MaxRun = 150*time.Millisecond, 2*time.Second
+	})
+	var tell told
+	var ranFor sync.Map
+	cfg := dispatcherTestConfig(HoldAll{}, func(ctx context.Context, key string, _ int) error {
+		start := time.Now()
+		defer func() { ranFor.Store(key, time.Since(start)) }()
+		switch key {
+		case "ns/steady": // answered every 30 ms for four time budgets, then done
+			for time.Since(start) < 600*time.Millisecond {
+				ask(ctx, "/ok")
+				time.Sleep(30 * time.Millisecond)
+			}
+			return nil
+		case "ns/throttled": // asks all the time, is never answered but with 429
+			for ctx.Err() == nil {
+				ask(ctx, "/throttled")
+				time.Sleep(30 * time.Millisecond)
+			}
+		case "ns/forever": // progress without end
+			for ctx.Err() == nil {
+				Progressed(ctx)
+				time.Sleep(30 * time.Millisecond)
+			}
+		}
+		return ctx.Err()
+	})
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+	for _, k := range []string{"ns/steady", "ns/throttled", "ns/forever"} {
+		d.Enqueue(k, 1)
+	}
+	awaitCondition(t, "the throttled key to be quarantined", func() bool { return len(tell.of("ns/throttled")) == 1 })
+	awaitCondition(t, "the steady key to finish", func() bool { _, ok := ranFor.Load("ns/steady"); return ok })
+	if got := tell.of("ns/steady"); len(got) != 0 {
+		t.Errorf("a run answered every 30 ms was quarantined: %v", got)
+	}
+	if got := tell.of("ns/throttled")[0]; !strings.Contains(got, "no progress") {
+		t.Errorf("reason %q does not say it made no progress", got)
+	}
+	awaitCondition(t, "the endless key to be quarantined at MaxRun", func() bool { return len(tell.of("ns/forever")) == 1 })
+	if got := tell.of("ns/forever")[0]; !strings.Contains(got, "ran past 2s") {
+		t.Errorf("reason %q does not name MaxRun", got)
+	}
+	if v, _ := ranFor.Load("ns/forever"); v.(time.Duration) < 2*time.Second {
+		t.Errorf("the endless key was stopped after %v, before MaxRun", v)
 	}
 }
 
@@ -344,6 +414,7 @@ func TestQuarantineConfigValidate(t *testing.T) {
 		{Name: "no client", Edit: func(c *QuarantineConfig) { c.Client = nil }, Want: []string{"etcd client"}},
 		{Name: "no member", Edit: func(c *QuarantineConfig) { c.Member = "" }, Want: []string{"member id"}},
 		{Name: "no time budget", Edit: func(c *QuarantineConfig) { c.TimeBudget = 0 }, Want: []string{"time budget 0s"}},
+		{Name: "no max run", Edit: func(c *QuarantineConfig) { c.MaxRun = 0 }, Want: []string{"max run 0s"}},
 		{Name: "no mark after", Edit: func(c *QuarantineConfig) { c.MarkAfter = 0 }, Want: []string{"mark after 0s"}},
 		{Name: "negative stuck after", Edit: func(c *QuarantineConfig) { c.StuckAfter = -1 }, Want: []string{"stuck after -1ns"}},
 		{Name: "no check", Edit: func(c *QuarantineConfig) { c.Check = 0 }, Want: []string{"check period 0s"}},
@@ -351,7 +422,7 @@ func TestQuarantineConfigValidate(t *testing.T) {
 		{Name: "no heap reader", Edit: func(c *QuarantineConfig) { c.MemoryBudget, c.HeapBytes = 1<<30, nil }, Want: []string{"memory budget 1073741824 with no HeapBytes"}},
 		{Name: "no logger", Edit: func(c *QuarantineConfig) { c.Logger = nil }, Want: []string{"logger"}},
 		{Name: "zero value", Edit: func(c *QuarantineConfig) { *c = QuarantineConfig{} }, Want: []string{
-			"etcd client", "member id", "time budget 0s", "mark after 0s", "stuck after 0s", "check period 0s", "memory budget 0", "logger",
+			"etcd client", "member id", "time budget 0s", "max run 0s", "mark after 0s", "stuck after 0s", "check period 0s", "memory budget 0", "logger",
 		}},
 	})
 }

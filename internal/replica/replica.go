@@ -256,6 +256,9 @@ func (r *Replica) connect(manager *shard.Manager) (clients, error) {
 		}
 		return err
 	}))
+	// Each request a reconcile's context asked that the API server answered is progress of
+	// that reconcile: the quarantine's time budget counts from the last (shard/progress.go).
+	cfg.Kube.Wrap(shard.ProgressTransport)
 	return newClients(cfg.Kube, cfg.KubeContentType, !cfg.NoAdopt)
 }
 
