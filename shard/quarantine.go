@@ -93,7 +93,14 @@ type QuarantineConfig struct {
 	// DefaultQuarantineConfig (tests set their own). Required while the
 	// memory check is on.
 	HeapBytes func() int64
-	Logger    hclog.Logger
+	// Valid, when set, reports whether this replica's membership is still
+	// valid (Manager.Valid): while it fails (the replica's lease is past, as
+	// after a pause of the process), no run is suspected of time or memory:
+	// what a paused replica had in flight is not the keys' fault. A run that
+	// goes on StuckAfter past its slot's end still is: that is how a key that
+	// keeps its replica from renewing its lease is caught.
+	Valid  func() error
+	Logger hclog.Logger
 }
 
 // DefaultQuarantineConfig returns a QuarantineConfig with every default
@@ -160,6 +167,9 @@ type quarantineRun struct {
 	// progress is when it last made progress (progress.go), in Unix nanoseconds; 0 for
 	// not since it began.
 	progress atomic.Int64
+	// released: the key was released while it ran; its end marks nothing
+	// but a panic, and a suspect mark written meanwhile is taken back.
+	released bool
 	slot     context.Context
 	cancel   context.CancelFunc
 	lostAt   time.Time // when the watchdog first saw slot done
@@ -286,6 +296,9 @@ func (q *Quarantine) end(r *quarantineRun, panicked any) (reason string) {
 	q.mu.Lock()
 	delete(q.runs, r.id)
 	reason = r.suspect
+	if r.released {
+		reason = "" // released while it ran: the object changed
+	}
 	if panicked != nil {
 		reason = fmt.Sprintf("its reconcile panicked: %v", panicked)
 	}
@@ -361,6 +374,9 @@ func (q *Quarantine) release(name, key string) bool {
 	q.mu.Lock()
 	_, local := q.local[id]
 	_, marked := q.marks[id]
+	if r, running := q.runs[id]; running {
+		r.released = true
+	}
 	delete(q.local, id)
 	delete(q.marks, id) // the watch brings the delete too; the key must run at once
 	q.mu.Unlock()
@@ -437,6 +453,12 @@ func (q *Quarantine) watch(ctx context.Context) {
 				"key", s.id, "reason", s.reason)
 			s.run.cancel()
 			q.put(s.id, Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: s.reason, Since: time.Now().UTC(), Suspect: true})
+			q.mu.Lock()
+			released := s.run.released
+			q.mu.Unlock()
+			if released { // released while the mark was written: it goes again
+				q.takeBackIfReleased(s.id)
+			}
 		}
 	}
 }
@@ -450,8 +472,12 @@ type suspect struct {
 	run        *quarantineRun
 }
 
+// validLocked reports whether this replica's membership is valid (always, without Valid).
+func (q *Quarantine) validLocked() bool { return q.cfg.Valid == nil || q.cfg.Valid() == nil }
+
 // suspects finds the runs that misbehave now and were not suspected yet,
-// and marks them so in memory; the caller writes their marks.
+// and marks them so in memory; the caller writes their marks. While this
+// replica's membership is not valid it finds none.
 func (q *Quarantine) suspects(now time.Time) []suspect {
 	heap := int64(0)
 	if q.cfg.MemoryBudget > 0 {
@@ -459,6 +485,7 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	valid := q.validLocked()
 	over := q.cfg.MemoryBudget > 0 && heap > q.cfg.MemoryBudget
 	if over != q.pressure {
 		q.pressure = over
@@ -481,11 +508,11 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 			idle = now.Sub(time.Unix(0, p))
 		}
 		switch {
-		case idle > q.cfg.TimeBudget:
+		case valid && idle > q.cfg.TimeBudget:
 			r.suspect = fmt.Sprintf("its reconcile made no progress (no API request of its answered) for its time budget of %v", q.cfg.TimeBudget)
-		case ran > q.cfg.MaxRun:
+		case valid && ran > q.cfg.MaxRun:
 			r.suspect = fmt.Sprintf("its reconcile ran past %v, the longest any may", q.cfg.MaxRun)
-		case over && ran > q.cfg.MarkAfter && heap-r.heap >= q.cfg.MemoryBudget/memoryGrowthShare:
+		case valid && over && ran > q.cfg.MarkAfter && heap-r.heap >= q.cfg.MemoryBudget/memoryGrowthShare:
 			r.suspect = fmt.Sprintf("its reconcile was in flight for %v while the replica's live heap grew by %d MiB past its budget (%d MiB of %d MiB)",
 				ran.Round(time.Millisecond), (heap-r.heap)>>20, heap>>20, q.cfg.MemoryBudget>>20)
 		case !r.lostAt.IsZero() && now.Sub(r.lostAt) > q.cfg.StuckAfter:

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -293,6 +294,62 @@ func TestQuarantineJudgesProgressNotLength(t *testing.T) {
 	}
 	if v, _ := ranFor.Load("ns/forever"); v.(time.Duration) < 2*time.Second {
 		t.Errorf("the endless key was stopped after %v, before MaxRun", v)
+	}
+}
+
+// A replica whose membership is not valid (its lease past, as after a pause of the process)
+// suspects none of its runs of time: a run past its time budget then is not marked, and runs
+// again once it returns. A key released while its run was suspected is not marked again when
+// the run ends, and the suspect's mark goes.
+func TestQuarantineSparesAPausedReplicaAndAReleasedKey(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	var invalid atomic.Bool
+	invalid.Store(true)
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", func(c *QuarantineConfig) {
+		c.TimeBudget = 100 * time.Millisecond
+		c.Valid = func() error {
+			if invalid.Load() {
+				return errors.New("lease past")
+			}
+			return nil
+		}
+	})
+	unblock := map[string]chan struct{}{"ns/paused": make(chan struct{}), "ns/released": make(chan struct{})}
+	var runs sync.Map
+	cfg := dispatcherTestConfig(HoldAll{}, func(ctx context.Context, key string, _ int) error {
+		n, _ := runs.LoadOrStore(key, new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) == 1 {
+			<-unblock[key] // deaf to its context, past the time budget
+		}
+		return nil
+	})
+	var tell told
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+	d.Enqueue("ns/paused", 1)
+	time.Sleep(400 * time.Millisecond) // four time budgets, a dozen watchdog checks
+	if _, ok := markOf(t, q.cfg.Client, "ns/paused"); ok {
+		t.Fatal("a run of a replica whose lease is past was marked")
+	}
+	close(unblock["ns/paused"])
+	d.Enqueue("ns/paused", 2)
+	awaitCondition(t, "the paused key to run again", func() bool {
+		n, _ := runs.Load("ns/paused")
+		return n.(*atomic.Int32).Load() == 2
+	})
+
+	invalid.Store(false)
+	d.Enqueue("ns/released", 1)
+	awaitCondition(t, "the suspect's mark", func() bool { _, ok := markOf(t, q.cfg.Client, "ns/released"); return ok })
+	d.Release("ns/released") // its object changed while the suspect ran
+	close(unblock["ns/released"])
+	awaitCondition(t, "the released key's mark to go", func() bool { _, ok := markOf(t, q.cfg.Client, "ns/released"); return !ok })
+	time.Sleep(200 * time.Millisecond)
+	if _, ok := markOf(t, q.cfg.Client, "ns/released"); ok {
+		t.Error("the run of a key released while it ran marked it when it ended")
+	}
+	if got := tell.of("ns/released"); len(got) != 0 {
+		t.Errorf("a key released while its run was suspected was quarantined: %v", got)
 	}
 }
 

@@ -268,6 +268,7 @@ func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
 	var err error
 	qcfg := shard.DefaultQuarantineConfig()
 	qcfg.Client, qcfg.Prefix, qcfg.Member, qcfg.Logger = cfg.Etcd, cfg.Prefix, cfg.ID, cfg.Logger
+	qcfg.Valid = manager.Valid // a replica past its lease suspects no run of time or memory
 	r.quarantine, err = shard.NewQuarantine(qcfg)
 	if err != nil {
 		return err
