@@ -33,6 +33,17 @@ type JobInfo struct {
 // TaskOf is the task a pod of a Job belongs to.
 func TaskOf(pod *corev1.Pod) string { return pod.Annotations[batch.TaskSpecKey] }
 
+// JobUID returns the UID of the Job at key, held in full or as a summary, and false only when
+// the cache has listed the Jobs and holds none at key; before that every key is taken to
+// exist, UID unknown ("").
+func (c *Cache) JobUID(key string) (string, bool) {
+	if !c.jobs.HasSynced() {
+		return "", true
+	}
+	uid, ok := c.jobs.uid(key)
+	return string(uid), ok
+}
+
 // Job returns the Job at key ("namespace/name") and whether it exists. The
 // object is the cache's: copy before changing it. The error wraps
 // ErrSummaryOnly when the cache keeps only a summary of it (its slot is not

@@ -52,6 +52,7 @@ type Dispatcher[R any] struct {
 	name         string
 	quarantine   *Quarantine
 	onQuarantine func(key, reason string)
+	uidOf        func(key string) (string, bool)
 	logger       hclog.Logger
 	metrics      *dispatchMetrics
 	timed        bool         // observe latencies: the metrics are registered
@@ -130,6 +131,15 @@ type DispatcherConfig[R any] struct {
 	// replica, with why (to record an Event on its object). It is called
 	// from a worker, not under the dispatcher's lock, and may not block.
 	OnQuarantine func(key, reason string)
+	// UIDOf, if set, gives the UID of the object of key as the replica's
+	// cache holds it, and false when it holds none. A quarantine's mark
+	// carries the UID of the object it was written for: a mark of another
+	// UID (an object deleted and made again under its name while no replica
+	// saw the delete) is not this object's and is released at dispatch, and
+	// the sweep (every QuarantineSweep) releases the marks of held keys whose
+	// object is gone. It is called from workers and the sweep, not under the
+	// dispatcher's lock, and must be fast.
+	UIDOf func(key string) (string, bool)
 	// Logger receives the dispatcher's logs; nil discards them.
 	Logger hclog.Logger
 	// Registerer, if set, gets the dispatcher's metrics (workqueue_* and
@@ -210,6 +220,7 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		name:         cfg.Name,
 		quarantine:   cfg.Quarantine,
 		onQuarantine: cfg.OnQuarantine,
+		uidOf:        cfg.UIDOf,
 		told:         map[string]bool{},
 		logger:       logger.Named("dispatcher").With("dispatcher", cfg.Name),
 		wake:         make(chan struct{}, 1),
@@ -592,6 +603,9 @@ func (d *Dispatcher[R]) Run(ctx context.Context) {
 		wg.Go(func() { d.runWorker(w) })
 	}
 	wg.Go(func() { d.runTimers(ctx) })
+	if d.quarantine != nil && d.uidOf != nil {
+		wg.Go(func() { d.sweepMarks(ctx) })
+	}
 
 	<-ctx.Done()
 	d.mu.Lock()
@@ -724,11 +738,17 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 		if q.await(slotCtx) != nil {
 			return slotLost
 		}
+		uid := d.uid(t.box.key)
 		if m, ok := q.held(d.name, t.box.key); ok {
-			d.tell(t.box.key, m.Reason)
-			return quarantined
+			if m.UID == "" || uid == "" || m.UID == uid {
+				d.tell(t.box.key, m.Reason)
+				return quarantined
+			}
+			// The mark of an earlier object of the name, whose delete no replica saw.
+			d.logger.Info("released the quarantine of an earlier object of the name", "key", t.box.key, "marked_uid", m.UID, "uid", uid)
+			d.Release(t.box.key)
 		}
-		run, ctx = q.begin(d.name, t.box.key, slotCtx)
+		run, ctx = q.begin(d.name, t.box.key, slotCtx, uid)
 	}
 	var start time.Time
 	if d.timed {
@@ -842,9 +862,48 @@ func (d *Dispatcher[R]) QuarantineKey(key, reason string) bool {
 	if _, held := d.ownership.SlotContext(SlotOf(key, slots)); !held {
 		return false
 	}
-	d.quarantine.mark(d.name, key, reason)
+	d.quarantine.mark(d.name, key, reason, d.uid(key))
 	d.tell(key, reason)
 	return true
+}
+
+// uid is the UID of key's object as UIDOf tells it, "" when unknown.
+func (d *Dispatcher[R]) uid(key string) string {
+	if d.uidOf == nil {
+		return ""
+	}
+	uid, _ := d.uidOf(key)
+	return uid
+}
+
+// QuarantineSweep is how often a dispatcher with UIDOf releases the marks of keys of its held
+// slots whose object is gone: the marks in etcd are bounded by the objects that exist, even
+// for objects deleted while no replica watched.
+var QuarantineSweep = time.Minute
+
+// sweepMarks runs the sweep every QuarantineSweep until ctx is done.
+func (d *Dispatcher[R]) sweepMarks(ctx context.Context) {
+	tick := time.NewTicker(QuarantineSweep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		slots := d.ownership.Slots()
+		if slots == 0 {
+			continue
+		}
+		for _, key := range d.quarantine.keys(d.name) {
+			if _, held := d.ownership.SlotContext(SlotOf(key, slots)); !held {
+				continue
+			}
+			if _, exists := d.uidOf(key); !exists && d.Release(key) {
+				d.logger.Info("released the quarantine of a key whose object is gone", "key", key)
+			}
+		}
+	}
 }
 
 // quarantinedHere counts the quarantined keys of the slots this replica holds.

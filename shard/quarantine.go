@@ -157,13 +157,18 @@ type Mark struct {
 	// Suspect is true while the marked run may still be in flight: the
 	// replica marked it before it could die of it.
 	Suspect bool `json:"suspect,omitempty"`
+	// UID is the UID of the object the key named when it was marked, if the
+	// dispatcher knows it (DispatcherConfig.UIDOf): the mark holds that
+	// object only.
+	UID string `json:"uid,omitempty"`
 }
 
 // quarantineRun is a handler call in flight.
 type quarantineRun struct {
 	id    string // "<dispatcher>/<key>"
 	start time.Time
-	heap  int64 // the live heap when it began (0 with the memory check off)
+	heap  int64  // the live heap when it began (0 with the memory check off)
+	uid   string // the UID of the key's object, "" when not known
 	// progress is when it last made progress (progress.go), in Unix nanoseconds; 0 for
 	// not since it began.
 	progress atomic.Int64
@@ -275,9 +280,9 @@ func (q *Quarantine) held(name, key string) (Mark, bool) {
 
 // begin records a handler call of key on slot; its context is ctx with a
 // cancel the watchdog may call. end must follow.
-func (q *Quarantine) begin(name, key string, slot context.Context) (*quarantineRun, context.Context) {
+func (q *Quarantine) begin(name, key string, slot context.Context, uid string) (*quarantineRun, context.Context) {
 	ctx, cancel := context.WithCancel(slot)
-	r := &quarantineRun{id: name + "/" + key, start: time.Now(), slot: slot, cancel: cancel}
+	r := &quarantineRun{id: name + "/" + key, start: time.Now(), slot: slot, cancel: cancel, uid: uid}
 	if q.cfg.MemoryBudget > 0 {
 		r.heap = q.cfg.HeapBytes()
 	}
@@ -306,7 +311,7 @@ func (q *Quarantine) end(r *quarantineRun, panicked any) (reason string) {
 		q.mu.Unlock()
 		return ""
 	}
-	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC()}
+	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC(), UID: r.uid}
 	q.local[r.id] = m
 	q.mu.Unlock()
 	q.put(r.id, m)
@@ -321,9 +326,9 @@ const maxMarking = 8
 // mark quarantines the key of dispatcher name from outside a run: here at
 // once, in etcd by a goroutine of its own, so that the caller (an informer's
 // goroutine) never waits on etcd.
-func (q *Quarantine) mark(name, key, reason string) {
+func (q *Quarantine) mark(name, key, reason, uid string) {
 	id := name + "/" + key
-	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC()}
+	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC(), UID: uid}
 	q.mu.Lock()
 	q.local[id] = m
 	write := q.marking < maxMarking
@@ -394,6 +399,25 @@ func (q *Quarantine) release(name, key string) bool {
 	return true
 }
 
+// keys are the keys of dispatcher name quarantined here or marked in etcd.
+func (q *Quarantine) keys(name string) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, set := range []map[string]Mark{q.local, q.marks} {
+		for id := range set {
+			if key, ok := strings.CutPrefix(id, name+"/"); ok && !seen[key] {
+				if _, running := q.runs[id]; !running {
+					seen[key] = true
+					out = append(out, key)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // count is how many keys of dispatcher name are quarantined whose slot
 // holds reports held.
 func (q *Quarantine) count(name string, holds func(key string) bool) int {
@@ -452,7 +476,7 @@ func (q *Quarantine) watch(ctx context.Context) {
 			q.log.Error("quarantining a key that misbehaves: its reconcile is cancelled and it is not run again until its object changes",
 				"key", s.id, "reason", s.reason)
 			s.run.cancel()
-			q.put(s.id, Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: s.reason, Since: time.Now().UTC(), Suspect: true})
+			q.put(s.id, Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: s.reason, Since: time.Now().UTC(), Suspect: true, UID: s.run.uid})
 			q.mu.Lock()
 			released := s.run.released
 			q.mu.Unlock()

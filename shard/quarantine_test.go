@@ -353,6 +353,64 @@ func TestQuarantineSparesAPausedReplicaAndAReleasedKey(t *testing.T) {
 	}
 }
 
+// A mark holds the object it was written for: an object made again under its name (another
+// UID) while no replica saw the delete runs, and its predecessor's mark goes; the sweep
+// releases the marks of held keys whose object is gone; a key of unknown UID stays held.
+func TestQuarantineMarksFollowTheirObject(t *testing.T) {
+	ring := localetcd.StartForTest(t)
+	prev := QuarantineSweep
+	QuarantineSweep = 50 * time.Millisecond
+	t.Cleanup(func() { QuarantineSweep = prev })
+	q, _ := quarantineFor(t, ring.Endpoint(), "r0", nil)
+	var mu sync.Mutex
+	uids := map[string]string{"ns/recreated": "uid-1", "ns/gone": "uid-1", "ns/unknown": "", "ns/kept": "uid-1"}
+	var runs sync.Map
+	cfg := dispatcherTestConfig(HoldAll{}, func(_ context.Context, key string, _ int) error {
+		n, _ := runs.LoadOrStore(key, new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) == 1 {
+			panic("poison") // the first run of every key panics
+		}
+		return nil
+	})
+	cfg.UIDOf = func(key string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		uid, ok := uids[key]
+		return uid, ok
+	}
+	var tell told
+	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
+	d := startDispatcher(t, cfg)
+	for _, k := range []string{"ns/recreated", "ns/gone", "ns/unknown", "ns/kept"} {
+		d.Enqueue(k, 1)
+		awaitCondition(t, k+" to be marked", func() bool { m, ok := markOf(t, q.cfg.Client, k); return ok && m.UID == uids[k] })
+	}
+	mu.Lock()
+	uids["ns/recreated"] = "uid-2" // deleted and made again while no replica watched
+	delete(uids, "ns/gone")        // deleted while no replica watched
+	mu.Unlock()
+	for _, k := range []string{"ns/recreated", "ns/unknown", "ns/kept"} {
+		d.Enqueue(k, 2)
+	}
+	awaitCondition(t, "the re-created object to run", func() bool {
+		n, _ := runs.Load("ns/recreated")
+		return n.(*atomic.Int32).Load() == 2
+	})
+	awaitCondition(t, "the gone object's mark to be swept", func() bool { _, ok := markOf(t, q.cfg.Client, "ns/gone"); return !ok })
+	if _, ok := markOf(t, q.cfg.Client, "ns/recreated"); ok {
+		t.Error("the earlier object's mark stayed after the new one ran")
+	}
+	time.Sleep(200 * time.Millisecond) // sweeps
+	for _, k := range []string{"ns/kept", "ns/unknown"} {
+		if _, ok := markOf(t, q.cfg.Client, k); !ok {
+			t.Errorf("the mark of %s went", k)
+		}
+		if n, _ := runs.Load(k); n.(*atomic.Int32).Load() != 1 {
+			t.Errorf("%s ran again while quarantined", k)
+		}
+	}
+}
+
 // A key that was in flight while its replica's heap passed the budget is
 // marked in etcd before the replica can die of it; the replica "dies" (its
 // Quarantine stops, the handler never returns, nothing is cleaned up), and

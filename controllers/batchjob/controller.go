@@ -72,6 +72,7 @@ func New(cfg Config) (*Controller, error) {
 		Handler: c.reconcile, OnGiveUp: c.giveUp, OnWait: c.waiting,
 		Coalesce: func(request, request) bool { return true },
 		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.jobInf.GetStore() }),
+		UIDOf:    kit.StoreUID(func() toolscache.Store { return c.jobInf.GetStore() }, func() bool { return c.jobInf.HasSynced() }),
 	})
 	if err != nil {
 		return nil, err

@@ -93,6 +93,7 @@ func New(cfg Config) (*Controller, error) {
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
 		Coalesce: coalesce,
 		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.cronInf.GetStore() }),
+		UIDOf:    kit.StoreUID(func() toolscache.Store { return c.cronInf.GetStore() }, func() bool { return c.cronInf.HasSynced() }),
 	})
 	if err != nil {
 		return nil, err

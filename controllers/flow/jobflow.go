@@ -120,6 +120,7 @@ func NewFlows(cfg Config) (*Flows, error) {
 		Handler: c.reconcile, OnGiveUp: c.giveUp,
 		Coalesce: func(request, request) bool { return true },
 		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.flowInf.GetStore() }),
+		UIDOf:    kit.StoreUID(func() toolscache.Store { return c.flowInf.GetStore() }, func() bool { return c.flowInf.HasSynced() }),
 	})
 	if err != nil {
 		return nil, err

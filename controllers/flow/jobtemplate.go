@@ -44,6 +44,8 @@ func NewTemplates(cfg Config) (*Templates, error) {
 		Name: "jobtemplate", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler:  c.reconcile,
 		Coalesce: func(request, request) bool { return true },
+		ObjectOf: kit.StoreObject(func() toolscache.Store { return c.tmplInf.GetStore() }),
+		UIDOf:    kit.StoreUID(func() toolscache.Store { return c.tmplInf.GetStore() }, func() bool { return c.tmplInf.HasSynced() }),
 	})
 	if err != nil {
 		return nil, err
@@ -57,6 +59,9 @@ func NewTemplates(cfg Config) (*Templates, error) {
 		UpdateFunc: func(old, cur any) {
 			if o, ok := old.(*flowv1.JobTemplate); ok {
 				if n, ok := cur.(*flowv1.JobTemplate); ok && o.ResourceVersion != n.ResourceVersion {
+					if kit.Changed(o, n) {
+						c.Disp.Release(toolscache.MetaObjectToName(n).String()) // a new spec may no longer be a poison
+					}
 					c.enqueue(n)
 				}
 			}
@@ -64,6 +69,7 @@ func NewTemplates(cfg Config) (*Templates, error) {
 		DeleteFunc: func(obj any) {
 			if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.written.Forget(key)
+				c.Disp.Release(key)
 			}
 		},
 	}, guard.Quarantine(c.Disp))); err != nil {

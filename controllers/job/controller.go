@@ -155,6 +155,7 @@ func New(cfg Config) (*Controller, error) {
 		Handler: handler, OnGiveUp: c.giveUp, OnWait: c.onWait,
 		Coalesce: func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
 		ObjectOf: c.jobObject,
+		UIDOf:    c.cfg.Cache.JobUID,
 	})
 	if err != nil {
 		return nil, err

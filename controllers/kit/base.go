@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -100,6 +101,11 @@ type Settings[R any] struct {
 	// ObjectOf finds the object of a key, for the Warning Event "Quarantined" that tells its
 	// user when Work.Quarantine keeps the key from running (nil: logged only).
 	ObjectOf func(key string) runtime.Object
+	// UIDOf, if set, is the dispatcher's (shard.DispatcherConfig.UIDOf): the UID of the
+	// object of key, and false only when the replica knows there is none (its informer has
+	// listed). With it a quarantine holds the object it was written for only, and the marks
+	// of objects gone are swept.
+	UIDOf func(key string) (string, bool)
 }
 
 // Init checks s and builds the Base.
@@ -122,6 +128,7 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	if s.Quarantine != nil {
 		dcfg.Quarantine = s.Quarantine
 		dcfg.OnQuarantine = func(key, reason string) { b.tellQuarantine(s.ObjectOf, key, reason) }
+		dcfg.UIDOf = s.UIDOf
 	}
 	disp, err := shard.NewDispatcher(dcfg)
 	if err != nil {
@@ -169,6 +176,28 @@ func StoreObject(store func() toolscache.Store) func(key string) runtime.Object 
 		}
 		o, _ := obj.(runtime.Object)
 		return o
+	}
+}
+
+// StoreUID is a UIDOf for Settings: the UID of the object of key in the store that store
+// returns; before synced reports the store listed, every key is taken to exist, UID unknown.
+func StoreUID(store func() toolscache.Store, synced func() bool) func(key string) (string, bool) {
+	return func(key string) (string, bool) {
+		if !synced() {
+			return "", true
+		}
+		obj, ok, err := store().GetByKey(key)
+		if err != nil {
+			return "", true
+		}
+		if !ok {
+			return "", false
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return "", true
+		}
+		return string(m.GetUID()), true
 	}
 }
 
