@@ -386,11 +386,12 @@ func (c *Controller) onJobUpdate(old, new any) {
 	if !ok1 || !ok2 || oldJob.ResourceVersion == newJob.ResourceVersion {
 		return
 	}
-	if !jobChanged(oldJob, newJob) {
-		return
+	release := kit.Changed(oldJob, newJob) // a new spec may no longer be a poison; or the user asks
+	if release {
+		c.Disp.Release(keyOf(newJob))
 	}
-	if kit.Changed(oldJob, newJob) {
-		c.Disp.Release(keyOf(newJob)) // a new spec may no longer be a poison
+	if !release && !jobChanged(oldJob, newJob) {
+		return
 	}
 	c.Disp.Enqueue(keyOf(newJob), request{Request: state.Request{Event: bus.OutOfSyncEvent}})
 }

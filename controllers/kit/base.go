@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -204,8 +206,14 @@ func StoreUID(store func() toolscache.Store, synced func() bool) func(key string
 // Changed reports whether an update of an object is a new object or a new
 // spec: what ends a quarantine (Dispatcher.Release).
 func Changed(old, cur metav1.Object) bool {
-	return old.GetUID() != cur.GetUID() || old.GetGeneration() != cur.GetGeneration()
+	return old.GetUID() != cur.GetUID() || old.GetGeneration() != cur.GetGeneration() ||
+		old.GetAnnotations()[ReleaseAnnotation] != cur.GetAnnotations()[ReleaseAnnotation]
 }
+
+// ReleaseAnnotation ends an object's quarantine when its value changes, without a change to
+// its spec: `kubectl annotate --overwrite <kind>/<name> ringfire.io/release-quarantine=$(date +%s)`.
+// The object keeps its status and its work (its pods, its Jobs); only its reconciles start again.
+const ReleaseAnnotation = "ringfire.io/release-quarantine"
 
 // tellQuarantine records on the key's object why ringfire stopped
 // reconciling it, and what brings it back.
@@ -216,8 +224,29 @@ func (b *Base[R]) tellQuarantine(objectOf func(string) runtime.Object, key, reas
 	}
 	if obj := objectOf(key); obj != nil {
 		b.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonQuarantined,
-			"ringfire stopped reconciling this object: %s. Nothing else is held up; it is reconciled again when it changes (edit or re-create it), and a replica's log has the details", reason)
+			"ringfire stopped reconciling this object: %s. Nothing else is held up. It is reconciled again when its spec changes, or, keeping it as it is, when its annotation %s changes (kubectl annotate --overwrite %s/%s %s=<anything new>); a replica's log has the details",
+			reason, ReleaseAnnotation, strings.ToLower(kindOf(obj)), nameOf(obj), ReleaseAnnotation)
 	}
+}
+
+// kindOf is obj's kind, as its type names it when its TypeMeta is empty (an informer's objects).
+func kindOf(obj runtime.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// nameOf is obj's name, "" if it has none.
+func nameOf(obj runtime.Object) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetName()
+	}
+	return ""
 }
 
 // Drainer is the controller's in-flight work, for the shard.Manager.

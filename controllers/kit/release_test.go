@@ -1,0 +1,56 @@
+package kit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// What ends a quarantine: a new object of the name, a new spec, or a new value of the release
+// annotation; a status or label change does not.
+func TestChangedEndsAQuarantine(t *testing.T) {
+	base := func() *batch.Job {
+		return &batch.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", UID: "u1", Generation: 1,
+			Labels: map[string]string{"a": "1"}, Annotations: map[string]string{ReleaseAnnotation: "1"}}}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*batch.Job)
+		want bool
+	}{
+		{"nothing", func(*batch.Job) {}, false},
+		{"status", func(j *batch.Job) { j.Status.State.Phase = batch.Running }, false},
+		{"label", func(j *batch.Job) { j.Labels["a"] = "2" }, false},
+		{"spec", func(j *batch.Job) { j.Generation = 2 }, true},
+		{"re-created", func(j *batch.Job) { j.UID = "u2" }, true},
+		{"release annotation", func(j *batch.Job) { j.Annotations[ReleaseAnnotation] = "2" }, true},
+		{"release annotation removed", func(j *batch.Job) { delete(j.Annotations, ReleaseAnnotation) }, true},
+	} {
+		cur := base()
+		c.edit(cur)
+		if got := Changed(base(), cur); got != c.want {
+			t.Errorf("%s: Changed = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The Quarantined Event says why, that nothing else waits, and how to release the object
+// without changing it: the annotate command with its kind and name.
+func TestQuarantinedEventSaysHowToRelease(t *testing.T) {
+	rec := record.NewFakeRecorder(1)
+	b := &Base[int]{Log: hclog.NewNullLogger(), Recorder: rec}
+	job := &batch.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}
+	b.tellQuarantine(func(string) runtime.Object { return job }, "ns/train", "its reconcile panicked: boom")
+	ev := <-rec.Events
+	for _, want := range []string{"Warning Quarantined", "its reconcile panicked: boom", "Nothing else is held up",
+		"kubectl annotate --overwrite job/train " + ReleaseAnnotation + "="} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("event %q does not say %q", ev, want)
+		}
+	}
+}
