@@ -34,6 +34,7 @@ var readLabels = keySet(
 	batchv1.JobCompletionIndexAnnotation,
 	// JobFlows and JobTemplates find their Jobs by these.
 	"volcano.sh/createdByJobTemplate", "volcano.sh/createdByJobFlow",
+	shard.ReleaseAnnotation, // a summary and its Job alike: a fill is no release
 )
 
 // readAnnotations are the annotation keys the controllers and the cache read of a cached
@@ -45,6 +46,7 @@ var readAnnotations = keySet(
 	batchv1.JobIndexIgnoredFailureCountAnnotation,
 	batch.CronJobScheduledTimestampAnnotation,
 	"volcano.sh/createdByJobTemplate", "volcano.sh/createdByJobFlow",
+	shard.ReleaseAnnotation, // a summary and its Job alike: a fill is no release
 )
 
 // readFinalizers are the finalizers the controllers read: the batch/v1 Job controller's

@@ -53,6 +53,13 @@ type Quarantine struct {
 	marking  int  // marks of mark being written
 }
 
+// ReleaseAnnotation ends an object's quarantine when its value changes, without a change to
+// its spec: `kubectl annotate --overwrite <kind>/<name> ringfire.io/release-quarantine=$(date +%s)`.
+// The object keeps its status and its work (its pods, its Jobs); only its reconciles start
+// again. The caches keep it in every cut of an object, so that no cut or fill reads as its
+// change.
+const ReleaseAnnotation = "ringfire.io/release-quarantine"
+
 // QuarantineConfig configures a Quarantine. Start from
 // DefaultQuarantineConfig; Client and Member are required.
 type QuarantineConfig struct {

@@ -207,13 +207,20 @@ func StoreUID(store func() toolscache.Store, synced func() bool) func(key string
 // spec: what ends a quarantine (Dispatcher.Release).
 func Changed(old, cur metav1.Object) bool {
 	return old.GetUID() != cur.GetUID() || old.GetGeneration() != cur.GetGeneration() ||
-		old.GetAnnotations()[ReleaseAnnotation] != cur.GetAnnotations()[ReleaseAnnotation]
+		releaseValue(old) != releaseValue(cur)
 }
 
-// ReleaseAnnotation ends an object's quarantine when its value changes, without a change to
-// its spec: `kubectl annotate --overwrite <kind>/<name> ringfire.io/release-quarantine=$(date +%s)`.
-// The object keeps its status and its work (its pods, its Jobs); only its reconciles start again.
-const ReleaseAnnotation = "ringfire.io/release-quarantine"
+// releaseValue is obj's ReleaseAnnotation, "" when longer than the caches keep an annotation
+// (256 bytes): a value one cut drops and another keeps must not read as a change.
+func releaseValue(obj metav1.Object) string {
+	if v := obj.GetAnnotations()[ReleaseAnnotation]; len(v) <= 256 {
+		return v
+	}
+	return ""
+}
+
+// ReleaseAnnotation ends an object's quarantine when its value changes (shard.ReleaseAnnotation).
+const ReleaseAnnotation = shard.ReleaseAnnotation
 
 // tellQuarantine records on the key's object why ringfire stopped
 // reconciling it, and what brings it back.

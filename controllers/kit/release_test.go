@@ -18,6 +18,10 @@ func TestChangedEndsAQuarantine(t *testing.T) {
 		return &batch.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", UID: "u1", Generation: 1,
 			Labels: map[string]string{"a": "1"}, Annotations: map[string]string{ReleaseAnnotation: "1"}}}
 	}
+	long := func(j *batch.Job) { j.Annotations[ReleaseAnnotation] = strings.Repeat("x", 257) }
+	if Changed(with(base(), func(j *batch.Job) { delete(j.Annotations, ReleaseAnnotation) }), with(base(), long)) {
+		t.Error("a value longer than a cache keeps, against none (a summary against its Job), reads as a change")
+	}
 	for _, c := range []struct {
 		name string
 		edit func(*batch.Job)
@@ -38,6 +42,8 @@ func TestChangedEndsAQuarantine(t *testing.T) {
 		}
 	}
 }
+
+func with(j *batch.Job, edit func(*batch.Job)) *batch.Job { edit(j); return j }
 
 // The Quarantined Event says why, that nothing else waits, and how to release the object
 // without changing it: the annotate command with its kind and name.
