@@ -369,3 +369,27 @@ func resourceOf(crds []*unstructured.Unstructured, gvk schema.GroupVersionKind) 
 	}
 	return schema.GroupVersionResource{}, false, fmt.Errorf("no CRD defines %s", gvk)
 }
+
+// Policy is one admission policy or binding Install applies: its kind, its name and the
+// resource that serves its kind.
+type Policy struct {
+	Kind, Name string
+	Resource   schema.GroupVersionResource
+}
+
+// Policies are the admission policies and bindings of the manifests, in name order within each
+// kind: what a replica checks is there (internal/policycheck) where the API server serves it.
+func Policies() ([]Policy, error) {
+	_, others, err := load()
+	if err != nil {
+		return nil, err
+	}
+	var out []Policy
+	for _, obj := range others {
+		if r, ok := admissionPolicies[obj.GetKind()]; ok {
+			out = append(out, Policy{Kind: obj.GetKind(), Name: obj.GetName(), Resource: r})
+		}
+	}
+	slices.SortFunc(out, func(a, b Policy) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
+	return out, nil
+}

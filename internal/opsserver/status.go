@@ -35,7 +35,10 @@ type statusReport struct {
 	// JobsMetric says whether the registry has the Jobs gauge at all.
 	Jobs       []phaseCount
 	JobsMetric bool
-	Time       time.Time
+	// PoliciesMissing are the admission policies and bindings ringfire relies on that the API
+	// server does not have (internal/policycheck), by <Kind>/<name>.
+	PoliciesMissing []string `json:",omitempty"`
+	Time            time.Time
 }
 
 // memberLine is one line of the page's legend.
@@ -51,7 +54,7 @@ type memberLine struct {
 // buildReport puts a Status, the readiness and the work together.
 func buildReport(st shard.Status, readyErr error, work workSample, window time.Duration) statusReport {
 	rep := statusReport{Status: st, Ready: readyErr == nil, Controllers: work.controllers,
-		Jobs: work.jobs, JobsMetric: work.jobsKnown, Time: work.at}
+		Jobs: work.jobs, JobsMetric: work.jobsKnown, PoliciesMissing: work.policiesMissing, Time: work.at}
 	if readyErr != nil {
 		rep.NotReady = readyErr.Error()
 	}

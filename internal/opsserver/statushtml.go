@@ -72,6 +72,7 @@ addEventListener("DOMContentLoaded", function () {
 {{if .Ready}}<span class="badge ok">ready</span>{{else}}<span class="badge bad">not ready</span>{{end}}
 <span class="facts">{{.Slots}} slots · {{len .Members}} members · member view at etcd revision {{.Revision}}</span></header>
 {{if not .Ready}}<div class="waiting" id="waiting"><b>Waiting for:</b> {{.NotReady}}</div>{{end}}
+{{if .PoliciesMissing}}<div class="waiting" id="policies"><b>Admission policies missing</b> (admission does not refuse what only they refuse; install deploy/crds): {{range $i, $p := .PoliciesMissing}}{{if $i}}, {{end}}{{$p}}{{end}}</div>{{end}}
 <div class="main">
 <div class="left">
 <svg class="ring" width="480" height="480" viewBox="-240 -240 480 480" role="img" aria-label="the ring's slots by holder">

@@ -18,7 +18,9 @@ const (
 	metricWork      = "workqueue_work_duration_seconds" // a histogram: its count is the reconciles
 	metricErrors    = "ringfire_workqueue_errors_total"
 	metricGiveUps   = "ringfire_workqueue_give_ups_total"
-	metricJobs      = "ringfire_jobs" // a gauge by phase and queue, of the Jobs of the slots held here
+	metricJobs      = "ringfire_jobs"                     // a gauge by phase and queue, of the Jobs of the slots held here
+	metricPolicies  = "ringfire_admission_policy_missing" // 1 by policy, for each missing (internal/policycheck)
+	labelPolicy     = "policy"
 	labelController = "name"
 	labelPhase      = "phase"
 	minRateWindow   = time.Second // a rate over less than this is not worth showing
@@ -61,6 +63,9 @@ type workSample struct {
 	controllers []controllerWork
 	jobs        []phaseCount
 	jobsKnown   bool // the registry has the Jobs gauge at all
+	// policiesMissing are the admission policies and bindings ringfire relies on that the
+	// API server does not have, by <Kind>/<name>, sorted.
+	policiesMissing []string
 }
 
 // readWork reads the controllers' work and the Jobs by phase out of
@@ -89,9 +94,14 @@ func readWork(families []*dto.MetricFamily, at time.Time) workSample {
 			case metricJobs:
 				s.jobsKnown = true
 				phases[label(m, labelPhase)] += m.GetGauge().GetValue()
+			case metricPolicies:
+				if m.GetGauge().GetValue() > 0 {
+					s.policiesMissing = append(s.policiesMissing, label(m, labelPolicy))
+				}
 			}
 		}
 	}
+	slices.Sort(s.policiesMissing)
 	for _, c := range byName {
 		s.controllers = append(s.controllers, *c)
 	}

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/ringfire/ringfire/cache"
@@ -28,6 +29,7 @@ import (
 	"github.com/ringfire/ringfire/controllers/podgroup"
 	"github.com/ringfire/ringfire/controllers/queue"
 	"github.com/ringfire/ringfire/controllers/scheduler"
+	"github.com/ringfire/ringfire/internal/policycheck"
 	"github.com/ringfire/ringfire/internal/promreg"
 	"github.com/ringfire/ringfire/membership"
 	"github.com/ringfire/ringfire/shard"
@@ -227,7 +229,31 @@ func New(cfg Config) (*Replica, error) {
 	if err := r.buildCache(api, manager); err != nil {
 		return nil, err
 	}
+	if err := r.checkPolicies(); err != nil {
+		return nil, err
+	}
 	return r, r.buildControllers(api, manager)
+}
+
+// checkPolicies adds the check that the admission policies ringfire relies on are installed
+// (internal/policycheck) to what the replica runs.
+func (r *Replica) checkPolicies() error {
+	cfg := rest.CopyConfig(r.cfg.Kube)
+	cfg.Timeout = 30 * time.Second
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("admission policy check: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("admission policy check: %w", err)
+	}
+	checker, err := policycheck.New(client, dc, r.cfg.Registerer, r.cfg.Logger.Named("policies"))
+	if err != nil {
+		return err
+	}
+	r.run = append(r.run, checker.Run)
+	return nil
 }
 
 // connect points the replica's clients at the API server, with every
