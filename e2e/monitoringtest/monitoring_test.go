@@ -19,6 +19,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ringfire/ringfire/deploy"
 	"github.com/ringfire/ringfire/deploy/monitoring"
@@ -41,6 +42,9 @@ const (
 	stopped  = "r1"
 	// unowned is the alert under test.
 	unowned = "RingfireSlotsUnowned"
+	// policyMissing fires once policyGone is deleted.
+	policyMissing = "RingfireAdmissionPolicyMissing"
+	policyGone    = "ringfire-queue-command"
 )
 
 // rateWindow stands for Grafana's $__rate_interval: ten samples of 1 s scrapes.
@@ -170,6 +174,20 @@ func TestAlertsAndDashboardOnALiveRing(t *testing.T) {
 	}
 	if err := r.Signal(syscall.SIGCONT); err != nil {
 		t.Error(err)
+	}
+
+	// An admission policy ringfire relies on deleted: every replica's check (at start and
+	// every minute) finds it missing, and the alert fires for it.
+	admin := kubernetes.NewForConfigOrDie(cl.RESTConfig())
+	if err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(qctx, policyGone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deletedAt := time.Now()
+	firing = prom.waitAlert(t, policyMissing, "firing", 4*time.Minute)
+	t.Logf("%s firing %v after %s was deleted", policyMissing, firing.Sub(deletedAt).Round(100*time.Millisecond), policyGone)
+	missing, err := prom.query(qctx, `max by (policy) (ringfire_admission_policy_missing) > 0`)
+	if err != nil || len(missing) != 1 || missing[0].Metric["policy"] != "ValidatingAdmissionPolicy/"+policyGone {
+		t.Errorf("missing policies as the metric has them: %v (%v), want only ValidatingAdmissionPolicy/%s", missing, err, policyGone)
 	}
 	stopLoad()
 	load.Wait()
