@@ -33,7 +33,9 @@ func TestQuarantineMarksFollowTheirJob(t *testing.T) {
 	etcd := localetcd.ClientForTest(t, s.Ring.Endpoint())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	markKey := func(name string) string { return strings.TrimSuffix(s.Prefix, "/") + "/quarantine/job/" + ns + "/" + name }
+	markKey := func(name string) string {
+		return strings.TrimSuffix(s.Prefix, "/") + "/quarantine/job/" + ns + "/" + name
+	}
 	mark := func(name string, uid types.UID) {
 		b, _ := json.Marshal(shard.Mark{Member: "r9", Incarnation: "gone", Reason: "jobtest's mark", Since: time.Now().UTC(), UID: string(uid)})
 		if _, err := etcd.Put(ctx, markKey(name), string(b)); err != nil {
