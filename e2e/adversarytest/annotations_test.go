@@ -3,10 +3,7 @@ package adversarytest
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,53 +35,16 @@ const (
 func attackAnnotatedJobs(t *testing.T, w *world) {
 	ns := w.namespace(t, "annotated")
 	ann := padding("job", annotationBytes)
-	var made, refused atomic.Int64
-	var firstRefusal atomic.Value
-	var errMu sync.Mutex
-	var errs []string
-	work := make(chan int)
-	var wg sync.WaitGroup
-	began := time.Now()
-	for range annotateWorkers {
-		wg.Go(func() {
-			for i := range work {
-				job := vcjob.New(ns, fmt.Sprintf("annotated-%d", i), vcjob.TaskOf("worker", 1, nil, unfitCPU, vcjob.Memory))
-				job.Annotations = ann
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				_, err := w.tenant.volcano.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
-				cancel()
-				switch {
-				case err == nil:
-					made.Add(1)
-				case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
-					refused.Add(1)
-					firstRefusal.CompareAndSwap(nil, err.Error())
-				default:
-					errMu.Lock()
-					errs = append(errs, err.Error())
-					errMu.Unlock()
-				}
-			}
-		})
-	}
 	n := attackCounts().annotatedJobs
-	for i := range n {
-		if len(w.fleet.Down()) > 0 {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	tl := w.createAll(n, annotateWorkers, func(err error) bool { return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) },
+		func(ctx context.Context, i int) error {
+			job := vcjob.New(ns, fmt.Sprintf("annotated-%d", i), vcjob.TaskOf("worker", 1, nil, unfitCPU, vcjob.Memory))
+			job.Annotations = ann
+			_, err := w.tenant.volcano.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+			return err
+		})
 	w.requireAlive(t, "the annotated Jobs were made")
-	t.Logf("%d Jobs of %d KiB of annotations: %d made, %d refused, in %v",
-		n, annotationBytes>>10, made.Load(), refused.Load(), time.Since(began).Round(time.Second))
-	if r := firstRefusal.Load(); r != nil {
-		t.Logf("the first refusal: %.300s", r)
-	}
-	if len(errs) > 0 {
-		t.Errorf("%d creates failed other than by a refusal, the first: %s", len(errs), errs[0])
-	}
+	tl.report(t, n, fmt.Sprintf("Jobs of %d KiB of annotations", annotationBytes>>10))
 	var keys []string
 	seen := map[int]bool{}
 	for i := 0; i < n && len(seen) < annotatedSlots; i++ {
@@ -95,17 +55,7 @@ func attackAnnotatedJobs(t *testing.T, w *world) {
 		}
 	}
 	w.aim("annotated-jobs", keys...)
-	if made.Load() == 0 {
-		return
-	}
 	// Each Job made gets its PodGroup, the annotations copied: the
 	// replicas have reconciled them all when the PodGroups are there.
-	w.waitFor(t, "every annotated Job has its PodGroup", 3*time.Minute, func() (bool, string) {
-		n, err := w.count(ns, w.volcano.SchedulingV1beta1().RESTClient(), "podgroups", "")
-		if err != nil {
-			return false, err.Error()
-		}
-		return int64(n) >= made.Load(), fmt.Sprintf("%d PodGroups of %d Jobs", n, made.Load())
-	})
-	t.Logf("the annotated Jobs' PodGroups are all made %v after the first Job", time.Since(began).Round(time.Second))
+	w.waitPodGroups(t, ns, "annotated Jobs", tl)
 }

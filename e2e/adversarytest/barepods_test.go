@@ -3,10 +3,7 @@ package adversarytest
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,65 +32,27 @@ func attackBarePods(t *testing.T, w *world) {
 	labels := bigLabels(barePodBytes / 2)
 	ann := padding("pod", 200<<10)
 	env := bigEnv(barePodBytes - barePodBytes/2 - 200<<10)
-	var made, refused atomic.Int64
-	var firstErr atomic.Value
-	work := make(chan int)
-	var wg sync.WaitGroup
-	began := time.Now()
-	for range bareWorkers {
-		wg.Go(func() {
-			for i := range work {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Namespace: ns, Labels: labels, Annotations: ann},
-					Spec:       vcjob.PodSpec(unfitCPU, vcjob.Memory),
-				}
-				pod.Spec.SchedulerName = "volcano"
-				pod.Spec.Containers[0].Env = env
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				_, err := w.tenant.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-				cancel()
-				switch {
-				case err == nil:
-					made.Add(1)
-				case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsRequestEntityTooLargeError(err):
-					refused.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-				default:
-					t.Errorf("create pod %s: %v", pod.Name, err)
-				}
-			}
-		})
-	}
 	n := attackCounts().barePods
-	for i := range n {
-		if len(w.fleet.Down()) > 0 {
-			break
+	tl := w.createAll(n, bareWorkers, func(err error) bool {
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsRequestEntityTooLargeError(err)
+	}, func(ctx context.Context, i int) error {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Namespace: ns, Labels: labels, Annotations: ann},
+			Spec:       vcjob.PodSpec(unfitCPU, vcjob.Memory),
 		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+		pod.Spec.SchedulerName = "volcano"
+		pod.Spec.Containers[0].Env = env
+		_, err := w.tenant.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
 	w.requireAlive(t, "the bare pods were made")
-	t.Logf("%d bare pods of about %d KiB: %d made, %d refused, in %v", n, barePodBytes>>10, made.Load(), refused.Load(), time.Since(began).Round(time.Second))
-	if r := firstErr.Load(); r != nil {
-		t.Logf("the first refusal: %.300s", r)
-	}
+	tl.report(t, n, fmt.Sprintf("bare pods of about %d KiB", barePodBytes>>10))
 	var keys []string
 	for i := range min(n, bareSlots) {
 		keys = append(keys, fmt.Sprintf("%s/bare-%d", ns, i))
 	}
 	w.aim("bare-pods", keys...)
-	if made.Load() == 0 {
-		return
-	}
-	w.waitFor(t, "every bare pod has its PodGroup", 3*time.Minute, func() (bool, string) {
-		n, err := w.count(ns, w.volcano.SchedulingV1beta1().RESTClient(), "podgroups", "")
-		if err != nil {
-			return false, err.Error()
-		}
-		return int64(n) >= made.Load(), fmt.Sprintf("%d PodGroups of %d pods", n, made.Load())
-	})
-	t.Logf("the bare pods' PodGroups are all made %v after the first pod", time.Since(began).Round(time.Second))
+	w.waitPodGroups(t, ns, "bare pods", tl)
 }
 
 // bigEnv returns environment variables of about n bytes in all.
