@@ -285,6 +285,18 @@ func (q *Quarantine) held(name, key string) (Mark, bool) {
 	return m, true
 }
 
+// Held reports whether the key of dispatcher name (a controller's: "job", "batchjob") is
+// quarantined for the object of the given UID, and why: for a controller that waits on
+// another's object (a CronJob on its Job, a JobFlow on its steps) to say so. A mark written
+// for another object of the name does not hold this one; uid "" matches any mark.
+func (q *Quarantine) Held(name, key, uid string) (reason string, ok bool) {
+	m, ok := q.held(name, key)
+	if !ok || (m.UID != "" && uid != "" && m.UID != uid) {
+		return "", false
+	}
+	return m.Reason, true
+}
+
 // begin records a handler call of key on slot; its context is ctx with a
 // cancel the watchdog may call. end must follow.
 func (q *Quarantine) begin(name, key string, slot context.Context, uid string) (*quarantineRun, context.Context) {

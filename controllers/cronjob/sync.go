@@ -15,6 +15,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // The history limits when the CronJob sets none (the CRD's defaults, Kubernetes' too).
@@ -140,6 +142,11 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 			}
 			c.Recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive",
 				"Not starting job because prior execution is running and concurrency policy is Forbid")
+			if name, reason, ok := c.quarantinedActive(cj); ok && c.memory.firstNote(key, noteQuarantined, scheduled) {
+				c.Recorder.Eventf(cj, corev1.EventTypeWarning, "ActiveJobQuarantined",
+					"Not starting job because prior execution %s is quarantined by ringfire and concurrency policy is Forbid; it waits until the Job is released (kubectl annotate --overwrite jobs.batch.volcano.sh/%s %s=<anything new>) or deleted. Why: %s",
+					name, name, kit.ReleaseAnnotation, reason)
+			}
 			return wait, nil
 		}
 	case batch.ReplaceConcurrent:
@@ -153,6 +160,24 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batch.CronJob, jobs []
 		return 0, err
 	}
 	return wait, nil
+}
+
+// noteQuarantined notes, once per schedule time, that a Forbid CronJob waits on a quarantined Job.
+const noteQuarantined = "quarantined"
+
+// quarantinedActive finds an active Job of cj that ringfire's Job controller quarantined: the
+// name and why.
+func (c *Controller) quarantinedActive(cj *batch.CronJob) (name, reason string, ok bool) {
+	q := c.cfg.Quarantine
+	if q == nil {
+		return "", "", false
+	}
+	for _, ref := range cj.Status.Active {
+		if reason, ok := q.Held("job", cj.Namespace+"/"+ref.Name, string(ref.UID)); ok {
+			return ref.Name, reason, true
+		}
+	}
+	return "", "", false
 }
 
 // The reasons a schedule time is counted in ringfire_cronjob_missed_schedules_total.

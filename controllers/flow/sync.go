@@ -25,6 +25,7 @@ const (
 	reasonNameTaken   = "JobNameTaken"     // a Job of a step's name exists, made by someone else
 	reasonCreateError = "FailedCreate"     // the API server refused a step's Job
 	reasonIgnored     = "Ignored"          // a patch or probe the flow sets, not acted on
+	reasonQuarantined = "JobQuarantined"   // a step's Job is quarantined: the flow waits on it
 )
 
 // errStale says the flow the reconcile read is older than the API server's: it is looked at
@@ -107,6 +108,7 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 			return nil
 		}
 	}
+	c.tellQuarantined(key, base, jobs)
 	done := 0
 	for _, step := range graph.Steps() {
 		if p, ok := phase(step); ok && p == batch.Completed {
@@ -117,6 +119,26 @@ func (c *Flows) reconcile(ctx context.Context, key string, _ request) error {
 		return err
 	}
 	return createErr
+}
+
+// tellQuarantined warns, once until it changes, that the flow waits on a step's Job that
+// ringfire's Job controller quarantined.
+func (c *Flows) tellQuarantined(key string, jf *flowv1.JobFlow, jobs []*batch.Job) {
+	if q := c.cfg.Quarantine; q != nil {
+		for _, job := range jobs {
+			switch job.Status.State.Phase {
+			case batch.Completed, batch.Failed, batch.Terminated, batch.Aborted:
+				continue
+			}
+			if reason, ok := q.Held("job", jf.Namespace+"/"+job.Name, string(job.UID)); ok {
+				c.warn(key, jf, reasonQuarantined, fmt.Sprintf(
+					"the flow waits on its Job %s, which ringfire quarantined; release it with kubectl annotate --overwrite jobs.batch.volcano.sh/%s %s=<anything new>. Why: %s",
+					job.Name, job.Name, kit.ReleaseAnnotation, reason))
+				return
+			}
+		}
+	}
+	c.memory.resolved(key, reasonQuarantined)
 }
 
 // forget drops what is remembered of a flow that is gone.

@@ -153,9 +153,10 @@ func New(cfg Config) (*Controller, error) {
 	err = c.Init(kit.Settings[request]{
 		Name: "job", Config: cfg.Config, Work: cfg.Work, Scheme: vcscheme.Scheme,
 		Handler: handler, OnGiveUp: c.giveUp, OnWait: c.onWait,
-		Coalesce: func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
-		ObjectOf: c.jobObject,
-		UIDOf:    c.cfg.Cache.JobUID,
+		Coalesce:           func(queued, incoming request) bool { return queued == incoming && incoming.Event == bus.OutOfSyncEvent },
+		ObjectOf:           c.jobObject,
+		UIDOf:              c.cfg.Cache.JobUID,
+		StatusOnQuarantine: c.statusOnQuarantine,
 	})
 	if err != nil {
 		return nil, err
@@ -639,6 +640,27 @@ func describe(req request) string {
 }
 
 func keyOf(job *batch.Job) string { return toolscache.MetaObjectToName(job).String() }
+
+// statusOnQuarantine writes into a quarantined Job's status.state its reason Quarantined
+// and a message saying why and how to release it, keeping its phase: `kubectl get vcjob`
+// and `vcctl` show it, and the CronJob or JobFlow that waits on the Job hears of it (their
+// controllers then tell it on their own objects). The write is over the latest version
+// this replica knows (a conflict leaves it to the Event), and none is made when the Job's
+// status says it already. The Job's next reconcile, once released, clears it (plan.Status).
+func (c *Controller) statusOnQuarantine(ctx context.Context, key, reason string) error {
+	cached, ok, _ := c.cfg.Cache.Job(key)
+	if !ok {
+		return nil
+	}
+	job := c.written.Latest(key, cached)
+	msg := kit.QuarantineMessage("jobs.batch.volcano.sh/"+job.Name, reason)
+	if job.Status.State.Reason == kit.ReasonQuarantined && job.Status.State.Message == msg {
+		return nil
+	}
+	status := *job.Status.DeepCopy()
+	status.State.Reason, status.State.Message = kit.ReasonQuarantined, msg
+	return c.updateStatus(ctx, key, job, status)
+}
 
 // jobObject is the cached Job of key, for an Event, or nil.
 func (c *Controller) jobObject(key string) runtime.Object {

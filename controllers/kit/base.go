@@ -43,6 +43,7 @@ type Base[R any] struct {
 	// Settings' value with its default applied).
 	MaxRequeue int
 	events     record.EventBroadcaster
+	scheme     *runtime.Scheme
 	kube       kubernetes.Interface
 	waits      *waits
 	clock      clock.PassiveClock
@@ -108,7 +109,22 @@ type Settings[R any] struct {
 	// listed). With it a quarantine holds the object it was written for only, and the marks
 	// of objects gone are swept.
 	UIDOf func(key string) (string, bool)
+	// StatusOnQuarantine, if set, writes into the status of the key's object that it is
+	// quarantined and why (the Job controller's state.reason and message), so that
+	// `kubectl get` and whoever waits on the object (a CronJob, a JobFlow) see it, not only
+	// the Event. It runs once per quarantine of the key on this replica, on a goroutine of
+	// its own (at most maxStatusOnQuarantine at once; past that the Event alone tells), with
+	// the slot's context bounded by StatusOnQuarantineTimeout. It writes nothing the
+	// cache shows already.
+	StatusOnQuarantine func(ctx context.Context, key, reason string) error
 }
+
+// StatusOnQuarantineTimeout bounds one Settings.StatusOnQuarantine write.
+const StatusOnQuarantineTimeout = 10 * time.Second
+
+// maxStatusOnQuarantine bounds the Settings.StatusOnQuarantine writes in flight at once, so
+// that a storm of quarantines starts no more goroutines than this.
+const maxStatusOnQuarantine = 4
 
 // Init checks s and builds the Base.
 func (b *Base[R]) Init(s Settings[R]) error {
@@ -116,6 +132,7 @@ func (b *Base[R]) Init(s Settings[R]) error {
 		return fmt.Errorf("%s controller: %w", s.Name, err)
 	}
 	b.Log, b.kube, b.MaxRequeue, b.clock, b.ownership = s.LoggerOr().Named(s.Name), s.Kube, s.MaxRequeue, s.ClockOr(), s.Ownership
+	b.scheme = s.Scheme
 	b.waits = newWaits(s.Name)
 	if err := b.waits.register(s.Registerer); err != nil {
 		return fmt.Errorf("%s controller: %w", s.Name, err)
@@ -129,7 +146,13 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	dcfg.Transient = IsTransient
 	if s.Quarantine != nil {
 		dcfg.Quarantine = s.Quarantine
-		dcfg.OnQuarantine = func(key, reason string) { b.tellQuarantine(s.ObjectOf, key, reason) }
+		statuses := make(chan struct{}, maxStatusOnQuarantine)
+		dcfg.OnQuarantine = func(key, reason string) {
+			b.tellQuarantine(s.ObjectOf, key, reason)
+			if s.StatusOnQuarantine != nil {
+				b.statusOnQuarantine(statuses, s.StatusOnQuarantine, key, reason)
+			}
+		}
 		dcfg.UIDOf = s.UIDOf
 	}
 	disp, err := shard.NewDispatcher(dcfg)
@@ -230,11 +253,76 @@ func (b *Base[R]) tellQuarantine(objectOf func(string) runtime.Object, key, reas
 		return
 	}
 	if obj := objectOf(key); obj != nil {
-		b.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonQuarantined,
-			"ringfire stopped reconciling this object: %s. Nothing else is held up. It is reconciled again when its spec changes, or, keeping it as it is, when its annotation %s changes (kubectl annotate --overwrite %s/%s %s=<anything new>); a replica's log has the details",
-			reason, ReleaseAnnotation, strings.ToLower(kindOf(obj)), nameOf(obj), ReleaseAnnotation)
+		b.Recorder.Event(obj, corev1.EventTypeWarning, ReasonQuarantined, QuarantineMessage(b.resourceOf(obj)+"/"+nameOf(obj), reason))
 	}
 }
+
+// resourceOf is the resource of obj as kubectl takes it unambiguously: "jobs.batch.volcano.sh"
+// for a Volcano Job ("job" alone is batch/v1's), "pods" for a pod.
+func (b *Base[R]) resourceOf(obj runtime.Object) string {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" && b.scheme != nil {
+		if kinds, _, err := b.scheme.ObjectKinds(obj); err == nil && len(kinds) > 0 {
+			gvk = kinds[0]
+		}
+	}
+	kind := gvk.Kind
+	if kind == "" {
+		kind = kindOf(obj)
+	}
+	resource := strings.ToLower(kind) + "s"
+	if gvk.Group != "" {
+		resource += "." + gvk.Group
+	}
+	return resource
+}
+
+// statusOnQuarantine runs write for a quarantined key of a held slot on a goroutine of its
+// own, unless slots (a semaphore) are all taken: the Event has told it then.
+func (b *Base[R]) statusOnQuarantine(slots chan struct{}, write func(context.Context, string, string) error, key, reason string) {
+	n := b.ownership.Slots()
+	if n == 0 {
+		return
+	}
+	term, held := b.ownership.SlotContext(shard.SlotOf(key, n))
+	if !held {
+		return
+	}
+	select {
+	case slots <- struct{}{}:
+	default:
+		b.Log.Warn("quarantine not written into the object's status: too many such writes in flight; its Event tells it", "key", key)
+		return
+	}
+	go func() {
+		defer func() {
+			<-slots
+			if p := recover(); p != nil {
+				b.Log.Error("writing a quarantine into a status panicked", "key", key, "panic", p)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(term, StatusOnQuarantineTimeout)
+		defer cancel()
+		if err := write(ctx, key, reason); err != nil {
+			b.Log.Warn("quarantine not written into the object's status; its Event tells it", "key", key, "error", err)
+		}
+	}()
+}
+
+// QuarantineMessage is what a quarantined object's Event and status say (cut to
+// maxQuarantineMessage bytes): why ringfire stopped reconciling it and how to bring it back.
+// ref is the object as kubectl names it, "jobs.batch.volcano.sh/name".
+func QuarantineMessage(ref, reason string) string {
+	msg := fmt.Sprintf("ringfire stopped reconciling this object: %s. Nothing else is held up. It is reconciled again when its spec changes, or, keeping it as it is, when its annotation %s changes (kubectl annotate --overwrite %s %s=<anything new>); a replica's log has the details",
+		reason, ReleaseAnnotation, ref, ReleaseAnnotation)
+	if len(msg) > maxQuarantineMessage {
+		msg = strings.ToValidUTF8(msg[:maxQuarantineMessage], "") + "…"
+	}
+	return msg
+}
+
+// maxQuarantineMessage bounds QuarantineMessage: a reason may carry a panic's value.
+const maxQuarantineMessage = 1024
 
 // kindOf is obj's kind, as its type names it when its TypeMeta is empty (an informer's objects).
 func kindOf(obj runtime.Object) string {

@@ -21,7 +21,8 @@ import (
 //   - a mark of an earlier Job of the name (deleted while no replica watched, so its mark
 //     stayed) does not hold the Job made again under that name, which runs to Completed, and
 //     the mark goes;
-//   - a mark of the Job's own UID holds it, with a Warning Event that says how to release it;
+//   - a mark of the Job's own UID holds it, with a Warning Event that says how to release it
+//     and the reason Quarantined in its status.state;
 //     a new value of ringfire.io/release-quarantine releases it and it completes, its pods
 //     kept;
 //   - the mark of a Job that is gone is swept.
@@ -78,11 +79,20 @@ func TestQuarantineMarksFollowTheirJob(t *testing.T) {
 	if len(told) == 0 {
 		t.Fatalf("no Quarantined Event on a Job whose own UID is marked\n%s", s.Describe(ns, "held"))
 	}
-	if !strings.Contains(told[0], "kubectl annotate --overwrite job/held "+shard.ReleaseAnnotation+"=") {
+	if !strings.Contains(told[0], "kubectl annotate --overwrite jobs.batch.volcano.sh/held "+shard.ReleaseAnnotation+"=") {
 		t.Errorf("the Quarantined Event does not say how to release the Job: %q", told[0])
 	}
-	if got, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, "held", metav1.GetOptions{}); err != nil || got.Status.State.Phase != batch.Running {
-		t.Fatalf("the held Job: %v, phase %v; want still Running (its pods finish, no reconcile sees it)", err, got.Status.State.Phase)
+	// Its status says so too, its phase kept.
+	var st batch.JobState
+	for deadline := time.Now().Add(10 * time.Second); st.Reason != "Quarantined" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		got, err := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, "held", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = got.Status.State
+	}
+	if st.Reason != "Quarantined" || st.Phase != batch.Running || !strings.Contains(st.Message, shard.ReleaseAnnotation) {
+		t.Fatalf("the held Job's state %+v; want phase Running, reason Quarantined and a message that says how to release it", st)
 	}
 	time.Sleep(10 * time.Second) // its pods end meanwhile; nothing reconciles it
 	if got, _ := s.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, "held", metav1.GetOptions{}); got.Status.State.Phase != batch.Running {
@@ -93,6 +103,9 @@ func TestQuarantineMarksFollowTheirJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s.WaitPhase(ns, "held", 60*time.Second, batch.Completed)
+	if got.Status.State.Reason != "" {
+		t.Errorf("the released Job's state still says %q: %q", got.Status.State.Reason, got.Status.State.Message)
+	}
 	if got.Status.Succeeded != 2 || got.Status.RetryCount != 0 {
 		t.Errorf("the released Job: succeeded %d retries %d, want its 2 pods kept and no retry", got.Status.Succeeded, got.Status.RetryCount)
 	}

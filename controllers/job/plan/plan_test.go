@@ -15,6 +15,7 @@ import (
 
 	"github.com/ringfire/ringfire/controllers/job/build"
 	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 var now = time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
@@ -351,6 +352,17 @@ func TestStatus(t *testing.T) {
 	gang.Status = s.Next
 	if again := Status(StatusInput{Job: gang, Step: state.Step{Sync: true, Then: state.PendingRule}, Spec: state.SpecOf(gang), Now: now}); again.Unreachable != "" || again.Write {
 		t.Errorf("told again: %q, write %v", again.Unreachable, again.Write)
+	}
+}
+
+// A Job reconciled again after its quarantine has the Quarantined reason its replica wrote
+// cleared, in the same write as its counts, whatever else changed.
+func TestStatusClearsAQuarantine(t *testing.T) {
+	job := newJob(batch.Running, task("w", 1))
+	job.Status.State.Reason, job.Status.State.Message = kit.ReasonQuarantined, "ringfire stopped reconciling this object"
+	s := Status(StatusInput{Job: job, Step: state.Step{}, Spec: state.SpecOf(job), Counts: CountPods(nil), Now: now})
+	if !s.Write || s.CountsOnly || s.Next.State.Reason != "" || s.Next.State.Message != "" || s.Next.State.Phase != batch.Running {
+		t.Errorf("write %v counts only %v state %+v; want the reason and message cleared at once, the phase kept", s.Write, s.CountsOnly, s.Next.State)
 	}
 }
 

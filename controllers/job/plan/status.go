@@ -8,6 +8,7 @@ import (
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/ringfire/ringfire/controllers/job/state"
+	"github.com/ringfire/ringfire/controllers/kit"
 )
 
 // StatusInput is what the next status of a Job is computed from.
@@ -57,6 +58,10 @@ type StatusPlan struct {
 func Status(in StatusInput) StatusPlan {
 	job, step, counts := in.Job, in.Step, in.Counts
 	st := job.Status.DeepCopy()
+	if st.State.Reason == kit.ReasonQuarantined {
+		// Reconciled again: the quarantine the replica wrote here is over.
+		st.State.Reason, st.State.Message = "", ""
+	}
 	st.ControlledResources = in.Controlled
 	// A status is the user's to forge: a count at int32's bound stays there, never wraps.
 	if step.BumpRetry {
