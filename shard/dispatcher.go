@@ -738,6 +738,9 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 		if q.await(slotCtx) != nil {
 			return slotLost
 		}
+		if q.weighed(d.name, t.box.key) {
+			return wait // its last run's part in the heap's growth is being weighed
+		}
 		uid := d.uid(t.box.key)
 		if m, ok := q.held(d.name, t.box.key); ok {
 			if m.UID == "" || uid == "" || m.UID == uid {
@@ -768,6 +771,11 @@ func (d *Dispatcher[R]) handle(worker int, t task[R]) outcome {
 			d.logger.Error("key quarantined: it is not handled again until its object changes", "key", t.box.key, "reason", reason)
 			d.tell(t.box.key, reason)
 			return quarantined
+		}
+		if d.quarantine.cancelledToWeigh(run) {
+			// Its part in the heap's growth is weighed: it goes again once that is done, the
+			// cancel counted as a wait, not a failure.
+			return wait
 		}
 	}
 	if err == nil {

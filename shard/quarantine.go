@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,12 @@ type Quarantine struct {
 	runs     map[string]*quarantineRun
 	pressure bool // the heap is over budget: logged once per episode
 	marking  int  // marks of mark being written
+	// weighing are the runs suspected of the heap's growth whose weigh is under way: their
+	// keys wait, neither run nor dropped, until it ends.
+	weighing map[string]bool
+	// floor is the live heap after the last weigh that acquitted its suspects: growth
+	// below it is not the runs' (weigh).
+	floor int64
 }
 
 // ReleaseAnnotation ends an object's quarantine when its value changes, without a change to
@@ -100,6 +107,13 @@ type QuarantineConfig struct {
 	// DefaultQuarantineConfig (tests set their own). Required while the
 	// memory check is on.
 	HeapBytes func() int64
+	// Collect runs a garbage collection before the live heap is read again to weigh the
+	// suspects of its growth (runtime.GC in DefaultQuarantineConfig).
+	Collect func()
+	// WeighFor is how long the runs suspected of the heap's growth, once cancelled, have to
+	// return before they are weighed; one that has not returned by then is marked (2 s in
+	// DefaultQuarantineConfig).
+	WeighFor time.Duration
 	// Valid, when set, reports whether this replica's membership is still
 	// valid (Manager.Valid): while it fails (the replica's lease is past, as
 	// after a pause of the process), no run is suspected of time or memory:
@@ -121,6 +135,8 @@ func DefaultQuarantineConfig() QuarantineConfig {
 		StuckAfter:   15 * time.Second,
 		Check:        250 * time.Millisecond,
 		HeapBytes:    heapBytes,
+		Collect:      runtime.GC,
+		WeighFor:     2 * time.Second,
 		Logger:       hclog.NewNullLogger(),
 	}
 }
@@ -138,7 +154,7 @@ func (c *QuarantineConfig) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"time budget", c.TimeBudget}, {"max run", c.MaxRun}, {"mark after", c.MarkAfter}, {"stuck after", c.StuckAfter}, {"check period", c.Check}} {
+	}{{"time budget", c.TimeBudget}, {"max run", c.MaxRun}, {"mark after", c.MarkAfter}, {"stuck after", c.StuckAfter}, {"check period", c.Check}, {"weigh for", c.WeighFor}} {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.d))
 		}
@@ -186,6 +202,10 @@ type quarantineRun struct {
 	cancel   context.CancelFunc
 	lostAt   time.Time // when the watchdog first saw slot done
 	suspect  string    // why the watchdog marked it; "" while it behaves
+	// memory is why the watchdog suspects it of the heap's growth: it is cancelled and
+	// weighed (weigh) rather than marked at its end.
+	memory string
+	done   chan struct{} // closed by end
 }
 
 // NewQuarantine validates cfg and returns a Quarantine; Run follows the
@@ -199,6 +219,7 @@ func NewQuarantine(cfg QuarantineConfig) (*Quarantine, error) {
 	return &Quarantine{
 		cfg: cfg, log: cfg.Logger.Named("quarantine"), incarnation: hex.EncodeToString(b[:]),
 		synced: make(chan struct{}), marks: map[string]Mark{}, local: map[string]Mark{}, runs: map[string]*quarantineRun{},
+		weighing: map[string]bool{},
 	}, nil
 }
 
@@ -301,7 +322,7 @@ func (q *Quarantine) Held(name, key, uid string) (reason string, ok bool) {
 // cancel the watchdog may call. end must follow.
 func (q *Quarantine) begin(name, key string, slot context.Context, uid string) (*quarantineRun, context.Context) {
 	ctx, cancel := context.WithCancel(slot)
-	r := &quarantineRun{id: name + "/" + key, start: time.Now(), slot: slot, cancel: cancel, uid: uid}
+	r := &quarantineRun{id: name + "/" + key, start: time.Now(), slot: slot, cancel: cancel, uid: uid, done: make(chan struct{})}
 	if q.cfg.MemoryBudget > 0 {
 		r.heap = q.cfg.HeapBytes()
 	}
@@ -319,6 +340,7 @@ func (q *Quarantine) end(r *quarantineRun, panicked any) (reason string) {
 	r.cancel()
 	q.mu.Lock()
 	delete(q.runs, r.id)
+	close(r.done)
 	reason = r.suspect
 	if r.released {
 		reason = "" // released while it ran: the object changed
@@ -491,9 +513,16 @@ func (q *Quarantine) watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		var weigh []suspect
 		for _, s := range q.suspects(time.Now()) {
-			q.log.Error("quarantining a key that misbehaves: its reconcile is cancelled and it is not run again until its object changes",
-				"key", s.id, "reason", s.reason)
+			if s.run.memory != "" {
+				q.log.Warn("a reconcile is suspected of the heap's growth: it is cancelled, and its key quarantined if the heap falls once it has returned",
+					"key", s.id, "reason", s.reason)
+				weigh = append(weigh, s)
+			} else {
+				q.log.Error("quarantining a key that misbehaves: its reconcile is cancelled and it is not run again until its object changes",
+					"key", s.id, "reason", s.reason)
+			}
 			s.run.cancel()
 			q.put(s.id, Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: s.reason, Since: time.Now().UTC(), Suspect: true, UID: s.run.uid})
 			q.mu.Lock()
@@ -503,7 +532,112 @@ func (q *Quarantine) watch(ctx context.Context) {
 				q.takeBackIfReleased(s.id)
 			}
 		}
+		if len(weigh) > 0 {
+			q.weigh(ctx, weigh)
+		}
 	}
+}
+
+// weigh decides about the runs suspected of the live heap's growth, already cancelled and
+// marked as suspects in etcd (so that, should the replica die of them meanwhile, their next
+// holder does not run them): each gets WeighFor to return; one that does not is marked. Once
+// the others have returned, a collection shows what they held: if the live heap fell by at
+// least half the growth that makes a suspect, they held it, and are marked; else the growth
+// was not theirs (a cache that grew, another part of the replica), and their suspect marks are
+// taken back: they run again, and only growth past the heap now makes a suspect again.
+//
+// The heap tells growth, not whose it is: a run cannot be weighed alone while others run
+// beside it. Cancelling it and seeing what its end frees is the weighing Go allows.
+func (q *Quarantine) weigh(ctx context.Context, ss []suspect) {
+	defer func() {
+		q.mu.Lock()
+		for _, s := range ss {
+			delete(q.weighing, s.id)
+		}
+		q.mu.Unlock()
+	}()
+	wctx, cancel := context.WithTimeout(ctx, q.cfg.WeighFor)
+	defer cancel()
+	var ended, stuck []suspect
+	before := int64(0)
+	for _, s := range ss {
+		before = max(before, s.heap)
+		select {
+		case <-s.run.done:
+			ended = append(ended, s)
+		case <-wctx.Done():
+			stuck = append(stuck, s)
+		}
+	}
+	if ctx.Err() != nil {
+		return // stopping: the suspect marks stand
+	}
+	for _, s := range stuck {
+		q.convict(s, s.reason+"; it went on after it was cancelled")
+	}
+	if len(ended) == 0 {
+		return
+	}
+	q.cfg.Collect()
+	after := q.cfg.HeapBytes()
+	freed := before - after
+	if freed >= q.cfg.MemoryBudget/memoryGrowthShare/2 {
+		for _, s := range ended {
+			q.convict(s, fmt.Sprintf("%s; the heap fell by %d MiB once it was cancelled", s.reason, freed>>20))
+		}
+		return
+	}
+	q.mu.Lock()
+	q.floor = after
+	q.mu.Unlock()
+	for _, s := range ended {
+		q.log.Info("a reconcile suspected of the heap's growth is cleared: the heap did not fall once it was cancelled; it runs again",
+			"key", s.id, "freed_mib", freed>>20, "heap_mib", after>>20)
+		q.acquit(s.id)
+	}
+}
+
+// convict quarantines the key of a weighed run, here and in etcd, unless it was released
+// meanwhile.
+func (q *Quarantine) convict(s suspect, reason string) {
+	q.log.Error("quarantining a key that misbehaves: it is not run again until its object changes", "key", s.id, "reason", reason)
+	m := Mark{Member: q.cfg.Member, Incarnation: q.incarnation, Reason: reason, Since: time.Now().UTC(), UID: s.run.uid}
+	q.mu.Lock()
+	if s.run.released {
+		q.mu.Unlock()
+		return
+	}
+	q.local[s.id] = m
+	q.mu.Unlock()
+	q.put(s.id, m)
+}
+
+// acquit takes back the suspect mark of a weighed run.
+func (q *Quarantine) acquit(id string) {
+	q.mu.Lock()
+	delete(q.marks, id)
+	q.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := q.cfg.Client.Delete(ctx, q.prefix()+id); err != nil {
+		q.log.Warn("could not delete the suspect mark of a cleared key; the replicas that see it hold the key until its object changes",
+			"key", id, "error", err)
+	}
+}
+
+// cancelledToWeigh reports whether the watchdog cancelled r, which has ended, to weigh its
+// part in the heap's growth.
+func (q *Quarantine) cancelledToWeigh(r *quarantineRun) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return r.memory != ""
+}
+
+// weighed reports whether the key of dispatcher name is being weighed (weigh): it waits.
+func (q *Quarantine) weighed(name, key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.weighing[name+"/"+key]
 }
 
 // memoryGrowthShare: a run is a memory suspect only if the live heap grew by at least
@@ -513,6 +647,7 @@ const memoryGrowthShare = 16
 type suspect struct {
 	id, reason string
 	run        *quarantineRun
+	heap       int64 // of a suspect of the heap's growth: the live heap it was suspected at
 }
 
 // validLocked reports whether this replica's membership is valid (always, without Valid).
@@ -539,7 +674,7 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 	}
 	var out []suspect
 	for id, r := range q.runs {
-		if r.suspect != "" {
+		if r.suspect != "" || r.memory != "" {
 			continue
 		}
 		ran := now.Sub(r.start)
@@ -555,9 +690,12 @@ func (q *Quarantine) suspects(now time.Time) []suspect {
 			r.suspect = fmt.Sprintf("its reconcile made no progress (no API request of its answered) for its time budget of %v", q.cfg.TimeBudget)
 		case valid && ran > q.cfg.MaxRun:
 			r.suspect = fmt.Sprintf("its reconcile ran past %v, the longest any may", q.cfg.MaxRun)
-		case valid && over && ran > q.cfg.MarkAfter && heap-r.heap >= q.cfg.MemoryBudget/memoryGrowthShare:
-			r.suspect = fmt.Sprintf("its reconcile was in flight for %v while the replica's live heap grew by %d MiB past its budget (%d MiB of %d MiB)",
-				ran.Round(time.Millisecond), (heap-r.heap)>>20, heap>>20, q.cfg.MemoryBudget>>20)
+		case valid && over && ran > q.cfg.MarkAfter && heap-max(r.heap, q.floor) >= q.cfg.MemoryBudget/memoryGrowthShare:
+			r.memory = fmt.Sprintf("its reconcile was in flight for %v while the replica's live heap grew by %d MiB past its budget (%d MiB of %d MiB)",
+				ran.Round(time.Millisecond), (heap-max(r.heap, q.floor))>>20, heap>>20, q.cfg.MemoryBudget>>20)
+			q.weighing[id] = true // its key waits from now until weigh is done
+			out = append(out, suspect{id: id, reason: r.memory, run: r, heap: heap})
+			continue
 		case !r.lostAt.IsZero() && now.Sub(r.lostAt) > q.cfg.StuckAfter:
 			r.suspect = fmt.Sprintf("its reconcile went on for %v after its slot was lost or the replica fenced", q.cfg.StuckAfter)
 		default:

@@ -471,40 +471,77 @@ func TestQuarantineSurvivesTheCrashOfItsReplica(t *testing.T) {
 
 // A replica whose live heap stands over its budget (a large cache) suspects no run the heap did
 // not grow under, however long it runs; a run under which the heap then grows by a sixteenth of
-// the budget is suspected, and one that began after the growth is not.
+// the budget is suspected, cancelled and weighed: one whose end frees that growth is marked, one
+// whose end frees nothing (the growth was the cache's) is cleared, runs again at once and is not
+// suspected again for the same growth; and one that began after the growth is not suspected.
 func TestQuarantineSuspectsOnlyRunsTheHeapGrewUnder(t *testing.T) {
 	ring := localetcd.StartForTest(t)
 	var heap atomic.Int64
 	heap.Store(3 << 30) // over the 1 GiB budget before anything runs
 	q, _ := quarantineFor(t, ring.Endpoint(), "r0", func(c *QuarantineConfig) {
 		c.MemoryBudget, c.MarkAfter = 1<<30, 20*time.Millisecond
-		c.HeapBytes = heap.Load
+		c.HeapBytes, c.Collect = heap.Load, func() {}
 	})
-	started := map[string]chan struct{}{"ns/flat": make(chan struct{}), "ns/late": make(chan struct{})}
+	const grown = 1 << 30 / 16
+	var runs sync.Map // key → *atomic.Int32
+	started := map[string]chan struct{}{"ns/hog": make(chan struct{}), "ns/innocent": make(chan struct{}), "ns/late": make(chan struct{})}
 	release := make(chan struct{})
 	cfg := dispatcherTestConfig(HoldAll{}, func(ctx context.Context, key string, _ int) error {
-		close(started[key])
+		n, _ := runs.LoadOrStore(key, new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) == 1 {
+			close(started[key])
+		}
 		select {
 		case <-release:
+			return nil
 		case <-ctx.Done():
+			if key == "ns/hog" {
+				heap.Add(-grown) // what it held goes with it
+			}
+			return ctx.Err()
 		}
-		return nil
 	})
 	var tell told
 	cfg.Quarantine, cfg.OnQuarantine = q, tell.tell
 	d := startDispatcher(t, cfg)
 	t.Cleanup(func() { close(release) })
-	d.Enqueue("ns/flat", 1)
-	awaitClosed(t, started["ns/flat"], "the flat run to start")
+	runsOf := func(key string) int32 {
+		n, ok := runs.Load(key)
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+
+	d.Enqueue("ns/hog", 1)
+	awaitClosed(t, started["ns/hog"], "the hog to start")
 	time.Sleep(300 * time.Millisecond) // fifteen times MarkAfter, a dozen watchdog checks
-	if _, ok := markOf(t, q.cfg.Client, "ns/flat"); ok {
+	if _, ok := markOf(t, q.cfg.Client, "ns/hog"); ok {
 		t.Fatal("a run the heap did not grow under was marked")
 	}
-	heap.Add(1 << 30 / 16) // it grows now
-	awaitCondition(t, "the run the heap grew under to be marked", func() bool {
-		m, ok := markOf(t, q.cfg.Client, "ns/flat")
-		return ok && strings.Contains(m.Reason, "grew by 64 MiB")
+	heap.Add(grown) // it grows now, and its end frees it
+	awaitCondition(t, "the run whose end freed the growth to be marked", func() bool {
+		m, ok := markOf(t, q.cfg.Client, "ns/hog")
+		return ok && !m.Suspect && strings.Contains(m.Reason, "grew by 64 MiB") && strings.Contains(m.Reason, "the heap fell by 64 MiB")
 	})
+	awaitCondition(t, "the hog to be told quarantined", func() bool { return len(tell.of("ns/hog")) == 1 })
+
+	d.Enqueue("ns/innocent", 1)
+	awaitClosed(t, started["ns/innocent"], "the innocent run to start")
+	time.Sleep(100 * time.Millisecond)
+	heap.Add(grown) // the cache grows under it; its end frees nothing
+	awaitCondition(t, "the cleared run to run again", func() bool { return runsOf("ns/innocent") >= 2 })
+	time.Sleep(300 * time.Millisecond)
+	if m, ok := markOf(t, q.cfg.Client, "ns/innocent"); ok {
+		t.Errorf("a run whose end freed nothing is marked: %+v", m)
+	}
+	if n := runsOf("ns/innocent"); n != 2 {
+		t.Errorf("the cleared run ran %d times, want 2: suspected again for growth it was cleared of", n)
+	}
+	if got := tell.of("ns/innocent"); len(got) > 0 {
+		t.Errorf("the cleared run was told quarantined: %v", got)
+	}
+
 	d.Enqueue("ns/late", 1)
 	awaitClosed(t, started["ns/late"], "the late run to start")
 	time.Sleep(300 * time.Millisecond)

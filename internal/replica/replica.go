@@ -79,6 +79,10 @@ type Config struct {
 	// second for the replica's lists together (cache.Config.PodListRate);
 	// 0 does not pace them.
 	PodListRate float64
+	// QuarantineTimeBudget is how long a reconcile may go without progress (no API
+	// request of its answered) before its key is quarantined (shard.QuarantineConfig.
+	// TimeBudget; 2 min by default).
+	QuarantineTimeBudget time.Duration
 	// MaxRequeue is the retries of a request failing for good before it is
 	// given up (for a Job: TerminateJob); 0 gives up at the first failure,
 	// -1 retries for ever.
@@ -100,16 +104,17 @@ const DefaultWorkers = 8
 func DefaultConfig() Config {
 	mcfg := membership.DefaultConfig()
 	return Config{
-		Prefix:          mcfg.Prefix,
-		LeaseTTL:        mcfg.TTL,
-		DrainTimeout:    shard.DefaultManagerConfig().DrainTimeout,
-		KubeContentType: DefaultKubeContentType,
-		Workers:         DefaultWorkers,
-		StatusCoalesce:  job.DefaultStatusCoalesce,
-		SchedulerName:   kit.DefaultSchedulerName,
-		Controllers:     DefaultControllers(),
-		MaxRequeue:      kit.DefaultMaxRequeue,
-		Logger:          hclog.NewNullLogger(),
+		Prefix:               mcfg.Prefix,
+		LeaseTTL:             mcfg.TTL,
+		DrainTimeout:         shard.DefaultManagerConfig().DrainTimeout,
+		KubeContentType:      DefaultKubeContentType,
+		Workers:              DefaultWorkers,
+		StatusCoalesce:       job.DefaultStatusCoalesce,
+		SchedulerName:        kit.DefaultSchedulerName,
+		Controllers:          DefaultControllers(),
+		MaxRequeue:           kit.DefaultMaxRequeue,
+		QuarantineTimeBudget: shard.DefaultQuarantineConfig().TimeBudget,
+		Logger:               hclog.NewNullLogger(),
 	}
 }
 
@@ -139,6 +144,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PodListRate < 0 {
 		errs = append(errs, fmt.Errorf("pod list rate %v: 0 does not pace, more paces at that many pods a second", c.PodListRate))
+	}
+	if c.QuarantineTimeBudget <= 0 {
+		errs = append(errs, fmt.Errorf("quarantine time budget %v: must be positive", c.QuarantineTimeBudget))
 	}
 	if c.MaxRequeue < -1 {
 		errs = append(errs, fmt.Errorf("max requeue %d: -1 retries for ever, 0 or more bounds the retries", c.MaxRequeue))
@@ -295,6 +303,7 @@ func (r *Replica) buildCache(api clients, manager *shard.Manager) error {
 	qcfg := shard.DefaultQuarantineConfig()
 	qcfg.Client, qcfg.Prefix, qcfg.Member, qcfg.Logger = cfg.Etcd, cfg.Prefix, cfg.ID, cfg.Logger
 	qcfg.Valid = manager.Valid // a replica past its lease suspects no run of time or memory
+	qcfg.TimeBudget = cfg.QuarantineTimeBudget
 	r.quarantine, err = shard.NewQuarantine(qcfg)
 	if err != nil {
 		return err
