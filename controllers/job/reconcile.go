@@ -222,7 +222,8 @@ func (f inFlight) Deleting(r cache.Resource, namespace, name string, uid types.U
 }
 
 // carryOut makes the plan's writes in the plan's one order (plan.Plan), each
-// only if those before it succeeded, and the status last. A write that learns
+// only if those before it succeeded, and the status last, but for a kill that
+// moves the Job to a new phase: that status goes before its deletes. A write that learns
 // what the cache did not show (a name another UID holds) has the plan made
 // again with that fact, and carries out what is left of it.
 func (c *Controller) carryOut(ctx context.Context, key string, in plan.Input, p plan.Plan) error {
@@ -288,6 +289,17 @@ func (c *Controller) carryOut(ctx context.Context, key string, in plan.Input, p 
 	}
 	if err != nil {
 		return err
+	}
+	if p.Status.Write && p.Status.Transition && (len(p.DeletePods) > 0 || p.DeletePodGroup != nil) {
+		// A kill that moves the Job (AbortJob, RestartJob, an ending) writes its new phase
+		// before its deletes: a Command is taken before its reconcile, and a reconcile cut
+		// short among its deletes (its replica paused, killed or moved) would otherwise leave
+		// a Running Job whose abort no replica remembers. The phase's rule goes on with the
+		// kill in the next reconcile, on any replica.
+		if err := c.writeStatus(ctx, key, job, p.Status); err != nil {
+			return err
+		}
+		p.Status = plan.StatusPlan{}
 	}
 	if err := c.deletePods(ctx, key, job, p.DeletePods); err != nil {
 		return err
