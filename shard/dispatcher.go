@@ -127,6 +127,9 @@ type DispatcherConfig[R any] struct {
 	// the Quarantine's watchdog sees it, is not handled again, here or on
 	// any replica, until Release; its requests are dropped meanwhile.
 	Quarantine *Quarantine
+	// Unfair serves the ready keys in the order they became ready, one queue for every
+	// namespace, instead of fairly between namespaces (fair.go): for comparisons only.
+	Unfair bool
 	// OnQuarantine, if set, is told once per quarantine of a key on this
 	// replica, with why (to record an Event on its object). It is called
 	// from a worker, not under the dispatcher's lock, and may not block.
@@ -219,6 +222,7 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		coalesce:     cfg.Coalesce,
 		name:         cfg.Name,
 		quarantine:   cfg.Quarantine,
+		ready:        fairReady[R]{unfair: cfg.Unfair},
 		onQuarantine: cfg.OnQuarantine,
 		uidOf:        cfg.UIDOf,
 		told:         map[string]bool{},
@@ -633,7 +637,7 @@ func (d *Dispatcher[R]) dropAll() {
 	d.metrics.dropped(dropStopped, n)
 	clear(d.boxes)
 	d.spare = nil
-	d.ready = fairReady[R]{}
+	d.ready = fairReady[R]{unfair: d.ready.unfair}
 	d.low = fifoOf[lowEntry[R]]{}
 	d.timers = nil
 	d.queued = 0

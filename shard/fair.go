@@ -14,6 +14,7 @@ type fairReady[R any] struct {
 	flows      map[string]*flow[R]
 	head, tail *flow[R] // the ring of flows with ready keys, served from head
 	n          int      // ready keys
+	unfair     bool     // one flow for every key (DispatcherConfig.Unfair)
 }
 
 // flow is the ready keys of one namespace.
@@ -38,6 +39,9 @@ func (q *fairReady[R]) empty() bool { return q.n == 0 }
 // the back of the ring.
 func (q *fairReady[R]) push(b *mailbox[R]) {
 	name := flowOf(b.key)
+	if q.unfair {
+		name = ""
+	}
 	f := q.flows[name]
 	if f == nil {
 		if q.flows == nil {

@@ -49,6 +49,7 @@ type runOptions struct {
 	coalesce      time.Duration
 	podListRate   float64
 	quarantine    time.Duration
+	fair          bool
 	adopt         bool
 	scheduler     string
 	podEvents     bool
@@ -88,6 +89,7 @@ func runFlagSet(f *runOptions) *flag.FlagSet {
 	fs.BoolVar(&f.adopt, "adopt", !def.NoAdopt, "label the objects of Volcano Jobs that lack the ringfire.io/slot label (made by vc-controller-manager before the switch) when slots are gained; turn off once no such object is left (docs/migration.md)")
 	fs.Float64Var(&f.podListRate, "pod-list-rate", def.PodListRate, "pods a second the replica's lists of its slots' pods take together, a page at a time; a failover's lists then leave the API server room for the moved Jobs' own reads and writes (docs/operations.md); 0: as fast as the API server answers")
 	fs.DurationVar(&f.quarantine, "quarantine-time-budget", def.QuarantineTimeBudget, "how long one reconcile may go without progress (no API request of its answered) before its key is quarantined; a slow API server's request timeout must fit well inside it (docs/jobs.md, \"Poison Jobs\")")
+	fs.BoolVar(&f.fair, "fair-namespaces", !def.Unfair, "share each replica's workers and API rate limit fairly between namespaces, so that one namespace's burst of work waits behind itself, not in front of others (docs/operations.md); off serves work in the order it came, for comparisons")
 	fs.DurationVar(&f.coalesce, "status-coalesce", def.StatusCoalesce, "changes of a Job's pod counts are merged over this window into one status write, at most one per window (a new phase is written at once); 0 or negative: every change is written at once")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address for /metrics, the status page (/) and /status.json; empty: none")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve the metrics address over HTTPS, only to callers whose bearer token the API server accepts (TokenReview) and who may get the path (SubjectAccessReview; the ClusterRole ringfire-metrics-reader); needs a cluster. The manifests of deploy/ turn it on; off, the address serves plain HTTP to anyone who reaches it")
@@ -180,7 +182,7 @@ func (f *runOptions) replicaConfig(client *clientv3.Client, kube *rest.Config, c
 	cfg.LeaseTTL, cfg.DrainTimeout = f.leaseTTL, f.drainTimeout
 	cfg.Kube, cfg.KubeContentType, cfg.NoAdopt = kube, f.kube.contentType, !f.adopt
 	cfg.Workers, cfg.StatusCoalesce, cfg.SchedulerName = f.workers, f.coalesce, f.scheduler
-	cfg.PodListRate, cfg.QuarantineTimeBudget = f.podListRate, f.quarantine
+	cfg.PodListRate, cfg.QuarantineTimeBudget, cfg.Unfair = f.podListRate, f.quarantine, !f.fair
 	cfg.Controllers, cfg.SchedulerPodEvents = replica.ParseControllers(f.controllers), f.podEvents
 	cfg.Clock, cfg.Logger, cfg.Registerer = clock, log, reg
 	return cfg

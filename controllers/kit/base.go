@@ -143,7 +143,7 @@ func (b *Base[R]) Init(s Settings[R]) error {
 	dcfg.Name, dcfg.Workers, dcfg.Ownership = s.Name, s.Workers, s.Ownership
 	dcfg.MaxRetries, dcfg.Logger, dcfg.Registerer = s.MaxRequeue, b.Log, s.Registerer
 	dcfg.Handler, dcfg.OnGiveUp, dcfg.Coalesce = b.watchWaits(s.Handler, s.OnWait), s.OnGiveUp, s.Coalesce
-	dcfg.Transient = IsTransient
+	dcfg.Transient, dcfg.Unfair = IsTransient, s.Unfair
 	if s.Quarantine != nil {
 		dcfg.Quarantine = s.Quarantine
 		statuses := make(chan struct{}, maxStatusOnQuarantine)

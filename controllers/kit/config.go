@@ -77,6 +77,9 @@ type Work struct {
 	MaxRequeue int
 	// Quarantine, when set, keeps poison keys from running (shard.Quarantine).
 	Quarantine *shard.Quarantine
+	// Unfair serves ready keys in the order they came rather than fairly between
+	// namespaces (shard.DispatcherConfig.Unfair): for comparisons only.
+	Unfair bool
 }
 
 // DefaultWork is the Work of a controller with the given workers and Volcano's requeue limit.

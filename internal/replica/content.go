@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/ringfire/ringfire/shard"
 )
 
 // The wire formats of the clientset of Kubernetes' built-in kinds
@@ -85,20 +87,31 @@ func crdConfig(base *rest.Config) *rest.Config {
 // newClients builds the replica's API clients over kube: the built-in kinds'
 // in contentType, the Volcano kinds' in JSON, and with metadata the metadata
 // client that adoption uses.
-func newClients(kube *rest.Config, contentType string, withMetadata bool) (clients, error) {
+//
+// With fair, each client's rate limit (kube's QPS and Burst, one bucket per client as
+// client-go gives each clientset) is a shard.FairLimiter: its requests a second are shared
+// between the namespaces whose reconciles ask, not served in the order they came.
+func newClients(kube *rest.Config, contentType string, withMetadata, fair bool) (clients, error) {
 	builtin, err := BuiltinConfig(kube, contentType)
 	if err != nil {
 		return clients{}, err
 	}
+	limited := func(cfg *rest.Config) *rest.Config {
+		if fair && cfg.RateLimiter == nil && cfg.QPS > 0 {
+			cfg = rest.CopyConfig(cfg)
+			cfg.RateLimiter = shard.NewFairLimiter(cfg.QPS, cfg.Burst)
+		}
+		return cfg
+	}
 	var c clients
-	if c.kube, err = kubernetes.NewForConfig(builtin); err != nil {
+	if c.kube, err = kubernetes.NewForConfig(limited(builtin)); err != nil {
 		return clients{}, fmt.Errorf("kubernetes client: %w", err)
 	}
-	if c.vc, err = vcclient.NewForConfig(crdConfig(kube)); err != nil {
+	if c.vc, err = vcclient.NewForConfig(limited(crdConfig(kube))); err != nil {
 		return clients{}, fmt.Errorf("volcano client: %w", err)
 	}
 	if withMetadata {
-		if c.md, err = metadata.NewForConfig(kube); err != nil {
+		if c.md, err = metadata.NewForConfig(limited(kube)); err != nil {
 			return clients{}, fmt.Errorf("metadata client: %w", err)
 		}
 	}

@@ -74,7 +74,7 @@ func TestClientsContentTypes(t *testing.T) {
 					return next.RoundTrip(req)
 				})
 			})
-			c, err := newClients(cfg, tc.contentType, true)
+			c, err := newClients(cfg, tc.contentType, true, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestClientsContentTypes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newClients(&rest.Config{Host: "http://127.0.0.1:1"}, "yaml", false); err == nil {
+	if _, err := newClients(&rest.Config{Host: "http://127.0.0.1:1"}, "yaml", false, true); err == nil {
 		t.Error("content type yaml was accepted")
 	}
 }

@@ -83,6 +83,9 @@ type Config struct {
 	// request of its answered) before its key is quarantined (shard.QuarantineConfig.
 	// TimeBudget; 2 min by default).
 	QuarantineTimeBudget time.Duration
+	// Unfair turns off the fair share between namespaces of the dispatchers' workers and of
+	// the API clients' rate limits (`--fair-namespaces=false`): for comparisons only.
+	Unfair bool
 	// MaxRequeue is the retries of a request failing for good before it is
 	// given up (for a Job: TerminateJob); 0 gives up at the first failure,
 	// -1 retries for ever.
@@ -293,7 +296,7 @@ func (r *Replica) connect(manager *shard.Manager) (clients, error) {
 	// Each request a reconcile's context asked that the API server answered is progress of
 	// that reconcile: the quarantine's time budget counts from the last (shard/progress.go).
 	cfg.Kube.Wrap(shard.ProgressTransport)
-	return newClients(cfg.Kube, cfg.KubeContentType, !cfg.NoAdopt)
+	return newClients(cfg.Kube, cfg.KubeContentType, !cfg.NoAdopt, !cfg.Unfair)
 }
 
 // buildCache builds the quarantine and the sharded cache the controllers share.
@@ -357,7 +360,7 @@ func (r *Replica) buildControllers(api clients, manager *shard.Manager) error {
 			Kube: api.kube, Volcano: api.vc, Ownership: manager, Valid: manager.Valid,
 			Logger: r.cfg.Logger, Registerer: r.cfg.Registerer,
 		},
-		work: kit.Work{Workers: r.cfg.Workers, MaxRequeue: r.cfg.MaxRequeue, Quarantine: r.quarantine},
+		work: kit.Work{Workers: r.cfg.Workers, MaxRequeue: r.cfg.MaxRequeue, Quarantine: r.quarantine, Unfair: r.cfg.Unfair},
 	}
 	manager.AddListener(r.Cache)
 	for _, c := range enabled(r.cfg.Controllers) {
