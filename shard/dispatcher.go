@@ -222,7 +222,7 @@ func NewDispatcher[R any](cfg DispatcherConfig[R]) (*Dispatcher[R], error) {
 		coalesce:     cfg.Coalesce,
 		name:         cfg.Name,
 		quarantine:   cfg.Quarantine,
-		ready:        fairReady[R]{unfair: cfg.Unfair},
+		ready:        fairReady[R]{unfair: cfg.Unfair, perFlow: perFlow(cfg.Workers, cfg.Unfair)},
 		onQuarantine: cfg.OnQuarantine,
 		uidOf:        cfg.UIDOf,
 		told:         map[string]bool{},
@@ -637,10 +637,19 @@ func (d *Dispatcher[R]) dropAll() {
 	d.metrics.dropped(dropStopped, n)
 	clear(d.boxes)
 	d.spare = nil
-	d.ready = fairReady[R]{unfair: d.ready.unfair}
+	d.ready = fairReady[R]{unfair: d.ready.unfair, perFlow: d.ready.perFlow, now: d.ready.now}
 	d.low = fifoOf[lowEntry[R]]{}
 	d.timers = nil
 	d.queued = 0
+}
+
+// perFlow is the most keys of one namespace a dispatcher of workers runs at once while others
+// are served (fair.go): all but one, with 4 workers or more and fair.
+func perFlow(workers int, unfair bool) int {
+	if unfair || workers < 4 {
+		return 0
+	}
+	return workers - 1
 }
 
 // runWorker takes ready keys and handles their front request until the
@@ -650,7 +659,7 @@ func (d *Dispatcher[R]) runWorker(worker int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for {
-		for d.ready.empty() && !d.lowReadyLocked() && !d.closed {
+		for !d.ready.takeable() && !d.lowReadyLocked() && !d.closed {
 			d.work.Wait()
 		}
 		if d.closed {
@@ -685,7 +694,7 @@ func (d *Dispatcher[R]) lowReadyLocked() bool {
 // low one when the first is empty or has had lowEvery turns in a row.
 func (d *Dispatcher[R]) takeLocked() task[R] {
 	var b *mailbox[R]
-	if (d.ready.empty() || d.sinceLow >= lowEvery) && d.lowReadyLocked() {
+	if (!d.ready.takeable() || d.sinceLow >= lowEvery) && d.lowReadyLocked() {
 		b = d.low.front().box
 		d.low.popFront()
 		b.low = false
@@ -695,6 +704,7 @@ func (d *Dispatcher[R]) takeLocked() task[R] {
 		d.sinceLow++
 	}
 	b.state = keyRunning
+	d.ready.started(b.key)
 	d.queued--
 	// Count the key in flight before its slot is checked, so that a Drain
 	// that starts once the slot is no longer held waits for the check.
@@ -949,6 +959,9 @@ func (d *Dispatcher[R]) giveUp(key string, req R, err error) {
 // signals no worker: the worker that settles takes the next key itself.
 func (d *Dispatcher[R]) settleLocked(b *mailbox[R], o outcome) {
 	d.leaveSlotLocked(b.slot)
+	if d.ready.settled(b.key); !d.ready.empty() {
+		d.work.Signal() // a flow at its limit may start a key again
+	}
 	switch o {
 	case handled:
 		b.popFront()

@@ -28,23 +28,25 @@ func Run(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, 
 	RunWorkers(ctx, kube, vc, nodes, 4)
 }
 
-// RunWorkers is Run with workers requests at a time: a load of thousands
-// of pods a minute needs more than four bindings in flight.
+// RunWorkers is Run with workers bindings at a time: a load of thousands of pods a minute
+// needs more than four in flight. PodGroups are admitted from a queue of their own, by two
+// workers of their own, as a real scheduler admits in each session whatever its backlog of
+// binds: a burst of pods to bind does not hold back another Job's admission.
 func RunWorkers(ctx context.Context, kube kubernetes.Interface, vc vcclient.Interface, nodes []string, workers int) {
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
-	go func() { <-ctx.Done(); q.ShutDown() }()
-
+	pgs := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
+	pods := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
+	go func() { <-ctx.Done(); pgs.ShutDown(); pods.ShutDown() }()
 	vf := vcinformers.NewSharedInformerFactory(vc, 0)
 	vf.Scheduling().V1beta1().PodGroups().Informer().AddEventHandler(guard.Handler("standin", nil, toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { q.Add(itemOf("pg", obj)) },
-		UpdateFunc: func(_, obj any) { q.Add(itemOf("pg", obj)) },
+		AddFunc:    func(obj any) { pgs.Add(itemOf("pg", obj)) },
+		UpdateFunc: func(_, obj any) { pgs.Add(itemOf("pg", obj)) },
 	}))
 	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
 	}))
 	kf.Core().V1().Pods().Informer().AddEventHandler(guard.Handler("standin", nil, toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { q.Add(itemOf("pod", obj)) },
-		UpdateFunc: func(_, obj any) { q.Add(itemOf("pod", obj)) },
+		AddFunc:    func(obj any) { pods.Add(itemOf("pod", obj)) },
+		UpdateFunc: func(_, obj any) { pods.Add(itemOf("pod", obj)) },
 	}))
 	vf.Start(ctx.Done())
 	kf.Start(ctx.Done())
@@ -60,30 +62,26 @@ func RunWorkers(ctx context.Context, kube kubernetes.Interface, vc vcclient.Inte
 		return nodes[next%len(nodes)]
 	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				it, shutdown := q.Get()
-				if shutdown {
-					return
+	serve := func(q workqueue.TypedRateLimitingInterface[item], n int, do func(item) error) {
+		for range max(n, 1) {
+			wg.Go(func() {
+				for {
+					it, shutdown := q.Get()
+					if shutdown {
+						return
+					}
+					if err := do(it); err != nil && ctx.Err() == nil {
+						q.AddRateLimited(it)
+					} else {
+						q.Forget(it)
+					}
+					q.Done(it)
 				}
-				var err error
-				if it.kind == "pg" {
-					err = admit(ctx, vc, it)
-				} else {
-					err = bind(ctx, kube, it, pick)
-				}
-				if err != nil && ctx.Err() == nil {
-					q.AddRateLimited(it)
-				} else {
-					q.Forget(it)
-				}
-				q.Done(it)
-			}
-		}()
+			})
+		}
 	}
+	serve(pgs, 2, func(it item) error { return admit(ctx, vc, it) })
+	serve(pods, workers, func(it item) error { return bind(ctx, kube, it, pick) })
 	wg.Wait()
 }
 
