@@ -1,8 +1,6 @@
 package cronjob
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/shardtest"
 	"github.com/ringfire/ringfire/shard"
 )
 
@@ -19,17 +17,7 @@ import (
 // skips, naming the Job and the command that releases it; a mark of another Job of the name
 // (another UID) is not this Job's.
 func TestSyncForbidSaysItsActiveJobIsQuarantined(t *testing.T) {
-	ring := localetcd.StartForTest(t)
-	client := localetcd.ClientForTest(t, ring.Endpoint())
-	qcfg := shard.DefaultQuarantineConfig()
-	qcfg.Client, qcfg.Prefix, qcfg.Member, qcfg.MemoryBudget = client, "/cq", "r0", -1
-	q, err := shard.NewQuarantine(qcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go q.Run(ctx)
+	q := shardtest.StartQuarantine(t)
 
 	now := t0.Add(2*time.Minute + time.Second)
 	prev := t0.Add(time.Minute)
@@ -39,7 +27,7 @@ func TestSyncForbidSaysItsActiveJobIsQuarantined(t *testing.T) {
 	}{{"its own mark", "", true}, {"another Job's mark", "uid-of-another", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, now)
-			f.c.cfg.Quarantine = q
+			f.c.cfg.Quarantine = q.Quarantine
 			cj := newCronJob("p", "* * * * *", t0.Add(-time.Second))
 			cj.Spec.ConcurrencyPolicy = batch.ForbidConcurrent
 			job := ownedJob(cj, prev, batch.Running, prev.Add(10*time.Second))
@@ -51,17 +39,7 @@ func TestSyncForbidSaysItsActiveJobIsQuarantined(t *testing.T) {
 			if uid == "" {
 				uid = string(job.UID)
 			}
-			b, _ := json.Marshal(shard.Mark{Member: "r1", Reason: "its reconcile panicked: boom", UID: uid})
-			if _, err := client.Put(ctx, "/cq/quarantine/job/"+ns+"/"+job.Name, string(b)); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for _, held := q.Held("job", ns+"/"+job.Name, ""); !held; _, held = q.Held("job", ns+"/"+job.Name, "") {
-				if time.Now().After(deadline) {
-					t.Fatal("the mark never reached the quarantine")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			q.Mark(t, "job", ns+"/"+job.Name, uid)
 			f.mustSync("p")
 			f.mustSync("p") // the same schedule time: told once
 			var told []string
@@ -78,9 +56,7 @@ func TestSyncForbidSaysItsActiveJobIsQuarantined(t *testing.T) {
 			case tc.want && !strings.Contains(told[0], "kubectl annotate --overwrite jobs.batch.volcano.sh/"+job.Name+" "+shard.ReleaseAnnotation):
 				t.Errorf("the Event does not say how to release the Job: %s", told[0])
 			}
-			if _, err := client.Delete(ctx, "/cq/quarantine/job/"+ns+"/"+job.Name); err != nil {
-				t.Fatal(err)
-			}
+			q.Unmark(t, "job", ns+"/"+job.Name)
 		})
 	}
 }

@@ -1,36 +1,22 @@
 package flow
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/tools/record"
 	batch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/ringfire/ringfire/internal/localetcd"
+	"github.com/ringfire/ringfire/internal/shardtest"
 	"github.com/ringfire/ringfire/shard"
 )
 
 // A JobFlow whose running step's Job ringfire quarantined says so once, naming the Job and the
 // command that releases it.
 func TestReconcileSaysAStepJobIsQuarantined(t *testing.T) {
-	ring := localetcd.StartForTest(t)
-	client := localetcd.ClientForTest(t, ring.Endpoint())
-	qcfg := shard.DefaultQuarantineConfig()
-	qcfg.Client, qcfg.Prefix, qcfg.Member, qcfg.MemoryBudget = client, "/fq", "r0", -1
-	q, err := shard.NewQuarantine(qcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go q.Run(ctx)
-
+	q := shardtest.StartQuarantine(t)
 	f := newFixture(t)
-	f.c.cfg.Quarantine = q
+	f.c.cfg.Quarantine = q.Quarantine
 	rec := record.NewFakeRecorder(100)
 	f.c.Recorder = rec
 	jf := flowOf("etl", step("a"), step("b", "a"))
@@ -42,17 +28,7 @@ func TestReconcileSaysAStepJobIsQuarantined(t *testing.T) {
 	if err := f.c.jobInf.GetIndexer().Add(a); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(shard.Mark{Member: "r1", Reason: "its reconcile panicked: boom", UID: string(a.UID)})
-	if _, err := client.Put(ctx, "/fq/quarantine/job/"+ns+"/"+a.Name, string(b)); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, held := q.Held("job", ns+"/"+a.Name, string(a.UID)); !held; _, held = q.Held("job", ns+"/"+a.Name, string(a.UID)) {
-		if time.Now().After(deadline) {
-			t.Fatal("the mark never reached the quarantine")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	q.Mark(t, "job", ns+"/"+a.Name, string(a.UID))
 	f.reconcile(key)
 	f.reconcile(key)
 	var told []string
